@@ -1,0 +1,155 @@
+//! The Anthropic Messages API back end (`POST /v1/messages`, streamed).
+
+mod parse;
+mod request;
+
+use std::time::Duration;
+
+use futures::stream::BoxStream;
+use reqwest::header::{ACCEPT, CONTENT_TYPE, HeaderMap, HeaderName, HeaderValue};
+
+use crate::error::ProviderError;
+use crate::http::{HttpTransport, PreparedRequest, endpoint};
+use crate::provider::Provider;
+use crate::retry::RetryPolicy;
+use crate::secret::ApiKey;
+use crate::stream::StreamEvent;
+use crate::types::CompletionRequest;
+
+pub use parse::AnthropicStreamParser;
+
+/// Where the Anthropic API lives unless told otherwise.
+pub const DEFAULT_BASE_URL: &str = "https://api.anthropic.com";
+/// The `anthropic-version` header sent.
+pub const API_VERSION: &str = "2023-06-01";
+
+/// Talks to Anthropic's Messages API, or anything that speaks it.
+///
+/// ```no_run
+/// use keel_provider::{AnthropicProvider, ApiKey, CompletionRequest, Message, Provider};
+///
+/// # async fn run() -> Result<(), keel_provider::ProviderError> {
+/// let provider = AnthropicProvider::new(ApiKey::new("sk-ant-..."))?;
+/// let request = CompletionRequest::new("claude-sonnet-4-5").message(Message::user("Hi"));
+/// let reply = provider.tool_use_completion(&request).await?;
+/// println!("{}", reply.text());
+/// # Ok(()) }
+/// ```
+#[derive(Debug, Clone)]
+pub struct AnthropicProvider {
+    transport: HttpTransport,
+    url: url::Url,
+    betas: Vec<String>,
+}
+
+impl AnthropicProvider {
+    /// A provider for the public API with this key.
+    pub fn new(api_key: ApiKey) -> Result<Self, ProviderError> {
+        Ok(Self {
+            transport: HttpTransport::new(Some(api_key))?,
+            url: messages_url(DEFAULT_BASE_URL)?,
+            betas: Vec::new(),
+        })
+    }
+
+    /// A provider configured from `ANTHROPIC_API_KEY` and, if set, `ANTHROPIC_BASE_URL`.
+    pub fn from_env() -> Result<Self, ProviderError> {
+        let key = ApiKey::from_env("ANTHROPIC_API_KEY").ok_or_else(|| ProviderError::Config {
+            message: "ANTHROPIC_API_KEY is not set: export your Anthropic API key".into(),
+        })?;
+        let provider = Self::new(key)?;
+        match std::env::var("ANTHROPIC_BASE_URL") {
+            Ok(base) if !base.trim().is_empty() => provider.with_base_url(base.trim()),
+            _ => Ok(provider),
+        }
+    }
+
+    /// Sends requests to `base_url` instead (`https://host` or `https://host/v1`).
+    pub fn with_base_url(mut self, base_url: &str) -> Result<Self, ProviderError> {
+        self.url = messages_url(base_url)?;
+        Ok(self)
+    }
+
+    /// Sets the retry policy.
+    pub fn with_retry_policy(mut self, policy: RetryPolicy) -> Self {
+        self.transport.retry = policy;
+        self
+    }
+
+    /// Sets the longest wait for the next piece of a streamed reply (default 120 s).
+    pub fn with_idle_timeout(mut self, timeout: Duration) -> Self {
+        self.transport.idle_timeout = timeout;
+        self
+    }
+
+    /// Adds an `anthropic-beta` flag.
+    pub fn with_beta(mut self, beta: impl Into<String>) -> Self {
+        self.betas.push(beta.into());
+        self
+    }
+
+    /// The endpoint requests go to.
+    pub fn url(&self) -> &url::Url {
+        &self.url
+    }
+
+    /// The exact JSON body sent for `req`.
+    pub fn request_body(&self, req: &CompletionRequest) -> Result<Vec<u8>, ProviderError> {
+        serde_json::to_vec(&request::body(req)).map_err(|err| ProviderError::InvalidRequest {
+            message: format!("cannot encode the request: {err}"),
+        })
+    }
+
+    fn prepare(&self, req: &CompletionRequest) -> Result<PreparedRequest, ProviderError> {
+        let mut headers = HeaderMap::new();
+        headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+        headers.insert(ACCEPT, HeaderValue::from_static("text/event-stream"));
+        headers.insert(
+            HeaderName::from_static("anthropic-version"),
+            HeaderValue::from_static(API_VERSION),
+        );
+        if let Some(key) = &self.transport.key {
+            let mut value =
+                HeaderValue::from_str(key.expose()).map_err(|_| ProviderError::Config {
+                    message: "the Anthropic API key contains characters a header cannot carry"
+                        .into(),
+                })?;
+            value.set_sensitive(true);
+            headers.insert(HeaderName::from_static("x-api-key"), value);
+        }
+        if !self.betas.is_empty() {
+            let value =
+                HeaderValue::from_str(&self.betas.join(",")).map_err(|_| ProviderError::Config {
+                    message: format!("invalid anthropic-beta flags {:?}", self.betas),
+                })?;
+            headers.insert(HeaderName::from_static("anthropic-beta"), value);
+        }
+        Ok(PreparedRequest {
+            url: self.url.clone(),
+            headers,
+            body: self.request_body(req)?.into(),
+        })
+    }
+}
+
+fn messages_url(base_url: &str) -> Result<url::Url, ProviderError> {
+    let base = base_url.trim_end_matches('/');
+    if base.ends_with("/v1") {
+        endpoint(base, "messages")
+    } else {
+        endpoint(base, "v1/messages")
+    }
+}
+
+#[async_trait::async_trait]
+impl Provider for AnthropicProvider {
+    fn name(&self) -> &str {
+        "anthropic"
+    }
+
+    fn stream(&self, req: &CompletionRequest) -> BoxStream<'_, Result<StreamEvent, ProviderError>> {
+        let span = tracing::info_span!("model_call", provider = "anthropic", model = %req.model);
+        self.transport
+            .stream(self.prepare(req), span, AnthropicStreamParser::new)
+    }
+}

@@ -1,0 +1,97 @@
+//! Errors that end a model call.
+
+use std::time::Duration;
+
+/// Why a model call failed.
+///
+/// Messages never contain an API key: back ends redact the key from anything a server echoes.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum ProviderError {
+    /// The key is missing, wrong or lacks permission (HTTP 401/403). Not retried.
+    #[error("authentication failed: {message}")]
+    Auth {
+        /// What the server said.
+        message: String,
+    },
+    /// Too many requests (HTTP 429).
+    #[error("rate limited{}: {message}", fmt_after(.retry_after))]
+    RateLimited {
+        /// How long the server asked us to wait, if it said.
+        retry_after: Option<Duration>,
+        /// What the server said.
+        message: String,
+    },
+    /// The service is overloaded (HTTP 529, or an `overloaded_error` in a stream).
+    #[error("the service is overloaded: {message}")]
+    Overloaded {
+        /// What the server said.
+        message: String,
+    },
+    /// The server failed (HTTP 5xx, 408, 409).
+    #[error("server error (HTTP {status}): {message}")]
+    Server {
+        /// The HTTP status.
+        status: u16,
+        /// What the server said.
+        message: String,
+    },
+    /// The server rejected the request as malformed (HTTP 400, 404, 413, 422 ...). Not retried.
+    #[error("invalid request: {message}")]
+    InvalidRequest {
+        /// What the server said.
+        message: String,
+    },
+    /// The prompt does not fit the model's context window. Not retried: compact first.
+    #[error("the prompt is longer than the model's context window: {message}")]
+    ContextLengthExceeded {
+        /// What the server said.
+        message: String,
+    },
+    /// The connection failed or broke.
+    #[error("connection failed: {message}")]
+    Transport {
+        /// What failed.
+        message: String,
+    },
+    /// The response stream was malformed, or cut after content had arrived (not retried, so
+    /// that no output is duplicated).
+    #[error("bad response stream: {message}")]
+    Stream {
+        /// What was wrong.
+        message: String,
+    },
+    /// The server sent nothing for too long.
+    #[error("no data from the server for {}s", .after.as_secs_f64())]
+    Timeout {
+        /// How long we waited.
+        after: Duration,
+    },
+    /// The provider is configured wrongly (bad base URL, a header that cannot be sent).
+    #[error("provider configuration: {message}")]
+    Config {
+        /// What is wrong and how to fix it.
+        message: String,
+    },
+}
+
+fn fmt_after(after: &Option<Duration>) -> String {
+    match after {
+        Some(d) => format!(" (retry after {}s)", d.as_secs_f64()),
+        None => String::new(),
+    }
+}
+
+impl ProviderError {
+    /// Whether trying the same request again may succeed.
+    pub fn is_retryable(&self) -> bool {
+        matches!(
+            self,
+            Self::RateLimited { .. }
+                | Self::Overloaded { .. }
+                | Self::Server { .. }
+                | Self::Transport { .. }
+                | Self::Timeout { .. }
+        )
+    }
+}

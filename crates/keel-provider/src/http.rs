@@ -1,0 +1,442 @@
+//! The HTTP side shared by the back ends: sending with retries, reading a streamed body with
+//! an idle timeout, and turning HTTP failures into [`ProviderError`]s.
+
+use std::pin::Pin;
+use std::task::{Context, Poll};
+use std::time::Duration;
+
+use bytes::Bytes;
+use futures::stream::BoxStream;
+use futures::{Stream, StreamExt};
+use reqwest::header::HeaderMap;
+use serde_json::Value;
+use tracing::Span;
+
+use crate::error::ProviderError;
+use crate::retry::{RetryPolicy, server_wait, status_is_retryable};
+use crate::secret::{ApiKey, redact_opt};
+use crate::stream::StreamEvent;
+
+/// The default time allowed between two pieces of a streamed reply.
+pub const DEFAULT_IDLE_TIMEOUT: Duration = Duration::from_secs(120);
+
+/// Longest server message kept in an error.
+const MAX_ERROR_MESSAGE: usize = 2000;
+
+/// Turns a back end's wire format into [`StreamEvent`]s.
+pub(crate) trait WireParser: Send {
+    /// Takes the next chunk of the body.
+    fn feed(&mut self, chunk: &[u8], out: &mut Vec<StreamEvent>) -> Result<(), ProviderError>;
+    /// The body ended: flush, and fail if the reply is incomplete.
+    fn finish(&mut self, out: &mut Vec<StreamEvent>) -> Result<(), ProviderError>;
+}
+
+/// A request ready to send, as many times as retries need.
+#[derive(Debug, Clone)]
+pub(crate) struct PreparedRequest {
+    pub url: url::Url,
+    pub headers: HeaderMap,
+    pub body: Bytes,
+}
+
+/// The HTTP client and its policies.
+#[derive(Clone)]
+pub(crate) struct HttpTransport {
+    client: reqwest::Client,
+    pub retry: RetryPolicy,
+    pub idle_timeout: Duration,
+    pub key: Option<ApiKey>,
+}
+
+impl std::fmt::Debug for HttpTransport {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("HttpTransport")
+            .field("retry", &self.retry)
+            .field("idle_timeout", &self.idle_timeout)
+            .field("key", &self.key)
+            .finish_non_exhaustive()
+    }
+}
+
+/// A failed attempt, and whether another may succeed.
+#[derive(Debug)]
+struct Failure {
+    error: ProviderError,
+    retryable: bool,
+    server_wait: Option<Duration>,
+}
+
+impl Failure {
+    fn of(error: ProviderError) -> Self {
+        Self {
+            retryable: error.is_retryable(),
+            error,
+            server_wait: None,
+        }
+    }
+
+    /// The connection broke or the body ended early: worth retrying only before content.
+    fn cut(message: String) -> Self {
+        Self {
+            error: ProviderError::Stream { message },
+            retryable: true,
+            server_wait: None,
+        }
+    }
+}
+
+impl HttpTransport {
+    pub fn new(key: Option<ApiKey>) -> Result<Self, ProviderError> {
+        let client = reqwest::Client::builder()
+            .connect_timeout(Duration::from_secs(30))
+            .build()
+            .map_err(|err| ProviderError::Config {
+                message: format!("cannot build the HTTP client: {err}"),
+            })?;
+        Ok(Self {
+            client,
+            retry: RetryPolicy::default(),
+            idle_timeout: DEFAULT_IDLE_TIMEOUT,
+            key,
+        })
+    }
+
+    fn redact(&self, text: &str) -> String {
+        redact_opt(self.key.as_ref(), text)
+    }
+
+    /// One attempt: a response with a success status, or why not.
+    async fn send(&self, request: &PreparedRequest) -> Result<reqwest::Response, Failure> {
+        let send = self
+            .client
+            .post(request.url.clone())
+            .headers(request.headers.clone())
+            .body(request.body.clone())
+            .send();
+        let response = match tokio::time::timeout(self.idle_timeout, send).await {
+            Err(_) => {
+                return Err(Failure::of(ProviderError::Timeout {
+                    after: self.idle_timeout,
+                }));
+            }
+            Ok(Err(err)) => {
+                return Err(Failure::of(ProviderError::Transport {
+                    message: self.redact(&error_chain(&err)),
+                }));
+            }
+            Ok(Ok(response)) => response,
+        };
+        let status = response.status();
+        if status.is_success() {
+            return Ok(response);
+        }
+        let headers = response.headers().clone();
+        let body = tokio::time::timeout(self.idle_timeout, response.text())
+            .await
+            .ok()
+            .and_then(Result::ok)
+            .unwrap_or_default();
+        let wait = server_wait(&headers);
+        Err(Failure {
+            error: error_from_status(status.as_u16(), wait, &self.redact(&body)),
+            retryable: status_is_retryable(status, &headers),
+            server_wait: wait,
+        })
+    }
+
+    /// Sends `request` and streams the parsed reply, retrying as the policy allows.
+    pub fn stream<'a, P, F>(
+        &'a self,
+        request: Result<PreparedRequest, ProviderError>,
+        span: Span,
+        new_parser: F,
+    ) -> BoxStream<'a, Result<StreamEvent, ProviderError>>
+    where
+        P: WireParser + 'a,
+        F: Fn() -> P + Send + 'a,
+    {
+        let events = async_stream::stream! {
+            let request = match request {
+                Ok(request) => request,
+                Err(err) => {
+                    yield Err(err);
+                    return;
+                }
+            };
+            let mut retries = 0u32;
+            let mut sent_start = false;
+            let mut sent_content = false;
+            let mut events = Vec::new();
+            loop {
+                let failure = match self.send(&request).await {
+                    Err(failure) => failure,
+                    Ok(response) => {
+                        let mut parser = new_parser();
+                        let mut body = response.bytes_stream();
+                        loop {
+                            let step = match tokio::time::timeout(self.idle_timeout, body.next()).await {
+                                Err(_) => Err(Failure::of(ProviderError::Timeout { after: self.idle_timeout })),
+                                Ok(None) => parser.finish(&mut events).map(|()| true).map_err(|err| match err {
+                                    ProviderError::Stream { message } => Failure::cut(message),
+                                    other => Failure::of(other),
+                                }),
+                                Ok(Some(Err(err))) => Err(Failure::cut(format!(
+                                    "the connection broke mid-reply: {}",
+                                    self.redact(&error_chain(&err))
+                                ))),
+                                Ok(Some(Ok(chunk))) => parser.feed(&chunk, &mut events).map(|()| false).map_err(Failure::of),
+                            };
+                            for event in events.drain(..) {
+                                if matches!(event, StreamEvent::MessageStart { .. }) {
+                                    if sent_start {
+                                        continue;
+                                    }
+                                    sent_start = true;
+                                }
+                                sent_content |= event.is_content();
+                                yield Ok(event);
+                            }
+                            match step {
+                                Ok(true) => return,
+                                Ok(false) => {}
+                                Err(failure) => break failure,
+                            }
+                        }
+                    }
+                };
+                if sent_content || !failure.retryable || retries >= self.retry.max_retries {
+                    tracing::debug!(error = %failure.error, retries, "model call failed");
+                    yield Err(failure.error);
+                    return;
+                }
+                let wait = self.retry.wait(retries, failure.server_wait);
+                retries += 1;
+                tracing::warn!(error = %failure.error, attempt = retries, wait_ms = wait.as_millis() as u64, "retrying model call");
+                yield Ok(StreamEvent::Retrying { attempt: retries, wait, error: failure.error });
+                tokio::time::sleep(wait).await;
+            }
+        };
+        Box::pin(InSpan {
+            span,
+            inner: Box::pin(events),
+        })
+    }
+}
+
+/// A stream polled inside a tracing span.
+struct InSpan<S> {
+    span: Span,
+    inner: Pin<Box<S>>,
+}
+
+impl<S: Stream> Stream for InSpan<S> {
+    type Item = S::Item;
+
+    fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<S::Item>> {
+        let this = &mut *self;
+        let _entered = this.span.enter();
+        this.inner.as_mut().poll_next(cx)
+    }
+}
+
+/// An error and its causes, on one line.
+fn error_chain(err: &(dyn std::error::Error + 'static)) -> String {
+    let mut text = err.to_string();
+    let mut source = err.source();
+    while let Some(cause) = source {
+        let cause_text = cause.to_string();
+        if !text.contains(&cause_text) {
+            text.push_str(": ");
+            text.push_str(&cause_text);
+        }
+        source = cause.source();
+    }
+    text
+}
+
+/// The `(type, message)` in an error body, in Anthropic's, OpenAI's or Ollama's shape.
+pub(crate) fn error_details(body: &str) -> (Option<String>, String) {
+    let fallback = || truncate(body.trim());
+    let Ok(json) = serde_json::from_str::<Value>(body) else {
+        return (None, fallback());
+    };
+    let error = json.get("error").unwrap_or(&json);
+    if let Some(text) = error.as_str() {
+        return (None, truncate(text));
+    }
+    let kind = ["type", "code"]
+        .iter()
+        .filter_map(|key| error.get(*key).and_then(Value::as_str))
+        .find(|kind| *kind != "error")
+        .map(str::to_owned);
+    let message = error
+        .get("message")
+        .and_then(Value::as_str)
+        .map(truncate)
+        .unwrap_or_else(fallback);
+    (kind, message)
+}
+
+fn truncate(text: &str) -> String {
+    if text.len() <= MAX_ERROR_MESSAGE {
+        return text.to_owned();
+    }
+    let mut end = MAX_ERROR_MESSAGE;
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!("{}…", &text[..end])
+}
+
+fn mentions_context_length(kind: Option<&str>, message: &str) -> bool {
+    if kind == Some("context_length_exceeded") {
+        return true;
+    }
+    let lower = message.to_ascii_lowercase();
+    [
+        "prompt is too long",
+        "context length",
+        "context window",
+        "maximum context",
+        "context_length_exceeded",
+    ]
+    .iter()
+    .any(|needle| lower.contains(needle))
+}
+
+/// The error for an HTTP failure status and its body.
+pub(crate) fn error_from_status(
+    status: u16,
+    retry_after: Option<Duration>,
+    body: &str,
+) -> ProviderError {
+    let (kind, message) = error_details(body);
+    let message = if message.is_empty() {
+        format!("HTTP {status}")
+    } else {
+        message
+    };
+    match status {
+        401 | 403 => ProviderError::Auth { message },
+        429 => ProviderError::RateLimited {
+            retry_after,
+            message,
+        },
+        529 => ProviderError::Overloaded { message },
+        _ if kind.as_deref() == Some("overloaded_error") => ProviderError::Overloaded { message },
+        408 | 409 => ProviderError::Server { status, message },
+        _ if status >= 500 => ProviderError::Server { status, message },
+        _ if mentions_context_length(kind.as_deref(), &message) => {
+            ProviderError::ContextLengthExceeded { message }
+        }
+        _ => ProviderError::InvalidRequest { message },
+    }
+}
+
+/// The error for an error event inside a stream that began with HTTP 200.
+pub(crate) fn error_from_stream_payload(body: &str) -> ProviderError {
+    let (kind, message) = error_details(body);
+    match kind.as_deref() {
+        Some("overloaded_error") => ProviderError::Overloaded { message },
+        Some("rate_limit_error") => ProviderError::RateLimited {
+            retry_after: None,
+            message,
+        },
+        Some("authentication_error" | "permission_error") => ProviderError::Auth { message },
+        Some("api_error" | "server_error") => ProviderError::Server {
+            status: 500,
+            message,
+        },
+        Some("timeout_error") => ProviderError::Server {
+            status: 504,
+            message,
+        },
+        kind if mentions_context_length(kind, &message) => {
+            ProviderError::ContextLengthExceeded { message }
+        }
+        Some("invalid_request_error" | "not_found_error" | "request_too_large") => {
+            ProviderError::InvalidRequest { message }
+        }
+        _ => ProviderError::Stream {
+            message: format!("the server reported an error mid-stream: {message}"),
+        },
+    }
+}
+
+/// Joins a base URL and an endpoint path, keeping the base's own path.
+pub(crate) fn endpoint(base_url: &str, path: &str) -> Result<url::Url, ProviderError> {
+    let base = base_url.trim_end_matches('/');
+    let url = format!("{base}/{}", path.trim_start_matches('/'));
+    let parsed = url::Url::parse(&url).map_err(|err| ProviderError::Config {
+        message: format!(
+            "base URL {base_url:?} is not a valid URL ({err}); give one like https://api.example.com/v1"
+        ),
+    })?;
+    match parsed.scheme() {
+        "http" | "https" => Ok(parsed),
+        other => Err(ProviderError::Config {
+            message: format!("base URL {base_url:?} uses {other}:, expected http: or https:"),
+        }),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn statuses_map_to_errors() {
+        let anthropic = r#"{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}"#;
+        assert_eq!(
+            error_from_status(529, None, anthropic),
+            ProviderError::Overloaded {
+                message: "Overloaded".into()
+            }
+        );
+        let openai = r#"{"error":{"message":"This model's maximum context length is 128000 tokens.","type":"invalid_request_error","code":"context_length_exceeded"}}"#;
+        assert!(matches!(
+            error_from_status(400, None, openai),
+            ProviderError::ContextLengthExceeded { .. }
+        ));
+        let too_long = r#"{"type":"error","error":{"type":"invalid_request_error","message":"prompt is too long: 210000 tokens > 200000 maximum"}}"#;
+        assert!(matches!(
+            error_from_status(400, None, too_long),
+            ProviderError::ContextLengthExceeded { .. }
+        ));
+        assert_eq!(
+            error_from_status(404, None, r#"{"error":"model 'x' not found"}"#),
+            ProviderError::InvalidRequest {
+                message: "model 'x' not found".into()
+            }
+        );
+        assert!(matches!(
+            error_from_status(401, None, "nope"),
+            ProviderError::Auth { .. }
+        ));
+        assert_eq!(
+            error_from_status(503, None, ""),
+            ProviderError::Server {
+                status: 503,
+                message: "HTTP 503".into()
+            }
+        );
+    }
+
+    #[test]
+    fn endpoints_keep_the_base_path() {
+        assert_eq!(
+            endpoint("http://localhost:11434/v1/", "/chat/completions")
+                .unwrap()
+                .as_str(),
+            "http://localhost:11434/v1/chat/completions"
+        );
+        assert!(matches!(
+            endpoint("localhost:11434", "x"),
+            Err(ProviderError::Config { .. })
+        ));
+        assert!(matches!(
+            endpoint("not a url", "x"),
+            Err(ProviderError::Config { .. })
+        ));
+    }
+}

@@ -1,0 +1,95 @@
+//! # keel-provider
+//!
+//! One [`Provider`] trait over the models a coding agent talks to, with two back ends that
+//! speak the real wire formats: [`AnthropicProvider`] (the Messages API) and
+//! [`OpenAiProvider`] (Chat Completions, for OpenAI and for Ollama, vLLM, llama.cpp and
+//! OpenRouter).
+//!
+//! - **Types**: a conversation is a list of [`Message`]s made of [`ContentBlock`]s; a
+//!   [`CompletionRequest`] asks for the next reply, which comes back as a
+//!   [`ToolUseResponse`] (or as a stream of [`StreamEvent`]s).
+//! - **Tool calls that cannot be trusted are marked**: input cut off by `max_tokens` or not a
+//!   JSON object comes back as [`ToolInput::Invalid`] with the raw text kept. Never run it.
+//! - **Faults**: rate limits, overloads, 5xx and dropped connections are retried per
+//!   [`RetryPolicy`]; a stream cut after content fails with [`ProviderError::Stream`] rather
+//!   than duplicate output; a silent server fails with [`ProviderError::Timeout`].
+//! - **Cost**: [`ModelCatalog`] knows context windows and prices, and says `None` for a model
+//!   it does not know.
+//! - **Secrets**: [`ApiKey`] prints as `[redacted]`, and keys are scrubbed from errors.
+//!
+//! ```
+//! use keel_provider::{AnthropicStreamParser, ResponseAssembler, StopReason, ToolInput};
+//!
+//! // Replay a recorded Anthropic stream through the parser.
+//! let wire = concat!(
+//!     "event: message_start\n",
+//!     "data: {\"type\":\"message_start\",\"message\":{\"id\":\"msg_1\",\"model\":\"claude-sonnet-4-5\",\"usage\":{\"input_tokens\":12,\"output_tokens\":1}}}\n\n",
+//!     "event: content_block_start\n",
+//!     "data: {\"type\":\"content_block_start\",\"index\":0,\"content_block\":{\"type\":\"tool_use\",\"id\":\"toolu_1\",\"name\":\"read_file\",\"input\":{}}}\n\n",
+//!     "event: content_block_delta\n",
+//!     "data: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"input_json_delta\",\"partial_json\":\"{\\\"path\\\": \\\"src/main.rs\\\"}\"}}\n\n",
+//!     "event: content_block_stop\n",
+//!     "data: {\"type\":\"content_block_stop\",\"index\":0}\n\n",
+//!     "event: message_delta\n",
+//!     "data: {\"type\":\"message_delta\",\"delta\":{\"stop_reason\":\"tool_use\"},\"usage\":{\"output_tokens\":20}}\n\n",
+//!     "event: message_stop\n",
+//!     "data: {\"type\":\"message_stop\"}\n\n",
+//! );
+//! let mut parser = AnthropicStreamParser::new();
+//! let mut events = Vec::new();
+//! parser.feed(wire.as_bytes(), &mut events)?;
+//! parser.finish(&mut events)?;
+//!
+//! let mut assembler = ResponseAssembler::new();
+//! events.into_iter().for_each(|event| assembler.push(event));
+//! let reply = assembler.finish()?;
+//!
+//! assert_eq!(reply.stop_reason, StopReason::ToolUse);
+//! assert_eq!(reply.usage.output_tokens, 20);
+//! let call = reply.tool_calls()[0];
+//! assert_eq!(call.name, "read_file");
+//! assert!(matches!(call.input, ToolInput::Valid(input) if input["path"] == "src/main.rs"));
+//! # Ok::<(), keel_provider::ProviderError>(())
+//! ```
+//!
+//! Against a live API the same reply comes from one call:
+//!
+//! ```no_run
+//! use keel_provider::{AnthropicProvider, CompletionRequest, Message, ModelCatalog, Provider};
+//!
+//! # async fn run() -> Result<(), keel_provider::ProviderError> {
+//! let provider = AnthropicProvider::from_env()?;
+//! let request = CompletionRequest::new("claude-sonnet-4-5")
+//!     .system("You are terse.")
+//!     .message(Message::user("Name one prime number."));
+//! let reply = provider.tool_use_completion(&request).await?;
+//! let cost = ModelCatalog::built_in().cost(&request.model, &reply.usage);
+//! println!("{} (cost: {cost:?} USD)", reply.text());
+//! # Ok(()) }
+//! ```
+
+pub mod anthropic;
+pub mod catalog;
+mod error;
+mod http;
+pub mod openai;
+mod provider;
+mod retry;
+mod secret;
+pub mod sse;
+mod stream;
+mod types;
+
+pub use anthropic::{AnthropicProvider, AnthropicStreamParser};
+pub use catalog::{ModelCatalog, ModelInfo, Pricing};
+pub use error::ProviderError;
+pub use http::DEFAULT_IDLE_TIMEOUT;
+pub use openai::{MaxTokensField, OpenAiProvider, OpenAiStreamParser};
+pub use provider::Provider;
+pub use retry::RetryPolicy;
+pub use secret::ApiKey;
+pub use stream::{ResponseAssembler, StreamEvent, collect_response, parse_tool_input};
+pub use types::{
+    CachePolicy, CompletionRequest, ContentBlock, InvalidToolInput, Message, Role, StopReason,
+    ToolCall, ToolChoice, ToolDefinition, ToolInput, ToolUseResponse, Usage,
+};

@@ -1,0 +1,148 @@
+//! The OpenAI Chat Completions back end (`POST {base_url}/chat/completions`, streamed), for
+//! OpenAI itself and for compatible servers: Ollama, vLLM, llama.cpp, OpenRouter.
+
+mod parse;
+mod request;
+
+use std::time::Duration;
+
+use futures::stream::BoxStream;
+use reqwest::header::{ACCEPT, AUTHORIZATION, CONTENT_TYPE, HeaderMap, HeaderValue};
+
+use crate::error::ProviderError;
+use crate::http::{HttpTransport, PreparedRequest, endpoint};
+use crate::provider::Provider;
+use crate::retry::RetryPolicy;
+use crate::secret::ApiKey;
+use crate::stream::StreamEvent;
+use crate::types::CompletionRequest;
+
+pub use parse::OpenAiStreamParser;
+pub use request::MaxTokensField;
+
+/// OpenAI's own API.
+pub const DEFAULT_BASE_URL: &str = "https://api.openai.com/v1";
+
+/// Talks to an OpenAI-compatible Chat Completions API.
+///
+/// ```no_run
+/// use keel_provider::{CompletionRequest, Message, OpenAiProvider, Provider};
+///
+/// # async fn run() -> Result<(), keel_provider::ProviderError> {
+/// // A local Ollama needs no key.
+/// let provider = OpenAiProvider::new("http://localhost:11434/v1", None)?;
+/// let request = CompletionRequest::new("qwen3:8b").message(Message::user("Hi"));
+/// let reply = provider.tool_use_completion(&request).await?;
+/// println!("{}", reply.text());
+/// # Ok(()) }
+/// ```
+#[derive(Debug, Clone)]
+pub struct OpenAiProvider {
+    transport: HttpTransport,
+    url: url::Url,
+    max_tokens_field: MaxTokensField,
+}
+
+impl OpenAiProvider {
+    /// A provider for the server at `base_url` (the part before `/chat/completions`, e.g.
+    /// `https://api.openai.com/v1`). The key is optional: local servers take none.
+    pub fn new(base_url: &str, api_key: Option<ApiKey>) -> Result<Self, ProviderError> {
+        let url = endpoint(base_url, "chat/completions")?;
+        Ok(Self {
+            max_tokens_field: default_max_tokens_field(&url),
+            transport: HttpTransport::new(api_key)?,
+            url,
+        })
+    }
+
+    /// A provider configured from `OPENAI_BASE_URL` (default OpenAI's API) and
+    /// `OPENAI_API_KEY` (required for OpenAI's API, optional elsewhere).
+    pub fn from_env() -> Result<Self, ProviderError> {
+        let base = std::env::var("OPENAI_BASE_URL")
+            .ok()
+            .map(|b| b.trim().to_owned())
+            .filter(|b| !b.is_empty());
+        let key = ApiKey::from_env("OPENAI_API_KEY");
+        if base.is_none() && key.is_none() {
+            return Err(ProviderError::Config {
+                message: "OPENAI_API_KEY is not set: export your OpenAI key, or set \
+                          OPENAI_BASE_URL to a local server such as http://localhost:11434/v1"
+                    .into(),
+            });
+        }
+        Self::new(base.as_deref().unwrap_or(DEFAULT_BASE_URL), key)
+    }
+
+    /// Sets the retry policy.
+    pub fn with_retry_policy(mut self, policy: RetryPolicy) -> Self {
+        self.transport.retry = policy;
+        self
+    }
+
+    /// Sets the longest wait for the next piece of a streamed reply (default 120 s).
+    pub fn with_idle_timeout(mut self, timeout: Duration) -> Self {
+        self.transport.idle_timeout = timeout;
+        self
+    }
+
+    /// Chooses the field that carries the output limit. The default is
+    /// `max_completion_tokens` for api.openai.com and `max_tokens` for everything else.
+    pub fn with_max_tokens_field(mut self, field: MaxTokensField) -> Self {
+        self.max_tokens_field = field;
+        self
+    }
+
+    /// The endpoint requests go to.
+    pub fn url(&self) -> &url::Url {
+        &self.url
+    }
+
+    /// The exact JSON body sent for `req`.
+    pub fn request_body(&self, req: &CompletionRequest) -> Result<Vec<u8>, ProviderError> {
+        serde_json::to_vec(&request::body(req, self.max_tokens_field)).map_err(|err| {
+            ProviderError::InvalidRequest {
+                message: format!("cannot encode the request: {err}"),
+            }
+        })
+    }
+
+    fn prepare(&self, req: &CompletionRequest) -> Result<PreparedRequest, ProviderError> {
+        let mut headers = HeaderMap::new();
+        headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+        headers.insert(ACCEPT, HeaderValue::from_static("text/event-stream"));
+        if let Some(key) = &self.transport.key {
+            let mut value = HeaderValue::from_str(&format!("Bearer {}", key.expose()))
+                .map_err(|_| ProviderError::Config {
+                    message: "the OpenAI API key contains characters a header cannot carry".into(),
+                })?;
+            value.set_sensitive(true);
+            headers.insert(AUTHORIZATION, value);
+        }
+        Ok(PreparedRequest {
+            url: self.url.clone(),
+            headers,
+            body: self.request_body(req)?.into(),
+        })
+    }
+}
+
+fn default_max_tokens_field(url: &url::Url) -> MaxTokensField {
+    if url.host_str() == Some("api.openai.com") {
+        MaxTokensField::MaxCompletionTokens
+    } else {
+        MaxTokensField::MaxTokens
+    }
+}
+
+#[async_trait::async_trait]
+impl Provider for OpenAiProvider {
+    fn name(&self) -> &str {
+        "openai"
+    }
+
+    fn stream(&self, req: &CompletionRequest) -> BoxStream<'_, Result<StreamEvent, ProviderError>> {
+        let span = tracing::info_span!("model_call", provider = "openai", model = %req.model);
+        self.transport
+            .stream(self.prepare(req), span, OpenAiStreamParser::new)
+    }
+}

@@ -1,0 +1,220 @@
+//! The Chat Completions request body.
+
+use std::borrow::Cow;
+
+use serde::Serialize;
+use serde_json::Value;
+
+use crate::types::{CompletionRequest, ContentBlock, Role, ToolChoice};
+
+/// Prefixed to a failed tool's output, since Chat Completions has no error flag.
+pub(crate) const TOOL_ERROR_PREFIX: &str = "ERROR: ";
+
+/// Which field carries the output token limit.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum MaxTokensField {
+    /// `max_tokens`: what Ollama, vLLM, llama.cpp and most compatible servers read.
+    MaxTokens,
+    /// `max_completion_tokens`: what OpenAI's own API requires for its current models.
+    MaxCompletionTokens,
+}
+
+#[derive(Serialize)]
+pub(crate) struct Body<'a> {
+    model: &'a str,
+    messages: Vec<WireMessage<'a>>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    tools: Vec<WireTool<'a>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    tool_choice: Option<Value>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    max_tokens: Option<u32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    max_completion_tokens: Option<u32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    temperature: Option<f32>,
+    #[serde(skip_serializing_if = "<[String]>::is_empty")]
+    stop: &'a [String],
+    stream: bool,
+    stream_options: StreamOptions,
+}
+
+#[derive(Serialize)]
+struct StreamOptions {
+    include_usage: bool,
+}
+
+#[derive(Serialize)]
+#[serde(tag = "role", rename_all = "snake_case")]
+enum WireMessage<'a> {
+    System {
+        content: &'a str,
+    },
+    User {
+        content: Cow<'a, str>,
+    },
+    Assistant {
+        content: Option<Cow<'a, str>>,
+        #[serde(skip_serializing_if = "Vec::is_empty")]
+        tool_calls: Vec<WireToolCall<'a>>,
+    },
+    Tool {
+        tool_call_id: &'a str,
+        content: Cow<'a, str>,
+    },
+}
+
+#[derive(Serialize)]
+struct WireToolCall<'a> {
+    id: &'a str,
+    #[serde(rename = "type")]
+    kind: &'static str,
+    function: WireFunctionCall<'a>,
+}
+
+#[derive(Serialize)]
+struct WireFunctionCall<'a> {
+    name: &'a str,
+    arguments: String,
+}
+
+#[derive(Serialize)]
+struct WireTool<'a> {
+    #[serde(rename = "type")]
+    kind: &'static str,
+    function: WireFunction<'a>,
+}
+
+#[derive(Serialize)]
+struct WireFunction<'a> {
+    name: &'a str,
+    description: &'a str,
+    parameters: &'a Value,
+}
+
+/// The text blocks of `blocks` joined by newlines, borrowed when there is just one.
+fn joined_text(blocks: &[ContentBlock]) -> Cow<'_, str> {
+    let mut texts = blocks.iter().filter_map(|block| match block {
+        ContentBlock::Text { text } if !text.is_empty() => Some(text.as_str()),
+        _ => None,
+    });
+    let Some(first) = texts.next() else {
+        return Cow::Borrowed("");
+    };
+    let mut rest = texts.peekable();
+    if rest.peek().is_none() {
+        return Cow::Borrowed(first);
+    }
+    let mut out = first.to_owned();
+    for text in rest {
+        out.push('\n');
+        out.push_str(text);
+    }
+    Cow::Owned(out)
+}
+
+fn push_user<'a>(out: &mut Vec<WireMessage<'a>>, blocks: &'a [ContentBlock]) {
+    // Tool results must directly follow the assistant message that asked for them.
+    for block in blocks {
+        if let ContentBlock::ToolResult {
+            tool_use_id,
+            content,
+            is_error,
+        } = block
+        {
+            out.push(WireMessage::Tool {
+                tool_call_id: tool_use_id,
+                content: if *is_error {
+                    Cow::Owned(format!("{TOOL_ERROR_PREFIX}{content}"))
+                } else {
+                    Cow::Borrowed(content)
+                },
+            });
+        }
+    }
+    let text = joined_text(blocks);
+    if !text.is_empty() {
+        out.push(WireMessage::User { content: text });
+    }
+}
+
+fn push_assistant<'a>(out: &mut Vec<WireMessage<'a>>, blocks: &'a [ContentBlock]) {
+    let tool_calls: Vec<WireToolCall<'a>> = blocks
+        .iter()
+        .filter_map(|block| match block {
+            ContentBlock::ToolUse {
+                id, name, input, ..
+            } => Some(WireToolCall {
+                id,
+                kind: "function",
+                function: WireFunctionCall {
+                    name,
+                    arguments: input.to_string(),
+                },
+            }),
+            _ => None,
+        })
+        .collect();
+    let text = joined_text(blocks);
+    // Thinking blocks are dropped: Chat Completions takes no reasoning back.
+    let content = if text.is_empty() && !tool_calls.is_empty() {
+        None
+    } else {
+        Some(text)
+    };
+    out.push(WireMessage::Assistant {
+        content,
+        tool_calls,
+    });
+}
+
+pub(crate) fn body(req: &CompletionRequest, max_tokens_field: MaxTokensField) -> Body<'_> {
+    let mut messages = Vec::with_capacity(req.messages.len() + 1);
+    if let Some(system) = req.system.as_deref().filter(|s| !s.is_empty()) {
+        messages.push(WireMessage::System { content: system });
+    }
+    for message in &req.messages {
+        match message.role {
+            Role::User => push_user(&mut messages, &message.content),
+            Role::Assistant => push_assistant(&mut messages, &message.content),
+        }
+    }
+    let tools = req
+        .tools
+        .iter()
+        .map(|tool| WireTool {
+            kind: "function",
+            function: WireFunction {
+                name: &tool.name,
+                description: &tool.description,
+                parameters: &tool.input_schema,
+            },
+        })
+        .collect();
+    let tool_choice = (!req.tools.is_empty()).then(|| match &req.tool_choice {
+        ToolChoice::Auto => Value::from("auto"),
+        ToolChoice::Any => Value::from("required"),
+        ToolChoice::None => Value::from("none"),
+        ToolChoice::Tool(name) => {
+            serde_json::json!({"type": "function", "function": {"name": name}})
+        }
+    });
+    let (max_tokens, max_completion_tokens) = match max_tokens_field {
+        MaxTokensField::MaxTokens => (Some(req.max_tokens), None),
+        MaxTokensField::MaxCompletionTokens => (None, Some(req.max_tokens)),
+    };
+    Body {
+        model: &req.model,
+        messages,
+        tools,
+        tool_choice,
+        max_tokens,
+        max_completion_tokens,
+        temperature: req.temperature,
+        stop: &req.stop_sequences,
+        stream: true,
+        stream_options: StreamOptions {
+            include_usage: true,
+        },
+    }
+}

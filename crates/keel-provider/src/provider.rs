@@ -1,0 +1,33 @@
+//! The one trait every model back end implements.
+
+use futures::stream::BoxStream;
+
+use crate::error::ProviderError;
+use crate::stream::{StreamEvent, collect_response};
+use crate::types::{CompletionRequest, ToolUseResponse};
+
+/// A model behind some API. Object safe: hold it as `Arc<dyn Provider>`.
+#[async_trait::async_trait]
+pub trait Provider: Send + Sync {
+    /// A short name for logs and errors, e.g. `anthropic`.
+    fn name(&self) -> &str;
+
+    /// Whether the back end can call tools.
+    fn supports_tool_use(&self) -> bool {
+        true
+    }
+
+    /// Streams the reply to `req`. The request is encoded before this returns, so the stream
+    /// borrows only the provider. Retries happen inside; each shows as a
+    /// [`StreamEvent::Retrying`]. The stream ends after [`StreamEvent::MessageEnd`] or the
+    /// first error.
+    fn stream(&self, req: &CompletionRequest) -> BoxStream<'_, Result<StreamEvent, ProviderError>>;
+
+    /// The whole reply to `req`, assembled from [`stream`](Self::stream).
+    async fn tool_use_completion(
+        &self,
+        req: &CompletionRequest,
+    ) -> Result<ToolUseResponse, ProviderError> {
+        collect_response(self.stream(req)).await
+    }
+}

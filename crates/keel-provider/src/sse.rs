@@ -1,0 +1,196 @@
+//! An incremental decoder for Server-Sent Events (the `text/event-stream` format).
+//!
+//! Bytes go in as they arrive, in chunks of any size; whole events come out. Lines may end in
+//! `\n`, `\r\n` or `\r`, comments (`:`) and `id`/`retry` fields are skipped, and an event left
+//! pending when the stream ends is still delivered (some recordings omit the final blank line).
+
+use crate::error::ProviderError;
+
+/// One decoded event.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SseEvent {
+    /// The `event:` field, empty when the server sent none.
+    pub event: String,
+    /// The `data:` lines, joined with `\n`.
+    pub data: String,
+}
+
+/// Decodes a byte stream into [`SseEvent`]s.
+#[derive(Debug, Default)]
+pub struct SseDecoder {
+    buf: Vec<u8>,
+    event: String,
+    data: Vec<u8>,
+    has_data: bool,
+    /// The previous chunk ended in `\r`: a `\n` at the start of the next one ends no line.
+    skip_lf: bool,
+}
+
+impl SseDecoder {
+    /// A decoder at the start of a stream.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Feeds the next chunk; complete events are appended to `out`.
+    pub fn push(&mut self, chunk: &[u8], out: &mut Vec<SseEvent>) -> Result<(), ProviderError> {
+        let mut input = chunk;
+        if self.skip_lf {
+            self.skip_lf = false;
+            if let Some(rest) = input.strip_prefix(b"\n") {
+                input = rest;
+            }
+        }
+        if self.buf.is_empty() {
+            let used = self.lines(input, out)?;
+            self.buf.extend_from_slice(&input[used..]);
+        } else {
+            let mut buf = std::mem::take(&mut self.buf);
+            buf.extend_from_slice(input);
+            let used = self.lines(&buf, out)?;
+            buf.drain(..used);
+            self.buf = buf;
+        }
+        Ok(())
+    }
+
+    /// Ends the stream: a last line without its newline, and an event without its blank
+    /// line, are still delivered.
+    pub fn finish(&mut self, out: &mut Vec<SseEvent>) -> Result<(), ProviderError> {
+        if !self.buf.is_empty() {
+            let line = std::mem::take(&mut self.buf);
+            self.line(&line, out)?;
+        }
+        self.dispatch(out)
+    }
+
+    /// Handles every complete line in `input`; returns how many bytes were used.
+    fn lines(&mut self, input: &[u8], out: &mut Vec<SseEvent>) -> Result<usize, ProviderError> {
+        let mut start = 0;
+        while let Some(offset) = memchr::memchr2(b'\n', b'\r', &input[start..]) {
+            let end = start + offset;
+            self.line(&input[start..end], out)?;
+            start = end + 1;
+            if input[end] == b'\r' {
+                match input.get(start) {
+                    Some(b'\n') => start += 1,
+                    Some(_) => {}
+                    None => self.skip_lf = true,
+                }
+            }
+        }
+        Ok(start)
+    }
+
+    fn line(&mut self, line: &[u8], out: &mut Vec<SseEvent>) -> Result<(), ProviderError> {
+        if line.is_empty() {
+            return self.dispatch(out);
+        }
+        if line[0] == b':' {
+            return Ok(());
+        }
+        let (field, value) = match memchr::memchr(b':', line) {
+            Some(colon) => {
+                let value = &line[colon + 1..];
+                (
+                    &line[..colon],
+                    value.strip_prefix(b" ").unwrap_or(value),
+                )
+            }
+            None => (line, &b""[..]),
+        };
+        match field {
+            b"data" => {
+                if self.has_data {
+                    self.data.push(b'\n');
+                }
+                self.data.extend_from_slice(value);
+                self.has_data = true;
+            }
+            b"event" => {
+                self.event = utf8(value.to_vec())?;
+            }
+            _ => {}
+        }
+        Ok(())
+    }
+
+    fn dispatch(&mut self, out: &mut Vec<SseEvent>) -> Result<(), ProviderError> {
+        let event = std::mem::take(&mut self.event);
+        if !self.has_data {
+            return Ok(());
+        }
+        self.has_data = false;
+        let data = utf8(std::mem::take(&mut self.data))?;
+        out.push(SseEvent { event, data });
+        Ok(())
+    }
+}
+
+fn utf8(bytes: Vec<u8>) -> Result<String, ProviderError> {
+    String::from_utf8(bytes).map_err(|err| ProviderError::Stream {
+        message: format!("the event stream is not valid UTF-8: {err}"),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn decode_in_chunks(input: &[u8], size: usize) -> Vec<SseEvent> {
+        let mut decoder = SseDecoder::new();
+        let mut out = Vec::new();
+        for chunk in input.chunks(size) {
+            decoder.push(chunk, &mut out).unwrap();
+        }
+        decoder.finish(&mut out).unwrap();
+        out
+    }
+
+    #[test]
+    fn every_chunking_gives_the_same_events() {
+        let input = b"event: a\ndata: 1\n\n: comment\r\nevent: b\r\ndata: x\r\ndata:y\r\n\r\nid: 3\rdata: z\r\r";
+        let whole = decode_in_chunks(input, input.len());
+        assert_eq!(
+            whole,
+            vec![
+                SseEvent {
+                    event: "a".into(),
+                    data: "1".into()
+                },
+                SseEvent {
+                    event: "b".into(),
+                    data: "x\ny".into()
+                },
+                SseEvent {
+                    event: String::new(),
+                    data: "z".into()
+                },
+            ]
+        );
+        for size in 1..input.len() {
+            assert_eq!(decode_in_chunks(input, size), whole, "chunk size {size}");
+        }
+    }
+
+    #[test]
+    fn an_event_without_its_blank_line_is_delivered_at_the_end() {
+        let events = decode_in_chunks(b"event: message_stop\ndata: {}", 7);
+        assert_eq!(events.len(), 1);
+        assert_eq!(events[0].event, "message_stop");
+        assert_eq!(events[0].data, "{}");
+    }
+
+    #[test]
+    fn an_event_with_no_data_is_not_delivered() {
+        assert!(decode_in_chunks(b"event: ping\n\n\n", 3).is_empty());
+    }
+
+    #[test]
+    fn invalid_utf8_is_a_stream_error() {
+        let mut decoder = SseDecoder::new();
+        let mut out = Vec::new();
+        let err = decoder.push(b"data: \xff\xfe\n\n", &mut out).unwrap_err();
+        assert!(matches!(err, ProviderError::Stream { .. }), "{err:?}");
+    }
+}

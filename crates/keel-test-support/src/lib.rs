@@ -1,0 +1,34 @@
+//! # keel-test-support
+//!
+//! Helpers shared by every keel crate's tests. Not for production use: helpers panic on
+//! setup failures, since a broken fixture should fail the test loudly.
+//!
+//! - [`wire`]: the streams recorded from the real APIs in `shared/wire/`, read verbatim.
+//! - [`mock`]: wiremock servers that serve those streams (or any SSE body) on loopback.
+//! - [`raw_http`]: a loopback HTTP server that misbehaves on purpose: cuts a stream
+//!   mid-way, or stops sending.
+//! - [`scripted`]: a [`Provider`](keel_provider::Provider) that replays scripted replies and
+//!   records every request.
+//! - [`temp`]: temporary directories.
+//!
+//! ```
+//! use keel_provider::{CompletionRequest, Message, Provider};
+//! use keel_test_support::scripted::ScriptedProvider;
+//!
+//! # tokio::runtime::Runtime::new().unwrap().block_on(async {
+//! let provider = ScriptedProvider::new().then_text("Hello!");
+//! let request = CompletionRequest::new("any").message(Message::user("Hi"));
+//! let reply = provider.tool_use_completion(&request).await.unwrap();
+//! assert_eq!(reply.text(), "Hello!");
+//! assert_eq!(provider.requests().len(), 1);
+//! # });
+//! ```
+
+// Test helpers: a setup failure is a test failure, so unwrap and panic are the right tools.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+pub mod mock;
+pub mod raw_http;
+pub mod scripted;
+pub mod temp;
+pub mod wire;

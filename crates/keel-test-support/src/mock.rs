@@ -1,0 +1,41 @@
+//! wiremock servers serving SSE bodies on loopback.
+
+use wiremock::matchers::{method, path};
+use wiremock::{Mock, MockServer, ResponseTemplate};
+
+/// A `200 text/event-stream` response with `body`, verbatim.
+pub fn sse_response(body: impl Into<Vec<u8>>) -> ResponseTemplate {
+    ResponseTemplate::new(200)
+        .insert_header("content-type", "text/event-stream")
+        .set_body_raw(body.into(), "text/event-stream")
+}
+
+/// A JSON error response in the shape both APIs use.
+pub fn error_response(status: u16, kind: &str, message: &str) -> ResponseTemplate {
+    ResponseTemplate::new(status).set_body_json(serde_json::json!({
+        "type": "error",
+        "error": {"type": kind, "message": message}
+    }))
+}
+
+/// Starts a server that answers every `POST route` with `body` as an event stream.
+pub async fn serve_sse(route: &str, body: impl Into<Vec<u8>>) -> MockServer {
+    let server = MockServer::start().await;
+    Mock::given(method("POST"))
+        .and(path(route))
+        .respond_with(sse_response(body))
+        .mount(&server)
+        .await;
+    server
+}
+
+/// The JSON bodies of every request `server` received, in order.
+pub async fn request_bodies(server: &MockServer) -> Vec<serde_json::Value> {
+    server
+        .received_requests()
+        .await
+        .unwrap_or_default()
+        .iter()
+        .map(|request| serde_json::from_slice(&request.body).unwrap())
+        .collect()
+}
