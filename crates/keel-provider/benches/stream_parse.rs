@@ -1,1 +1,133 @@
-fn main() {}
+//! Stream parsing throughput: a ≥ 10 MB Anthropic stream (and a Chat Completions one) built
+//! from the recorded events, parsed and assembled into a reply.
+//!
+//! `cargo bench -p keel-provider --bench stream_parse`
+
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use std::hint::black_box;
+
+use criterion::{Criterion, Throughput, criterion_group, criterion_main};
+use keel_provider::{AnthropicStreamParser, OpenAiStreamParser, ResponseAssembler, StreamEvent};
+
+const TARGET_BYTES: usize = 10 * 1024 * 1024;
+/// Network reads arrive in pieces; 16 KiB is a typical TLS record batch.
+const CHUNK: usize = 16 * 1024;
+
+fn recording(name: &str) -> String {
+    String::from_utf8(keel_test_support::wire::wire_bytes(name)).unwrap()
+}
+
+/// The recording's events, separated.
+fn events(text: &str) -> Vec<String> {
+    text.split("\n\n")
+        .filter(|e| !e.trim().is_empty())
+        .map(|e| format!("{e}\n\n"))
+        .collect()
+}
+
+/// The tool-use recording with its text and tool-input deltas repeated until the stream
+/// passes 10 MiB: the same event shapes the API sends, in the same proportions.
+fn anthropic_stream() -> Vec<u8> {
+    let events = events(&recording("anthropic/tool_use_response.sse"));
+    let is_delta = |e: &str| e.contains("\"content_block_delta\"");
+    let text_deltas: Vec<&String> = events
+        .iter()
+        .filter(|e| is_delta(e) && e.contains("text_delta"))
+        .collect();
+    let head: Vec<&String> = events.iter().take_while(|e| !is_delta(e)).collect();
+    let mut out = String::new();
+    head.iter().for_each(|e| out.push_str(e));
+    while out.len() < TARGET_BYTES {
+        text_deltas.iter().for_each(|e| out.push_str(e));
+    }
+    // Then the text block closes, and the tool block, its input and the end follow as
+    // recorded.
+    let rest = events
+        .iter()
+        .skip_while(|e| !e.contains("content_block_stop"));
+    rest.for_each(|e| out.push_str(e));
+    out.into_bytes()
+}
+
+/// The parallel-calls recording with the first call's argument fragments repeated: the
+/// repeated input is not valid JSON, so the benchmark also pays for rejecting that call.
+fn openai_stream() -> Vec<u8> {
+    let events = events(&recording("openai-chat/two_parallel_tool_calls.sse"));
+    let fragments: Vec<&String> = events
+        .iter()
+        .filter(|e| e.contains("\"arguments\":\"") && !e.contains("\"id\":\"call_"))
+        .take(11)
+        .collect();
+    let mut out = String::new();
+    out.push_str(&events[0]);
+    out.push_str(&events[1]);
+    while out.len() < TARGET_BYTES {
+        fragments.iter().for_each(|e| out.push_str(e));
+    }
+    events[13..].iter().for_each(|e| out.push_str(e));
+    out.into_bytes()
+}
+
+fn parse<P>(
+    bytes: &[u8],
+    mut parser: P,
+    feed: fn(&mut P, &[u8], &mut Vec<StreamEvent>),
+    finish: fn(&mut P, &mut Vec<StreamEvent>),
+) -> usize {
+    let mut assembler = ResponseAssembler::new();
+    let mut events = Vec::new();
+    for chunk in bytes.chunks(CHUNK) {
+        feed(&mut parser, chunk, &mut events);
+        events.drain(..).for_each(|e| assembler.push(e));
+    }
+    finish(&mut parser, &mut events);
+    events.drain(..).for_each(|e| assembler.push(e));
+    let reply = assembler.finish().unwrap();
+    reply.content.len()
+}
+
+fn bench(c: &mut Criterion) {
+    let anthropic = anthropic_stream();
+    let openai = openai_stream();
+    assert!(anthropic.len() >= TARGET_BYTES && openai.len() >= TARGET_BYTES);
+    // The built streams must parse into a whole reply with its tool call intact.
+    assert_eq!(
+        parse(
+            &anthropic,
+            AnthropicStreamParser::new(),
+            |p, c, o| p.feed(c, o).unwrap(),
+            |p, o| p.finish(o).unwrap()
+        ),
+        2
+    );
+
+    let mut group = c.benchmark_group("stream_parse");
+    group.sample_size(20);
+    group.throughput(Throughput::Bytes(anthropic.len() as u64));
+    group.bench_function("anthropic_10MiB", |b| {
+        b.iter(|| {
+            parse(
+                black_box(&anthropic),
+                AnthropicStreamParser::new(),
+                |p, c, o| p.feed(c, o).unwrap(),
+                |p, o| p.finish(o).unwrap(),
+            )
+        })
+    });
+    group.throughput(Throughput::Bytes(openai.len() as u64));
+    group.bench_function("openai_10MiB", |b| {
+        b.iter(|| {
+            parse(
+                black_box(&openai),
+                OpenAiStreamParser::new(),
+                |p, c, o| p.feed(c, o).unwrap(),
+                |p, o| p.finish(o).unwrap(),
+            )
+        })
+    });
+    group.finish();
+}
+
+criterion_group!(benches, bench);
+criterion_main!(benches);

@@ -196,7 +196,11 @@ mod tests {
             ("anthropic/claude-haiku-4-5", "claude-haiku-4-5"),
             ("claude-opus-4-0", "claude-opus-4"),
         ] {
-            assert_eq!(catalog.get(id).map(|m| m.id.as_str()), Some(expected), "{id}");
+            assert_eq!(
+                catalog.get(id).map(|m| m.id.as_str()),
+                Some(expected),
+                "{id}"
+            );
         }
         for unknown in ["gpt-4o-mega", "claude", "llama3.1:8b", "gpt-4", ""] {
             assert!(catalog.get(unknown).is_none(), "{unknown}");

@@ -386,7 +386,8 @@ mod tests {
 
     #[test]
     fn statuses_map_to_errors() {
-        let anthropic = r#"{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}"#;
+        let anthropic =
+            r#"{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}"#;
         assert_eq!(
             error_from_status(529, None, anthropic),
             ProviderError::Overloaded {

@@ -140,7 +140,9 @@ fn httpdate_seconds(value: &str) -> Option<u64> {
     let doy = (153 * mp + 2) / 5 + day as i64 - 1;
     let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
     let days = era * 146_097 + doe - 719_468;
-    u64::try_from(days).ok().map(|d| d * 86_400 + h * 3600 + m * 60 + s)
+    u64::try_from(days)
+        .ok()
+        .map(|d| d * 86_400 + h * 3600 + m * 60 + s)
 }
 
 #[cfg(test)]
@@ -182,7 +184,10 @@ mod tests {
     #[test]
     fn retry_after_headers_are_read() {
         assert_eq!(
-            server_wait(&headers(&[("retry-after-ms", "1500"), ("retry-after", "9")])),
+            server_wait(&headers(&[
+                ("retry-after-ms", "1500"),
+                ("retry-after", "9")
+            ])),
             Some(Duration::from_millis(1500))
         );
         assert_eq!(
@@ -190,10 +195,16 @@ mod tests {
             Some(Duration::from_secs(2))
         );
         assert_eq!(
-            server_wait(&headers(&[("retry-after", "Sun, 06 Nov 1994 08:49:37 GMT")])),
+            server_wait(&headers(&[(
+                "retry-after",
+                "Sun, 06 Nov 1994 08:49:37 GMT"
+            )])),
             Some(Duration::ZERO)
         );
-        assert_eq!(httpdate_seconds("Sun, 06 Nov 1994 08:49:37 GMT"), Some(784_111_777));
+        assert_eq!(
+            httpdate_seconds("Sun, 06 Nov 1994 08:49:37 GMT"),
+            Some(784_111_777)
+        );
         assert_eq!(server_wait(&headers(&[("retry-after", "soon")])), None);
     }
 
@@ -201,10 +212,16 @@ mod tests {
     fn should_retry_header_overrides_the_status() {
         let none = HeaderMap::new();
         for status in [408, 409, 429, 500, 502, 503, 529] {
-            assert!(status_is_retryable(StatusCode::from_u16(status).unwrap(), &none));
+            assert!(status_is_retryable(
+                StatusCode::from_u16(status).unwrap(),
+                &none
+            ));
         }
         for status in [400, 401, 403, 404, 413, 422] {
-            assert!(!status_is_retryable(StatusCode::from_u16(status).unwrap(), &none));
+            assert!(!status_is_retryable(
+                StatusCode::from_u16(status).unwrap(),
+                &none
+            ));
         }
         assert!(!status_is_retryable(
             StatusCode::from_u16(529).unwrap(),

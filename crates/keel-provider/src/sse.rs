@@ -92,10 +92,7 @@ impl SseDecoder {
         let (field, value) = match memchr::memchr(b':', line) {
             Some(colon) => {
                 let value = &line[colon + 1..];
-                (
-                    &line[..colon],
-                    value.strip_prefix(b" ").unwrap_or(value),
-                )
+                (&line[..colon], value.strip_prefix(b" ").unwrap_or(value))
             }
             None => (line, &b""[..]),
         };

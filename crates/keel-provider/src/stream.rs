@@ -295,7 +295,12 @@ impl ResponseAssembler {
             .filter_map(|(_, block)| match block {
                 PartialBlock::Text(text) if text.is_empty() => None,
                 PartialBlock::Text(text) => Some(ContentBlock::Text { text }),
-                PartialBlock::Tool { id, name, raw, done } => {
+                PartialBlock::Tool {
+                    id,
+                    name,
+                    raw,
+                    done,
+                } => {
                     let (input, invalid) = done.unwrap_or_else(|| parse_tool_input(&raw, false));
                     Some(ContentBlock::ToolUse {
                         id,

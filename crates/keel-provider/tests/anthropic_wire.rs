@@ -1,5 +1,8 @@
 //! The Anthropic back end against streams recorded from the real API, served verbatim.
 
+// Tests report failures by panicking.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
 use futures::StreamExt;
 use keel_provider::{
     AnthropicProvider, AnthropicStreamParser, ApiKey, CompletionRequest, ContentBlock, Message,
@@ -129,7 +132,11 @@ fn every_recording_parses_the_same_in_any_chunking() {
             "{file}: no MessageEnd"
         );
         for size in [1, 2, 3, 7, 64, 500] {
-            assert_eq!(parse_in_chunks(&bytes, size), whole, "{file} in {size}-byte chunks");
+            assert_eq!(
+                parse_in_chunks(&bytes, size),
+                whole,
+                "{file} in {size}-byte chunks"
+            );
         }
     }
 }

@@ -1,9 +1,12 @@
 //! The OpenAI-compatible back end against streams recorded from the real API, served
 //! verbatim, and against the shapes compatible servers send.
 
+// Tests report failures by panicking.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
 use keel_provider::{
-    ApiKey, CompletionRequest, ContentBlock, Message, OpenAiProvider, OpenAiStreamParser,
-    Provider, ResponseAssembler, StopReason, StreamEvent, ToolUseResponse, Usage,
+    ApiKey, CompletionRequest, ContentBlock, Message, OpenAiProvider, OpenAiStreamParser, Provider,
+    ResponseAssembler, StopReason, StreamEvent, ToolUseResponse, Usage,
 };
 use keel_test_support::mock::serve_sse;
 use keel_test_support::wire::{wire_bytes, wire_files};
@@ -107,7 +110,11 @@ fn every_recording_parses_the_same_in_any_chunking() {
             "{file}: no MessageEnd"
         );
         for size in [1, 2, 5, 64, 777] {
-            assert_eq!(parse(&bytes, size).unwrap(), whole, "{file} in {size}-byte chunks");
+            assert_eq!(
+                parse(&bytes, size).unwrap(),
+                whole,
+                "{file} in {size}-byte chunks"
+            );
         }
     }
 }

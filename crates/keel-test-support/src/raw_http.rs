@@ -53,7 +53,10 @@ pub struct RawHttpServer {
 impl RawHttpServer {
     /// Starts serving `script` on 127.0.0.1.
     pub async fn start(script: Vec<RawResponse>) -> Self {
-        assert!(!script.is_empty(), "a raw server needs at least one response");
+        assert!(
+            !script.is_empty(),
+            "a raw server needs at least one response"
+        );
         let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = listener.local_addr().unwrap();
         let requests = Arc::new(AtomicUsize::new(0));

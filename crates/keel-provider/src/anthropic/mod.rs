@@ -118,10 +118,11 @@ impl AnthropicProvider {
             headers.insert(HeaderName::from_static("x-api-key"), value);
         }
         if !self.betas.is_empty() {
-            let value =
-                HeaderValue::from_str(&self.betas.join(",")).map_err(|_| ProviderError::Config {
+            let value = HeaderValue::from_str(&self.betas.join(",")).map_err(|_| {
+                ProviderError::Config {
                     message: format!("invalid anthropic-beta flags {:?}", self.betas),
-                })?;
+                }
+            })?;
             headers.insert(HeaderName::from_static("anthropic-beta"), value);
         }
         Ok(PreparedRequest {

@@ -355,9 +355,12 @@ impl AnthropicStreamParser {
         for tool in self.open_tools.drain(..) {
             out.push(close_tool(tool, false));
         }
-        let stop_reason = self.stop_reason.clone().ok_or_else(|| ProviderError::Stream {
-            message: "the reply ended without a stop_reason".into(),
-        })?;
+        let stop_reason = self
+            .stop_reason
+            .clone()
+            .ok_or_else(|| ProviderError::Stream {
+                message: "the reply ended without a stop_reason".into(),
+            })?;
         out.push(StreamEvent::MessageEnd { stop_reason });
         self.done = true;
         Ok(())

@@ -111,9 +111,12 @@ impl OpenAiProvider {
         headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
         headers.insert(ACCEPT, HeaderValue::from_static("text/event-stream"));
         if let Some(key) = &self.transport.key {
-            let mut value = HeaderValue::from_str(&format!("Bearer {}", key.expose()))
-                .map_err(|_| ProviderError::Config {
-                    message: "the OpenAI API key contains characters a header cannot carry".into(),
+            let mut value =
+                HeaderValue::from_str(&format!("Bearer {}", key.expose())).map_err(|_| {
+                    ProviderError::Config {
+                        message: "the OpenAI API key contains characters a header cannot carry"
+                            .into(),
+                    }
                 })?;
             value.set_sensitive(true);
             headers.insert(AUTHORIZATION, value);

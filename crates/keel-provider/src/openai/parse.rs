@@ -275,7 +275,12 @@ impl OpenAiStreamParser {
         }
     }
 
-    fn fragment(&mut self, position: usize, fragment: ToolCallFragment, out: &mut Vec<StreamEvent>) {
+    fn fragment(
+        &mut self,
+        position: usize,
+        fragment: ToolCallFragment,
+        out: &mut Vec<StreamEvent>,
+    ) {
         let wire_index = fragment.index.unwrap_or(position);
         let id = fragment.id.filter(|id| !id.is_empty());
         let existing = self
@@ -285,7 +290,9 @@ impl OpenAiStreamParser {
         // A new id at a known index is a new call (servers that send every call whole at
         // index 0).
         let pos = match (existing, &id) {
-            (Some(pos), Some(id)) if !self.calls[pos].id.is_empty() && self.calls[pos].id != *id => {
+            (Some(pos), Some(id))
+                if !self.calls[pos].id.is_empty() && self.calls[pos].id != *id =>
+            {
                 None
             }
             (existing, _) => existing,
@@ -345,9 +352,12 @@ impl OpenAiStreamParser {
 
     fn end(&mut self, out: &mut Vec<StreamEvent>) -> Result<(), ProviderError> {
         self.close_calls(out);
-        let stop_reason = self.stop_reason.clone().ok_or_else(|| ProviderError::Stream {
-            message: "the reply ended without a finish_reason".into(),
-        })?;
+        let stop_reason = self
+            .stop_reason
+            .clone()
+            .ok_or_else(|| ProviderError::Stream {
+                message: "the reply ended without a finish_reason".into(),
+            })?;
         out.push(StreamEvent::MessageEnd { stop_reason });
         self.done = true;
         Ok(())
