@@ -186,6 +186,7 @@ impl HttpTransport {
                                 ))),
                                 Ok(Some(Ok(chunk))) => parser.feed(&chunk, &mut events).map(|()| false).map_err(Failure::of),
                             };
+                            let mut ended = false;
                             for event in events.drain(..) {
                                 if matches!(event, StreamEvent::MessageStart { .. }) {
                                     if sent_start {
@@ -194,7 +195,12 @@ impl HttpTransport {
                                     sent_start = true;
                                 }
                                 sent_content |= event.is_content();
+                                ended |= matches!(event, StreamEvent::MessageEnd { .. });
                                 yield Ok(event);
+                            }
+                            // A whole reply ends the call even if the server keeps the body open.
+                            if ended {
+                                return;
                             }
                             match step {
                                 Ok(true) => return,

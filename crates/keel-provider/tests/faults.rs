@@ -333,3 +333,22 @@ async fn connection_refused_is_retried_then_reported() {
     );
     assert_eq!(retries(&events).len(), 1);
 }
+
+#[tokio::test]
+async fn a_whole_reply_ends_the_call_even_if_the_body_stays_open() {
+    let server =
+        RawHttpServer::start(vec![RawResponse::sse(recorded_events(), Ending::Hang)]).await;
+    let provider = anthropic(&server.url()).with_idle_timeout(Duration::from_secs(30));
+    let started = Instant::now();
+    let (events, error) = drain(&provider).await;
+    assert_eq!(error, None);
+    assert_eq!(text(&events), "Hello there!");
+    assert!(matches!(
+        events.last(),
+        Some(StreamEvent::MessageEnd { .. })
+    ));
+    assert!(
+        started.elapsed() < Duration::from_secs(30),
+        "it waited for the idle timeout"
+    );
+}
