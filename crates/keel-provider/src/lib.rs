@@ -80,11 +80,6 @@ pub mod sse;
 mod stream;
 mod types;
 
-/// The README's examples, compiled as doctests so the README stays true.
-#[cfg(doctest)]
-#[doc = include_str!("../../../README.md")]
-pub struct ReadmeDoctests;
-
 pub use anthropic::{AnthropicProvider, AnthropicStreamParser};
 pub use catalog::{ModelCatalog, ModelInfo, Pricing};
 pub use error::ProviderError;

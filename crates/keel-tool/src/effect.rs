@@ -1,0 +1,34 @@
+//! What a tool call does to the world, decided per call.
+
+use serde::{Deserialize, Serialize};
+
+/// What one call does, so the engine can run read-only calls in parallel and ask before
+/// destructive ones.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum Effect {
+    /// Reads only: safe to run alongside other read-only calls.
+    ReadOnly,
+    /// Changes files or state: run one at a time, in the model's order.
+    #[default]
+    Mutating,
+    /// Hard to undo (deletes, force-pushes): needs an approval.
+    Destructive {
+        /// Why, for the person approving, e.g. `deletes the build directory`.
+        reason: String,
+    },
+}
+
+impl Effect {
+    /// A destructive effect with this reason.
+    pub fn destructive(reason: impl Into<String>) -> Self {
+        Self::Destructive {
+            reason: reason.into(),
+        }
+    }
+
+    /// Whether the call only reads.
+    pub fn is_read_only(&self) -> bool {
+        matches!(self, Self::ReadOnly)
+    }
+}

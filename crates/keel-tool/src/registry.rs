@@ -1,0 +1,275 @@
+//! The registry: the tools an agent may call, and a dispatch that never fails the loop.
+
+use std::collections::{BTreeMap, HashMap};
+use std::panic::AssertUnwindSafe;
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures::FutureExt;
+use keel_provider::{ToolCall, ToolDefinition, ToolInput};
+use tracing::Instrument;
+
+use crate::context::ToolContext;
+use crate::effect::Effect;
+use crate::error::RegistryError;
+use crate::output::{DEFAULT_OUTPUT_LIMIT, ToolOutput, limit_output};
+use crate::schema::validate_definition;
+use crate::tool::{CallFailure, DynTool, Tool};
+
+/// How long a call may run when neither the tool nor the registry says otherwise.
+pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(600);
+
+#[derive(Clone)]
+struct Entry {
+    tool: Arc<dyn DynTool>,
+    definition: ToolDefinition,
+}
+
+/// The tools an agent may call, by name.
+///
+/// [`definitions`](Self::definitions) come sorted by name, so prompts are cacheable and
+/// snapshots deterministic. [`dispatch`](Self::dispatch) turns every failure (unknown tool,
+/// bad arguments, a call cut off, a panic, a timeout, cancellation) into an error result the
+/// model can read.
+#[derive(Clone)]
+pub struct ToolRegistry {
+    tools: BTreeMap<String, Entry>,
+    default_timeout: Duration,
+    timeouts: HashMap<String, Duration>,
+    output_limit: usize,
+}
+
+impl std::fmt::Debug for ToolRegistry {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ToolRegistry")
+            .field("tools", &self.tools.keys().collect::<Vec<_>>())
+            .field("default_timeout", &self.default_timeout)
+            .field("timeouts", &self.timeouts)
+            .field("output_limit", &self.output_limit)
+            .finish()
+    }
+}
+
+impl Default for ToolRegistry {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl ToolRegistry {
+    /// An empty registry: 10-minute timeout, 30,000-character output limit.
+    pub fn new() -> Self {
+        Self {
+            tools: BTreeMap::new(),
+            default_timeout: DEFAULT_TIMEOUT,
+            timeouts: HashMap::new(),
+            output_limit: DEFAULT_OUTPUT_LIMIT,
+        }
+    }
+
+    /// Adds `tool`, builder style.
+    pub fn with<T: Tool>(mut self, tool: T) -> Result<Self, RegistryError> {
+        self.register(tool)?;
+        Ok(self)
+    }
+
+    /// Adds `tool`. Fails if the name is taken or the definition breaks a provider rule.
+    pub fn register<T: Tool>(&mut self, tool: T) -> Result<(), RegistryError> {
+        self.register_dyn(Arc::new(tool))
+    }
+
+    /// Adds an already erased tool.
+    pub fn register_dyn(&mut self, tool: Arc<dyn DynTool>) -> Result<(), RegistryError> {
+        let definition = tool.definition();
+        if self.tools.contains_key(&definition.name) {
+            return Err(RegistryError::Duplicate(definition.name));
+        }
+        validate_definition(&definition).map_err(|reason| RegistryError::InvalidDefinition {
+            name: definition.name.clone(),
+            reason,
+        })?;
+        self.tools
+            .insert(definition.name.clone(), Entry { tool, definition });
+        Ok(())
+    }
+
+    /// Removes the tool called `name`, returning it.
+    pub fn remove(&mut self, name: &str) -> Option<Arc<dyn DynTool>> {
+        self.timeouts.remove(name);
+        self.tools.remove(name).map(|entry| entry.tool)
+    }
+
+    /// The tool called `name`.
+    pub fn get(&self, name: &str) -> Option<Arc<dyn DynTool>> {
+        self.tools.get(name).map(|entry| entry.tool.clone())
+    }
+
+    /// The tools' names, sorted.
+    pub fn names(&self) -> Vec<&str> {
+        self.tools.keys().map(String::as_str).collect()
+    }
+
+    /// How many tools there are.
+    pub fn len(&self) -> usize {
+        self.tools.len()
+    }
+
+    /// Whether there are none.
+    pub fn is_empty(&self) -> bool {
+        self.tools.is_empty()
+    }
+
+    /// The definitions to send to the model, sorted by name.
+    pub fn definitions(&self) -> Vec<ToolDefinition> {
+        self.tools
+            .values()
+            .map(|entry| entry.definition.clone())
+            .collect()
+    }
+
+    /// A registry with only the tools named in `names` that this one has (the intersection),
+    /// and the same settings.
+    pub fn subset(&self, names: &[&str]) -> Self {
+        let tools = self
+            .tools
+            .iter()
+            .filter(|(name, _)| names.contains(&name.as_str()))
+            .map(|(name, entry)| (name.clone(), entry.clone()))
+            .collect();
+        Self {
+            tools,
+            ..self.clone()
+        }
+    }
+
+    /// Sets how long a call may run when its tool names no timeout of its own.
+    pub fn with_default_timeout(mut self, timeout: Duration) -> Self {
+        self.default_timeout = timeout;
+        self
+    }
+
+    /// Sets how long calls of tool `name` may run, overriding the tool's own timeout.
+    pub fn with_timeout(mut self, name: &str, timeout: Duration) -> Self {
+        self.timeouts.insert(name.to_owned(), timeout);
+        self
+    }
+
+    /// Sets the most characters of one result the model sees (default 30,000).
+    pub fn with_output_limit(mut self, chars: usize) -> Self {
+        self.output_limit = chars;
+        self
+    }
+
+    /// What `call` would do. Calls that will not run (unknown tool, invalid or unparseable
+    /// input) are `ReadOnly`.
+    pub fn effect(&self, call: ToolCall<'_>) -> Effect {
+        let (Some(entry), ToolInput::Valid(input)) = (self.tools.get(call.name), call.input) else {
+            return Effect::ReadOnly;
+        };
+        std::panic::catch_unwind(AssertUnwindSafe(|| entry.tool.effect(input))).unwrap_or_else(
+            |_| {
+                tracing::error!(tool = call.name, "the tool's effect() panicked");
+                Effect::Mutating
+            },
+        )
+    }
+
+    fn timeout_for(&self, entry: &Entry) -> Duration {
+        self.timeouts
+            .get(&entry.definition.name)
+            .copied()
+            .or_else(|| entry.tool.timeout())
+            .unwrap_or(self.default_timeout)
+    }
+
+    /// Runs `call`. Never fails and never panics: every problem becomes an error result.
+    pub async fn dispatch(&self, call: ToolCall<'_>, ctx: &ToolContext) -> ToolOutput {
+        let span = tracing::info_span!("tool_call", tool = call.name, id = call.id);
+        let mut output = self.run(call, ctx).instrument(span).await;
+        limit_output(
+            &mut output.content,
+            self.output_limit,
+            ctx.scratch_dir(),
+            &format!("{}-{}", call.name, call.id),
+        );
+        output
+    }
+
+    async fn run(&self, call: ToolCall<'_>, ctx: &ToolContext) -> ToolOutput {
+        let name = call.name;
+        let Some(entry) = self.tools.get(name) else {
+            return ToolOutput::error(self.unknown_tool(name));
+        };
+        let input = match call.input {
+            ToolInput::Valid(input) => input,
+            ToolInput::Invalid(bad) => {
+                return ToolOutput::error(format!(
+                    "your call to {name} was cut off before its input was complete ({}), so \
+                     nothing was run; resend the whole call",
+                    bad.reason
+                ));
+            }
+        };
+        if !input.is_object() {
+            return ToolOutput::error(format!(
+                "invalid arguments for {name}: the arguments must be a JSON object, got {}",
+                json_kind(input)
+            ));
+        }
+        if ctx.is_cancelled() {
+            return ToolOutput::error("interrupted by the user");
+        }
+        let ctx = ctx.for_call(call.id, name);
+        let timeout = self.timeout_for(entry);
+        let running = AssertUnwindSafe(entry.tool.call_json(input, &ctx)).catch_unwind();
+        let outcome = tokio::select! {
+            biased;
+            () = ctx.cancel().cancelled() => return ToolOutput::error("interrupted by the user"),
+            outcome = tokio::time::timeout(timeout, running) => outcome,
+        };
+        match outcome {
+            Err(_) => ToolOutput::error(format!(
+                "tool {name} timed out after {}s and was stopped",
+                timeout.as_secs_f64()
+            )),
+            Ok(Err(panic)) => {
+                tracing::error!(tool = name, panic = panic_message(&*panic), "tool panicked");
+                ToolOutput::error(format!("tool {name} failed internally"))
+            }
+            Ok(Ok(Err(CallFailure::Arguments(reason)))) => {
+                ToolOutput::error(format!("invalid arguments for {name}: {reason}"))
+            }
+            Ok(Ok(Err(CallFailure::Tool(err)))) => ToolOutput::error(err.to_string()),
+            Ok(Ok(Ok(output))) => output,
+        }
+    }
+
+    fn unknown_tool(&self, name: &str) -> String {
+        if self.tools.is_empty() {
+            return format!("unknown tool {name:?}: no tools are available");
+        }
+        format!(
+            "unknown tool {name:?}; the available tools are: {}",
+            self.names().join(", ")
+        )
+    }
+}
+
+fn json_kind(value: &serde_json::Value) -> &'static str {
+    match value {
+        serde_json::Value::Null => "null",
+        serde_json::Value::Bool(_) => "a boolean",
+        serde_json::Value::Number(_) => "a number",
+        serde_json::Value::String(_) => "a string",
+        serde_json::Value::Array(_) => "an array",
+        serde_json::Value::Object(_) => "an object",
+    }
+}
+
+fn panic_message(panic: &(dyn std::any::Any + Send)) -> &str {
+    panic
+        .downcast_ref::<&str>()
+        .copied()
+        .or_else(|| panic.downcast_ref::<String>().map(String::as_str))
+        .unwrap_or("(a non-string panic payload)")
+}
