@@ -88,7 +88,7 @@ pub use openai::{MaxTokensField, OpenAiProvider, OpenAiStreamParser};
 pub use provider::Provider;
 pub use retry::RetryPolicy;
 pub use secret::ApiKey;
-pub use stream::{ResponseAssembler, StreamEvent, collect_response, parse_tool_input};
+pub use stream::{ResponseAssembler, StreamEvent, collect_response, json_kind, parse_tool_input};
 pub use types::{
     CachePolicy, CompletionRequest, ContentBlock, InvalidToolInput, Message, Role, StopReason,
     ToolCall, ToolChoice, ToolDefinition, ToolInput, ToolUseResponse, Usage,

@@ -5,6 +5,8 @@
 //! pending when the stream ends is still delivered (some recordings omit the final blank line).
 
 use crate::error::ProviderError;
+use crate::http::WireParser;
+use crate::stream::StreamEvent;
 
 /// One decoded event.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -121,6 +123,61 @@ impl SseDecoder {
         let data = utf8(std::mem::take(&mut self.data))?;
         out.push(SseEvent { event, data });
         Ok(())
+    }
+}
+
+/// A back end's handling of decoded events.
+pub(crate) trait SseHandler: Default + Send {
+    /// Handles one event.
+    fn event(&mut self, sse: &SseEvent, out: &mut Vec<StreamEvent>) -> Result<(), ProviderError>;
+    /// The body ended: close the reply, or fail if it is incomplete.
+    fn end_of_body(&mut self, out: &mut Vec<StreamEvent>) -> Result<(), ProviderError>;
+}
+
+/// Bytes in, [`StreamEvent`]s out: an [`SseDecoder`] feeding a back end's handler.
+#[derive(Debug, Default)]
+pub(crate) struct SseDriver<H> {
+    sse: SseDecoder,
+    pending: Vec<SseEvent>,
+    handler: H,
+}
+
+impl<H: SseHandler> SseDriver<H> {
+    /// Takes the next chunk of the body.
+    pub(crate) fn feed(
+        &mut self,
+        chunk: &[u8],
+        out: &mut Vec<StreamEvent>,
+    ) -> Result<(), ProviderError> {
+        self.sse.push(chunk, &mut self.pending)?;
+        self.drain(out)
+    }
+
+    /// Ends the body.
+    pub(crate) fn finish(&mut self, out: &mut Vec<StreamEvent>) -> Result<(), ProviderError> {
+        self.sse.finish(&mut self.pending)?;
+        self.drain(out)?;
+        self.handler.end_of_body(out)
+    }
+
+    /// Hands the decoded events to the handler, keeping the buffer for reuse.
+    fn drain(&mut self, out: &mut Vec<StreamEvent>) -> Result<(), ProviderError> {
+        let result = self
+            .pending
+            .iter()
+            .try_for_each(|event| self.handler.event(event, out));
+        self.pending.clear();
+        result
+    }
+}
+
+impl<H: SseHandler> WireParser for SseDriver<H> {
+    fn feed(&mut self, chunk: &[u8], out: &mut Vec<StreamEvent>) -> Result<(), ProviderError> {
+        SseDriver::feed(self, chunk, out)
+    }
+
+    fn finish(&mut self, out: &mut Vec<StreamEvent>) -> Result<(), ProviderError> {
+        SseDriver::finish(self, out)
     }
 }
 

@@ -137,7 +137,8 @@ pub fn parse_tool_input(raw: &str, complete: bool) -> (Value, Option<InvalidTool
     }
 }
 
-fn json_kind(value: &Value) -> &'static str {
+/// How a JSON value's type reads in an error message: `null`, `a string`, `an object`, ...
+pub fn json_kind(value: &Value) -> &'static str {
     match value {
         Value::Null => "null",
         Value::Bool(_) => "a boolean",

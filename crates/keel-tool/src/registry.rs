@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use futures::FutureExt;
-use keel_provider::{ToolCall, ToolDefinition, ToolInput};
+use keel_provider::{ToolCall, ToolDefinition, ToolInput, json_kind};
 use tracing::Instrument;
 
 use crate::context::ToolContext;
@@ -252,17 +252,6 @@ impl ToolRegistry {
             "unknown tool {name:?}; the available tools are: {}",
             self.names().join(", ")
         )
-    }
-}
-
-fn json_kind(value: &serde_json::Value) -> &'static str {
-    match value {
-        serde_json::Value::Null => "null",
-        serde_json::Value::Bool(_) => "a boolean",
-        serde_json::Value::Number(_) => "a number",
-        serde_json::Value::String(_) => "a string",
-        serde_json::Value::Array(_) => "an array",
-        serde_json::Value::Object(_) => "an object",
     }
 }
 

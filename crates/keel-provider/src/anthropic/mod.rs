@@ -13,6 +13,7 @@ use crate::http::{HttpTransport, PreparedRequest, endpoint};
 use crate::provider::Provider;
 use crate::retry::RetryPolicy;
 use crate::secret::ApiKey;
+use crate::sse::SseDriver;
 use crate::stream::StreamEvent;
 use crate::types::CompletionRequest;
 
@@ -150,7 +151,10 @@ impl Provider for AnthropicProvider {
 
     fn stream(&self, req: &CompletionRequest) -> BoxStream<'_, Result<StreamEvent, ProviderError>> {
         let span = tracing::info_span!("model_call", provider = "anthropic", model = %req.model);
-        self.transport
-            .stream(self.prepare(req), span, AnthropicStreamParser::new)
+        self.transport.stream(
+            self.prepare(req),
+            span,
+            SseDriver::<parse::AnthropicEvents>::default,
+        )
     }
 }

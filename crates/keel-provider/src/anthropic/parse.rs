@@ -6,8 +6,8 @@ use serde::Deserialize;
 use serde_json::Value;
 
 use crate::error::ProviderError;
-use crate::http::{WireParser, error_from_stream_payload};
-use crate::sse::{SseDecoder, SseEvent};
+use crate::http::error_from_stream_payload;
+use crate::sse::{SseDriver, SseEvent, SseHandler};
 use crate::stream::{StreamEvent, parse_tool_input};
 use crate::types::{StopReason, Usage};
 
@@ -145,14 +145,7 @@ struct OpenTool {
 /// # Ok::<(), keel_provider::ProviderError>(())
 /// ```
 #[derive(Debug, Default)]
-pub struct AnthropicStreamParser {
-    sse: SseDecoder,
-    pending: Vec<SseEvent>,
-    open_tools: Vec<OpenTool>,
-    usage: Usage,
-    stop_reason: Option<StopReason>,
-    done: bool,
-}
+pub struct AnthropicStreamParser(SseDriver<AnthropicEvents>);
 
 impl AnthropicStreamParser {
     /// A parser at the start of a stream.
@@ -162,14 +155,26 @@ impl AnthropicStreamParser {
 
     /// Takes the next chunk of the body; events are appended to `out`.
     pub fn feed(&mut self, chunk: &[u8], out: &mut Vec<StreamEvent>) -> Result<(), ProviderError> {
-        self.sse.push(chunk, &mut self.pending)?;
-        self.drain(out)
+        self.0.feed(chunk, out)
     }
 
     /// Ends the stream. Fails with [`ProviderError::Stream`] if it ended before the reply did.
     pub fn finish(&mut self, out: &mut Vec<StreamEvent>) -> Result<(), ProviderError> {
-        self.sse.finish(&mut self.pending)?;
-        self.drain(out)?;
+        self.0.finish(out)
+    }
+}
+
+/// The state of one Messages stream.
+#[derive(Debug, Default)]
+pub(crate) struct AnthropicEvents {
+    open_tools: Vec<OpenTool>,
+    usage: Usage,
+    stop_reason: Option<StopReason>,
+    done: bool,
+}
+
+impl SseHandler for AnthropicEvents {
+    fn end_of_body(&mut self, out: &mut Vec<StreamEvent>) -> Result<(), ProviderError> {
         if self.done {
             return Ok(());
         }
@@ -180,20 +185,6 @@ impl AnthropicStreamParser {
         Err(ProviderError::Stream {
             message: "the stream ended before the reply was complete (no message_stop)".into(),
         })
-    }
-
-    fn drain(&mut self, out: &mut Vec<StreamEvent>) -> Result<(), ProviderError> {
-        let pending = std::mem::take(&mut self.pending);
-        let mut result = Ok(());
-        for event in &pending {
-            if let Err(err) = self.event(event, out) {
-                result = Err(err);
-                break;
-            }
-        }
-        self.pending = pending;
-        self.pending.clear();
-        result
     }
 
     fn event(&mut self, sse: &SseEvent, out: &mut Vec<StreamEvent>) -> Result<(), ProviderError> {
@@ -263,7 +254,9 @@ impl AnthropicStreamParser {
         }
         Ok(())
     }
+}
 
+impl AnthropicEvents {
     fn block_start(&mut self, index: usize, block: WireBlockStart<'_>, out: &mut Vec<StreamEvent>) {
         match &*block.kind {
             "text" => {
@@ -376,15 +369,5 @@ fn close_tool(tool: OpenTool, complete: bool) -> StreamEvent {
         index: tool.index,
         input,
         invalid,
-    }
-}
-
-impl WireParser for AnthropicStreamParser {
-    fn feed(&mut self, chunk: &[u8], out: &mut Vec<StreamEvent>) -> Result<(), ProviderError> {
-        AnthropicStreamParser::feed(self, chunk, out)
-    }
-
-    fn finish(&mut self, out: &mut Vec<StreamEvent>) -> Result<(), ProviderError> {
-        AnthropicStreamParser::finish(self, out)
     }
 }

@@ -14,6 +14,7 @@ use crate::http::{HttpTransport, PreparedRequest, endpoint};
 use crate::provider::Provider;
 use crate::retry::RetryPolicy;
 use crate::secret::ApiKey;
+use crate::sse::SseDriver;
 use crate::stream::StreamEvent;
 use crate::types::CompletionRequest;
 
@@ -145,7 +146,10 @@ impl Provider for OpenAiProvider {
 
     fn stream(&self, req: &CompletionRequest) -> BoxStream<'_, Result<StreamEvent, ProviderError>> {
         let span = tracing::info_span!("model_call", provider = "openai", model = %req.model);
-        self.transport
-            .stream(self.prepare(req), span, OpenAiStreamParser::new)
+        self.transport.stream(
+            self.prepare(req),
+            span,
+            SseDriver::<parse::OpenAiEvents>::default,
+        )
     }
 }

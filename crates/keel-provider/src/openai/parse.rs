@@ -6,8 +6,8 @@ use serde::Deserialize;
 use serde_json::Value;
 
 use crate::error::ProviderError;
-use crate::http::{WireParser, error_from_stream_payload};
-use crate::sse::{SseDecoder, SseEvent};
+use crate::http::error_from_stream_payload;
+use crate::sse::{SseDriver, SseEvent, SseHandler};
 use crate::stream::{StreamEvent, parse_tool_input};
 use crate::types::{StopReason, Usage};
 
@@ -148,15 +148,7 @@ struct Call {
 /// # Ok::<(), keel_provider::ProviderError>(())
 /// ```
 #[derive(Debug, Default)]
-pub struct OpenAiStreamParser {
-    sse: SseDecoder,
-    pending: Vec<SseEvent>,
-    started: bool,
-    calls: Vec<Call>,
-    refused: bool,
-    stop_reason: Option<StopReason>,
-    done: bool,
-}
+pub struct OpenAiStreamParser(SseDriver<OpenAiEvents>);
 
 impl OpenAiStreamParser {
     /// A parser at the start of a stream.
@@ -166,15 +158,28 @@ impl OpenAiStreamParser {
 
     /// Takes the next chunk of the body; events are appended to `out`.
     pub fn feed(&mut self, chunk: &[u8], out: &mut Vec<StreamEvent>) -> Result<(), ProviderError> {
-        self.sse.push(chunk, &mut self.pending)?;
-        self.drain(out)
+        self.0.feed(chunk, out)
     }
 
     /// Ends the stream. A stream that gave a `finish_reason` is complete even without
     /// `[DONE]`; one that did not fails with [`ProviderError::Stream`].
     pub fn finish(&mut self, out: &mut Vec<StreamEvent>) -> Result<(), ProviderError> {
-        self.sse.finish(&mut self.pending)?;
-        self.drain(out)?;
+        self.0.finish(out)
+    }
+}
+
+/// The state of one Chat Completions stream.
+#[derive(Debug, Default)]
+pub(crate) struct OpenAiEvents {
+    started: bool,
+    calls: Vec<Call>,
+    refused: bool,
+    stop_reason: Option<StopReason>,
+    done: bool,
+}
+
+impl SseHandler for OpenAiEvents {
+    fn end_of_body(&mut self, out: &mut Vec<StreamEvent>) -> Result<(), ProviderError> {
         if self.done {
             return Ok(());
         }
@@ -184,20 +189,6 @@ impl OpenAiStreamParser {
         Err(ProviderError::Stream {
             message: "the stream ended before the reply was complete (no finish_reason)".into(),
         })
-    }
-
-    fn drain(&mut self, out: &mut Vec<StreamEvent>) -> Result<(), ProviderError> {
-        let pending = std::mem::take(&mut self.pending);
-        let mut result = Ok(());
-        for event in &pending {
-            if let Err(err) = self.event(event, out) {
-                result = Err(err);
-                break;
-            }
-        }
-        self.pending = pending;
-        self.pending.clear();
-        result
     }
 
     fn event(&mut self, sse: &SseEvent, out: &mut Vec<StreamEvent>) -> Result<(), ProviderError> {
@@ -247,7 +238,9 @@ impl OpenAiStreamParser {
         }
         Ok(())
     }
+}
 
+impl OpenAiEvents {
     fn delta(&mut self, delta: Delta<'_>, out: &mut Vec<StreamEvent>) {
         if let Some(thinking) = delta.reasoning_content.or(delta.reasoning)
             && !thinking.is_empty()
@@ -361,15 +354,5 @@ impl OpenAiStreamParser {
         out.push(StreamEvent::MessageEnd { stop_reason });
         self.done = true;
         Ok(())
-    }
-}
-
-impl WireParser for OpenAiStreamParser {
-    fn feed(&mut self, chunk: &[u8], out: &mut Vec<StreamEvent>) -> Result<(), ProviderError> {
-        OpenAiStreamParser::feed(self, chunk, out)
-    }
-
-    fn finish(&mut self, out: &mut Vec<StreamEvent>) -> Result<(), ProviderError> {
-        OpenAiStreamParser::finish(self, out)
     }
 }
