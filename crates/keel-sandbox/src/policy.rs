@@ -1,0 +1,58 @@
+//! What commands run by `run_command` may do.
+
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+/// Where a command may write.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum SandboxMode {
+    /// Read anywhere; write only inside the workspace, the system temp dir and `/dev/null`-like
+    /// devices.
+    #[default]
+    WorkspaceWrite,
+    /// Read anywhere; write nowhere but `/dev/null`-like devices.
+    ReadOnly,
+    /// No confinement.
+    FullAccess,
+}
+
+/// The confinement applied to commands.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SandboxPolicy {
+    /// Where commands may write.
+    pub mode: SandboxMode,
+    /// Whether commands may open network connections (`false` blocks TCP connect/bind where the
+    /// kernel's Landlock ABI allows).
+    pub network: bool,
+    /// Whether to run unconfined, with a warning, when the kernel cannot enforce `mode`.
+    /// When false, commands fail instead.
+    pub allow_unconfined_fallback: bool,
+    /// The longest timeout a `run_command` call may ask for (default 120 s).
+    pub max_command_timeout: Duration,
+    /// The timeout of a `run_command` call that names none (default 30 s).
+    pub default_command_timeout: Duration,
+}
+
+impl Default for SandboxPolicy {
+    fn default() -> Self {
+        Self {
+            mode: SandboxMode::WorkspaceWrite,
+            network: true,
+            allow_unconfined_fallback: false,
+            max_command_timeout: Duration::from_secs(120),
+            default_command_timeout: Duration::from_secs(30),
+        }
+    }
+}
+
+impl SandboxPolicy {
+    /// The default policy with another mode.
+    pub fn with_mode(mode: SandboxMode) -> Self {
+        Self {
+            mode,
+            ..Self::default()
+        }
+    }
+}

@@ -1,0 +1,9 @@
+//! The built-in tools. Names and arguments are a public contract: keep them exactly.
+
+// File tools.
+
+// Search tools.
+
+// Command tools.
+
+// Git tools.
