@@ -26,10 +26,12 @@
 //! ```
 
 mod error;
+pub mod git;
 mod path;
 mod policy;
 pub mod tools;
 
 pub use error::SandboxError;
+pub use git::{Checkpoint, GitError, GitSession, UndoneCommit};
 pub use path::{Access, PathSandbox, ResolvedPath, WriteReport};
 pub use policy::{SandboxMode, SandboxPolicy};

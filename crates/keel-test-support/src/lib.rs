@@ -10,6 +10,7 @@
 //! - [`scripted`]: a [`Provider`](keel_provider::Provider) that replays scripted replies and
 //!   records every request.
 //! - [`temp`]: temporary directories.
+//! - [`git`]: temporary git repositories.
 //!
 //! ```
 //! use keel_provider::{CompletionRequest, Message, Provider};
@@ -27,6 +28,7 @@
 // Test helpers: a setup failure is a test failure, so unwrap and panic are the right tools.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+pub mod git;
 pub mod mock;
 pub mod raw_http;
 pub mod scripted;

@@ -7,3 +7,5 @@
 // Command tools.
 
 // Git tools.
+mod git;
+pub use git::{GitCommit, GitCommitArgs, GitDiff, GitDiffArgs, GitStatus, GitStatusArgs};

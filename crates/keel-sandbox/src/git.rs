@@ -1,0 +1,541 @@
+//! Git helpers for the engine and the CLI: checkpoints of uncommitted work, and undoing the
+//! last commit keel made in a session.
+//!
+//! # Which commits are keel's
+//!
+//! The [`git_commit`](crate::tools::GitCommit) tool ends every message with a trailer naming
+//! the session that made it, `Keel-Session: <session id>` (a trailer of that name in the
+//! model's own message is removed first, so one session cannot pass its commit off as
+//! another's). [`GitSession::undo_last_commit`] resets only a `HEAD` carrying its own
+//! session's trailer. Nothing is kept in memory: the rule holds across restarts of the
+//! process, a resumed session can still undo, and the trailer shows in `git log` which
+//! commits an agent made.
+//!
+//! # Checkpoints
+//!
+//! [`GitSession::checkpoint`] records the work tree as it is on disk — tracked files with
+//! their unstaged edits, and untracked files that are not ignored — as a commit under
+//! `refs/keel/checkpoints/<session id>/<n>`, whose parent is `HEAD` (none on an unborn
+//! branch). The work tree and the index file are not touched: the tree is built in a copy of
+//! the index held in memory and never written. A staged version of a file that has since been
+//! edited again is recorded as it is on disk.
+//!
+//! Everything here blocks on the file system: from async code, call it in
+//! `tokio::task::spawn_blocking`.
+
+use std::path::{Path, PathBuf};
+
+use git2::{
+    ErrorCode, Index, IndexAddOption, Oid, Repository, RepositoryState, ResetType, Signature,
+};
+
+/// The trailer naming the keel session that made a commit.
+pub const SESSION_TRAILER: &str = "Keel-Session";
+
+/// The identity commits are made with when the repository configures none.
+pub const FALLBACK_NAME: &str = "keel";
+/// The e-mail of the fallback identity.
+pub const FALLBACK_EMAIL: &str = "keel@localhost";
+
+/// Where checkpoint references live.
+const CHECKPOINT_PREFIX: &str = "refs/keel/checkpoints";
+
+/// Why a git helper failed. Every message says what happened and what to do.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum GitError {
+    /// Neither the root nor any directory above it is a git repository.
+    #[error(
+        "not a git repository: {} (nor any of its parent directories); run `git init` there \
+         first, or work without the git tools",
+        .root.display()
+    )]
+    NotARepository {
+        /// The directory searched from.
+        root: PathBuf,
+    },
+    /// The repository has no work tree.
+    #[error(
+        "{} is a bare repository: it has no work tree to show or commit; open a checkout of it \
+         instead",
+        .path.display()
+    )]
+    Bare {
+        /// The repository's git directory.
+        path: PathBuf,
+    },
+    /// A session id that cannot name a git reference or a trailer.
+    #[error("invalid session id {id:?}: {reason}")]
+    InvalidSessionId {
+        /// The id as given.
+        id: String,
+        /// What is wrong with it.
+        reason: String,
+    },
+    /// The branch has no commits yet.
+    #[error("the branch has no commits yet, so there is no commit to undo")]
+    NoCommits,
+    /// `HEAD` was not made by this session's `git_commit`.
+    #[error("refusing to undo {commit} ({summary:?}): {reason}; undo it yourself if you mean to")]
+    NotThisSession {
+        /// The short id of `HEAD`.
+        commit: String,
+        /// Its summary line.
+        summary: String,
+        /// Whose commit it is instead.
+        reason: String,
+    },
+    /// `HEAD` is the first commit of its history.
+    #[error(
+        "refusing to undo {commit} ({summary:?}): it is the first commit of the repository, so \
+         there is no parent commit to move back to"
+    )]
+    RootCommit {
+        /// The short id of `HEAD`.
+        commit: String,
+        /// Its summary line.
+        summary: String,
+    },
+    /// A merge, rebase or similar operation is under way.
+    #[error(
+        "a {state} is in progress in this repository; finish it (`git {state} --continue`) or \
+         abort it (`git {state} --abort`) from the shell first"
+    )]
+    InProgress {
+        /// Which operation: `merge`, `rebase`, `cherry-pick`, `revert` or `am`.
+        state: &'static str,
+    },
+    /// libgit2 failed.
+    #[error("{action}: {source}")]
+    Git {
+        /// What was being done, e.g. `reading the index`.
+        action: String,
+        /// The libgit2 error.
+        #[source]
+        source: git2::Error,
+    },
+}
+
+impl GitError {
+    pub(crate) fn git(action: impl Into<String>, source: git2::Error) -> Self {
+        Self::Git {
+            action: action.into(),
+            source,
+        }
+    }
+}
+
+impl From<GitError> for keel_tool::ToolError {
+    fn from(err: GitError) -> Self {
+        keel_tool::ToolError::Failed(err.to_string())
+    }
+}
+
+/// Adds `action` to a libgit2 error.
+pub(crate) trait Context<T> {
+    fn context(self, action: &str) -> Result<T, GitError>;
+}
+
+impl<T> Context<T> for Result<T, git2::Error> {
+    fn context(self, action: &str) -> Result<T, GitError> {
+        self.map_err(|source| GitError::git(action, source))
+    }
+}
+
+/// Opens the repository containing `root` (or above it), refusing bare ones.
+pub(crate) fn open_repo(root: &Path) -> Result<Repository, GitError> {
+    let repo = Repository::discover(root).map_err(|err| match err.code() {
+        ErrorCode::NotFound => GitError::NotARepository {
+            root: root.to_path_buf(),
+        },
+        _ => GitError::git(format!("opening the repository at {}", root.display()), err),
+    })?;
+    if repo.is_bare() {
+        return Err(GitError::Bare {
+            path: repo.path().to_path_buf(),
+        });
+    }
+    Ok(repo)
+}
+
+/// The work tree of `repo`, with symlinks resolved (as [`crate::PathSandbox`] resolves its
+/// root).
+pub(crate) fn workdir(repo: &Repository) -> Result<PathBuf, GitError> {
+    let Some(dir) = repo.workdir() else {
+        return Err(GitError::Bare {
+            path: repo.path().to_path_buf(),
+        });
+    };
+    Ok(std::fs::canonicalize(dir).unwrap_or_else(|_| dir.to_path_buf()))
+}
+
+/// Refuses to go on while a merge, rebase, cherry-pick, revert or `git am` is under way.
+pub(crate) fn ensure_idle(repo: &Repository) -> Result<(), GitError> {
+    let state = match repo.state() {
+        RepositoryState::Clean | RepositoryState::Bisect => return Ok(()),
+        RepositoryState::Merge => "merge",
+        RepositoryState::Revert | RepositoryState::RevertSequence => "revert",
+        RepositoryState::CherryPick | RepositoryState::CherryPickSequence => "cherry-pick",
+        RepositoryState::Rebase
+        | RepositoryState::RebaseInteractive
+        | RepositoryState::RebaseMerge => "rebase",
+        RepositoryState::ApplyMailbox | RepositoryState::ApplyMailboxOrRebase => "am",
+    };
+    Err(GitError::InProgress { state })
+}
+
+/// Stages everything in `index` the way `git add -A` does: modified and new files (ignored
+/// ones left out), and deletions. Writes blobs, never the index file. Untracked git
+/// repositories inside the work tree are left out (libgit2 cannot add them, and `git add -A`
+/// would only record a link to their commit); their paths are returned.
+pub(crate) fn stage_all(index: &mut Index) -> Result<Vec<String>, GitError> {
+    // Every path. (With no pathspec at all libgit2 hands the callback a null pattern.)
+    let everything = || ["*"];
+    let mut embedded = Vec::new();
+    let mut skip_repositories = |path: &Path, _pattern: &[u8]| -> i32 {
+        // Untracked directories are walked into; one reported whole is a repository.
+        let path = path.to_string_lossy();
+        if path.ends_with('/') {
+            embedded.push(path.into_owned());
+            1
+        } else {
+            0
+        }
+    };
+    index
+        .add_all(
+            everything(),
+            IndexAddOption::DEFAULT,
+            Some(&mut skip_repositories),
+        )
+        .context("staging new and modified files")?;
+    index
+        .update_all(everything(), None)
+        .context("staging deleted files")?;
+    if !embedded.is_empty() {
+        tracing::warn!(?embedded, "left out git repositories inside the work tree");
+    }
+    Ok(embedded)
+}
+
+/// The identity to commit as: the repository's configured one, else keel's. The flag says
+/// whether the fallback was used.
+pub(crate) fn signature(repo: &Repository) -> Result<(Signature<'static>, bool), GitError> {
+    match repo.signature() {
+        Ok(signature) => Ok((signature, false)),
+        Err(err) => {
+            tracing::debug!(error = %err, "no usable git identity; committing as keel");
+            let signature = Signature::now(FALLBACK_NAME, FALLBACK_EMAIL)
+                .context("making the fallback identity")?;
+            Ok((signature, true))
+        }
+    }
+}
+
+/// Why `id` cannot be a session id, if it cannot.
+pub(crate) fn session_id_problem(id: &str) -> Option<String> {
+    if id.is_empty() {
+        return Some("it is empty".to_owned());
+    }
+    if id.contains('/') {
+        return Some("it contains '/'".to_owned());
+    }
+    if id.chars().any(|c| c.is_whitespace() || c.is_control()) {
+        return Some("it contains whitespace or control characters".to_owned());
+    }
+    if !git2::Reference::is_valid_name(&format!("{CHECKPOINT_PREFIX}/{id}/1")) {
+        return Some("it cannot be part of a git reference name".to_owned());
+    }
+    None
+}
+
+/// The session named by the last `Keel-Session` trailer of `message`.
+pub(crate) fn message_session(message: &str) -> Option<String> {
+    let trailers = git2::message_trailers_strs(message).ok()?;
+    trailers
+        .iter()
+        .filter(|(key, _)| key.eq_ignore_ascii_case(SESSION_TRAILER))
+        .map(|(_, value)| value.trim().to_owned())
+        .next_back()
+}
+
+/// `message` without any line that looks like a session trailer.
+pub(crate) fn strip_session_trailers(message: &str) -> String {
+    message
+        .lines()
+        .filter(|line| {
+            let lower = line.trim_start().to_ascii_lowercase();
+            !lower.starts_with(&format!("{}:", SESSION_TRAILER.to_ascii_lowercase()))
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// The first seven hex digits of `oid`, or as many as make it unique.
+pub(crate) fn short_id(repo: &Repository, oid: Oid) -> String {
+    repo.find_object(oid, None)
+        .and_then(|object| object.short_id())
+        .ok()
+        .and_then(|buf| buf.as_str().ok().map(str::to_owned))
+        .unwrap_or_else(|| oid.to_string().chars().take(7).collect())
+}
+
+/// One recorded checkpoint.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Checkpoint {
+    /// `<session id>/<n>`, numbered from 1 within the session.
+    pub id: String,
+    /// The full reference name, `refs/keel/checkpoints/<session id>/<n>`.
+    pub reference: String,
+    /// The checkpoint commit (hex).
+    pub commit: String,
+    /// Its tree: the work tree when the checkpoint was taken (hex).
+    pub tree: String,
+    /// `HEAD` when the checkpoint was taken (hex); `None` on an unborn branch.
+    pub parent: Option<String>,
+    /// When it was taken, in seconds since the Unix epoch.
+    pub time: i64,
+    /// Git repositories inside the work tree, not part of this one, that were left out (paths
+    /// relative to the work tree, ending in `/`). Empty in [`GitSession::checkpoints`], which
+    /// cannot know.
+    pub left_out: Vec<String>,
+}
+
+/// What [`GitSession::undo_last_commit`] undid.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UndoneCommit {
+    /// The commit taken off the branch (hex). It stays in the object database and the reflog.
+    pub commit: String,
+    /// Its short id.
+    pub short_id: String,
+    /// Its summary line.
+    pub summary: String,
+    /// The new `HEAD`: the commit's parent (hex).
+    pub head: String,
+}
+
+/// The git side of one keel session in one workspace: checkpoints, and undoing the commits
+/// this session made. Cheap to create; each call opens the repository afresh (found from the
+/// root upwards), so it may be used from any thread.
+///
+/// ```
+/// use keel_sandbox::git::{GitError, GitSession};
+///
+/// let dir = tempfile::tempdir()?;
+/// let session = GitSession::new(dir.path(), "s-1")?;
+/// let err = session.checkpoint().unwrap_err();
+/// assert!(matches!(err, GitError::NotARepository { .. }));
+/// assert!(err.to_string().starts_with("not a git repository: "));
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[derive(Debug, Clone)]
+pub struct GitSession {
+    root: PathBuf,
+    session_id: String,
+}
+
+impl GitSession {
+    /// The session `session_id` working in `root` (the workspace root, or any directory inside
+    /// the repository). The id names references and trailers, so it must be non-empty, without
+    /// `/`, whitespace or control characters, and valid in a git reference name.
+    pub fn new(root: impl Into<PathBuf>, session_id: impl Into<String>) -> Result<Self, GitError> {
+        let session_id = session_id.into();
+        if let Some(reason) = session_id_problem(&session_id) {
+            return Err(GitError::InvalidSessionId {
+                id: session_id,
+                reason,
+            });
+        }
+        Ok(Self {
+            root: root.into(),
+            session_id,
+        })
+    }
+
+    /// The directory the repository is found from.
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
+    /// The session id.
+    pub fn session_id(&self) -> &str {
+        &self.session_id
+    }
+
+    /// Records all uncommitted work — staged, unstaged and untracked files that are not
+    /// ignored — as a commit under `refs/keel/checkpoints/<session id>/<n>`, leaving the work
+    /// tree, the index and `HEAD` as they were. A checkpoint is taken even when nothing is
+    /// uncommitted (its tree is then `HEAD`'s).
+    pub fn checkpoint(&self) -> Result<Checkpoint, GitError> {
+        let repo = open_repo(&self.root)?;
+        // A copy of the index, read from the file but never written back to it.
+        let mut index =
+            Index::open(&repo.path().join("index")).context("reading the index file")?;
+        repo.set_index(&mut index)
+            .context("preparing a private index")?;
+        let left_out = stage_all(&mut index)?;
+        let tree_id = index
+            .write_tree_to(&repo)
+            .context("writing the work tree's files to the object database")?;
+        let tree = repo.find_tree(tree_id).context("reading the new tree")?;
+        let parent = head_commit(&repo)?;
+        let (signature, _) = signature(&repo)?;
+        let message = format!(
+            "keel checkpoint\n\n{SESSION_TRAILER}: {}\n",
+            self.session_id
+        );
+        let parents: Vec<&git2::Commit<'_>> = parent.iter().collect();
+        let commit = repo
+            .commit(None, &signature, &signature, &message, &tree, &parents)
+            .context("writing the checkpoint commit")?;
+        let mut number = self.last_checkpoint_number(&repo)? + 1;
+        loop {
+            let reference = self.reference_name(number);
+            match repo.reference(&reference, commit, false, "keel checkpoint") {
+                Ok(_) => {
+                    tracing::debug!(%reference, %commit, "checkpoint recorded");
+                    return Ok(Checkpoint {
+                        id: format!("{}/{number}", self.session_id),
+                        reference,
+                        commit: commit.to_string(),
+                        tree: tree_id.to_string(),
+                        parent: parent.as_ref().map(|c| c.id().to_string()),
+                        time: signature.when().seconds(),
+                        left_out,
+                    });
+                }
+                // Another checkpoint took this number meanwhile: take the next.
+                Err(err) if err.code() == ErrorCode::Exists && number < u32::MAX => number += 1,
+                Err(err) => return Err(GitError::git("creating the checkpoint reference", err)),
+            }
+        }
+    }
+
+    /// This session's checkpoints, oldest first.
+    pub fn checkpoints(&self) -> Result<Vec<Checkpoint>, GitError> {
+        let repo = open_repo(&self.root)?;
+        let mut found = Vec::new();
+        for (number, reference) in self.checkpoint_refs(&repo)? {
+            let commit = repo
+                .find_reference(&reference)
+                .and_then(|r| r.peel_to_commit())
+                .context("reading a checkpoint")?;
+            found.push((
+                number,
+                Checkpoint {
+                    id: format!("{}/{number}", self.session_id),
+                    reference,
+                    commit: commit.id().to_string(),
+                    tree: commit.tree_id().to_string(),
+                    parent: commit.parent_ids().next().map(|id| id.to_string()),
+                    time: commit.time().seconds(),
+                    left_out: Vec::new(),
+                },
+            ));
+        }
+        found.sort_by_key(|(number, _)| *number);
+        Ok(found
+            .into_iter()
+            .map(|(_, checkpoint)| checkpoint)
+            .collect())
+    }
+
+    /// Moves the current branch back by one commit, keeping that commit's changes staged
+    /// (`git reset --soft HEAD~1`), but only if `HEAD` was made by this session's
+    /// `git_commit` (it carries this session's `Keel-Session` trailer). Refuses, saying why,
+    /// when `HEAD` was made by someone else or another session, when it has no parent, when the
+    /// branch has no commits, and while a merge or rebase is in progress.
+    pub fn undo_last_commit(&self) -> Result<UndoneCommit, GitError> {
+        let repo = open_repo(&self.root)?;
+        ensure_idle(&repo)?;
+        let Some(commit) = head_commit(&repo)? else {
+            return Err(GitError::NoCommits);
+        };
+        let short = short_id(&repo, commit.id());
+        let summary =
+            String::from_utf8_lossy(commit.summary_bytes().unwrap_or_default()).into_owned();
+        let message = String::from_utf8_lossy(commit.message_bytes()).into_owned();
+        match message_session(&message) {
+            Some(session) if session == self.session_id => {}
+            Some(session) => {
+                return Err(GitError::NotThisSession {
+                    commit: short,
+                    summary,
+                    reason: format!(
+                        "it was made by another keel session ({session}), not this one ({})",
+                        self.session_id
+                    ),
+                });
+            }
+            None => {
+                return Err(GitError::NotThisSession {
+                    commit: short,
+                    summary,
+                    reason: "it was not made by keel (it has no Keel-Session trailer)".to_owned(),
+                });
+            }
+        }
+        let Ok(parent) = commit.parent(0) else {
+            return Err(GitError::RootCommit {
+                commit: short,
+                summary,
+            });
+        };
+        repo.reset(parent.as_object(), ResetType::Soft, None)
+            .context("moving HEAD back to the parent commit")?;
+        tracing::info!(commit = %commit.id(), head = %parent.id(), "undid the last keel commit");
+        Ok(UndoneCommit {
+            commit: commit.id().to_string(),
+            short_id: short,
+            summary,
+            head: parent.id().to_string(),
+        })
+    }
+
+    fn reference_name(&self, number: u32) -> String {
+        format!("{CHECKPOINT_PREFIX}/{}/{number}", self.session_id)
+    }
+
+    /// This session's checkpoint references with their numbers.
+    fn checkpoint_refs(&self, repo: &Repository) -> Result<Vec<(u32, String)>, GitError> {
+        let prefix = format!("{CHECKPOINT_PREFIX}/{}/", self.session_id);
+        let names = repo
+            .references_glob(&format!("{prefix}*"))
+            .context("listing checkpoints")?;
+        let mut found = Vec::new();
+        for reference in names {
+            let reference = reference.context("listing checkpoints")?;
+            let Ok(name) = reference.name() else {
+                continue;
+            };
+            if let Some(number) = name
+                .strip_prefix(&prefix)
+                .and_then(|n| n.parse::<u32>().ok())
+            {
+                found.push((number, name.to_owned()));
+            }
+        }
+        Ok(found)
+    }
+
+    fn last_checkpoint_number(&self, repo: &Repository) -> Result<u32, GitError> {
+        Ok(self
+            .checkpoint_refs(repo)?
+            .into_iter()
+            .map(|(number, _)| number)
+            .max()
+            .unwrap_or(0))
+    }
+}
+
+/// The commit `HEAD` points at; `None` on an unborn branch.
+pub(crate) fn head_commit(repo: &Repository) -> Result<Option<git2::Commit<'_>>, GitError> {
+    match repo.head() {
+        Ok(head) => head
+            .peel_to_commit()
+            .map(Some)
+            .context("reading the HEAD commit"),
+        Err(err) if matches!(err.code(), ErrorCode::UnbornBranch | ErrorCode::NotFound) => Ok(None),
+        Err(err) => Err(GitError::git("reading HEAD", err)),
+    }
+}
