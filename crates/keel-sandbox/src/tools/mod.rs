@@ -1,6 +1,12 @@
 //! The built-in tools. Names and arguments are a public contract: keep them exactly.
 
 // File tools.
+mod patch_file;
+mod read_file;
+mod write_file;
+pub use patch_file::{MAX_PATCH_BYTES, PatchFile, PatchFileArgs};
+pub use read_file::{MAX_LINE_CHARS, MAX_LINES, MAX_OUTPUT_CHARS, ReadFile, ReadFileArgs};
+pub use write_file::{WriteFile, WriteFileArgs};
 
 // Search tools.
 

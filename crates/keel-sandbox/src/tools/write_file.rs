@@ -1,0 +1,79 @@
+//! `write_file`: creates a file or replaces its whole content, atomically.
+
+use std::sync::Arc;
+
+use keel_tool::{Effect, Tool, ToolContext, ToolError, ToolOutput};
+use schemars::JsonSchema;
+use serde::Deserialize;
+use serde_json::json;
+
+use super::read_file::{plural, thousands};
+use crate::path::PathSandbox;
+
+/// The arguments of `write_file`.
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+pub struct WriteFileArgs {
+    /// The file to write: relative to the workspace root, or absolute (inside the workspace).
+    pub path: String,
+    /// The file's whole new content.
+    pub content: String,
+}
+
+/// The `write_file` tool: writes a whole file, creating missing directories.
+#[derive(Debug, Clone)]
+pub struct WriteFile {
+    sandbox: Arc<PathSandbox>,
+}
+
+impl WriteFile {
+    /// A `write_file` writing through `sandbox`.
+    pub fn new(sandbox: Arc<PathSandbox>) -> Self {
+        Self { sandbox }
+    }
+}
+
+const DESCRIPTION: &str = "Writes a file with exactly the content given, replacing all of it \
+if it exists, and creating missing parent directories. The write is atomic (readers see the \
+old file or the new one, never half of it) and an existing file keeps its permissions. Only \
+paths inside the workspace can be written, never inside .git/. Use it to create new files or \
+to rewrite small ones whole; to change part of an existing file use patch_file, which is \
+safer and cheaper.";
+
+impl Tool for WriteFile {
+    type Args = WriteFileArgs;
+    const NAME: &'static str = "write_file";
+
+    fn description(&self) -> &str {
+        DESCRIPTION
+    }
+
+    fn effect(&self, _args: &WriteFileArgs) -> Effect {
+        Effect::Mutating
+    }
+
+    async fn call(&self, args: WriteFileArgs, _ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
+        let sandbox = Arc::clone(&self.sandbox);
+        let report = tokio::task::spawn_blocking(move || {
+            sandbox.write_atomic(&args.path, args.content.as_bytes())
+        })
+        .await
+        .map_err(|err| ToolError::failed(format!("write_file failed internally: {err}")))??;
+        let shown_path = self.sandbox.display(report.path.absolute());
+        let what = if report.created {
+            "new file"
+        } else {
+            "replaced the old content"
+        };
+        tracing::debug!(path = %shown_path, bytes = report.bytes, created = report.created, "write_file");
+        Ok(ToolOutput::text(format!(
+            "wrote {} byte{} to {shown_path} ({what})",
+            thousands(report.bytes as u64),
+            plural(report.bytes as u64),
+        ))
+        .with_metadata(json!({
+            "path": shown_path,
+            "bytes": report.bytes,
+            "created": report.created,
+        })))
+    }
+}
