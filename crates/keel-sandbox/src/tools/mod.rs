@@ -9,6 +9,12 @@ pub use read_file::{MAX_LINE_CHARS, MAX_LINES, MAX_OUTPUT_CHARS, ReadFile, ReadF
 pub use write_file::{WriteFile, WriteFileArgs};
 
 // Search tools.
+mod glob;
+mod grep;
+mod list_directory;
+pub use glob::{Glob, GlobArgs};
+pub use grep::{Grep, GrepArgs};
+pub use list_directory::{ListDirectory, ListDirectoryArgs};
 
 // Command tools.
 
