@@ -418,8 +418,9 @@ fn open_root(root: &Path, given: &str) -> Result<OwnedFd, SandboxError> {
     .map_err(|errno| open_error(errno, given))
 }
 
-/// Opens `relative` (already resolved, so free of symlinks) beneath `dir`.
-fn open_beneath(
+/// Opens `relative` (already resolved, so free of symlinks) beneath `dir`: a symlink swapped
+/// in since makes the open fail (`ELOOP`/`EXDEV`) instead of escaping.
+pub(crate) fn open_beneath(
     dir: BorrowedFd<'_>,
     relative: &Path,
     flags: OFlags,

@@ -3,18 +3,16 @@
 
 use std::cmp::Ordering;
 use std::fs::File;
-use std::os::fd::{AsFd, BorrowedFd};
+use std::os::fd::AsFd;
 use std::path::Path;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering as AtomicOrdering};
 
 use globset::{GlobBuilder, GlobMatcher};
 use grep_matcher::Matcher;
 use grep_regex::{RegexMatcher, RegexMatcherBuilder};
 use grep_searcher::{BinaryDetection, Searcher, SearcherBuilder, Sink, SinkMatch};
 use keel_tool::{Effect, Tool, ToolContext, ToolError, ToolOutput};
-use rustix::fs::{Mode, OFlags, ResolveFlags};
-use rustix::io::Errno;
+use rustix::fs::{Mode, OFlags};
 use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::json;
@@ -22,7 +20,7 @@ use serde_json::json;
 use super::list_directory::{
     Stop, TopK, resolve_existing, run_blocking, symlinked_file, walk_builder, walk_parallel,
 };
-use crate::path::PathSandbox;
+use crate::path::{PathSandbox, open_beneath};
 
 /// Matching lines returned when `max_results` is not given.
 const DEFAULT_MAX_RESULTS: u32 = 200;
@@ -32,9 +30,6 @@ const MAX_MAX_RESULTS: u32 = 2_000;
 const MAX_LINE_BYTES: usize = 400;
 /// How much of a cut line is kept before its first match.
 const BEFORE_MATCH: usize = 100;
-
-/// Set once `openat2` has answered `ENOSYS`.
-static NO_OPENAT2: AtomicBool = AtomicBool::new(false);
 
 /// Arguments of [`Grep`].
 #[derive(Debug, Clone, Default, Deserialize, JsonSchema)]
@@ -163,7 +158,14 @@ fn grep(sandbox: &PathSandbox, args: &GrepArgs, stop: &Stop) -> Result<ToolOutpu
                     return;
                 }
                 let file = if kind.is_file() {
-                    open_beneath(dir.as_fd(), relative).map_err(drop)
+                    open_beneath(
+                        dir.as_fd(),
+                        relative,
+                        OFlags::RDONLY | OFlags::CLOEXEC | OFlags::NOCTTY,
+                        Mode::empty(),
+                    )
+                    .map(File::from)
+                    .map_err(drop)
                 } else if kind.is_symlink() {
                     match symlinked_file(sandbox, path) {
                         Some((given, _)) => sandbox.open_read(&given).map(|(_, f)| f).map_err(drop),
@@ -510,26 +512,6 @@ impl FileGlob {
             GlobTarget::Absolute => self.matcher.is_match(path),
         }
     }
-}
-
-/// Opens `relative`, found by a walk that follows no symlinks, beneath `dir`: a symlink
-/// swapped in since makes the open fail instead of escaping.
-fn open_beneath(dir: BorrowedFd<'_>, relative: &Path) -> Result<File, Errno> {
-    let flags = OFlags::RDONLY | OFlags::CLOEXEC | OFlags::NOCTTY;
-    if !NO_OPENAT2.load(AtomicOrdering::Relaxed) {
-        let resolve =
-            ResolveFlags::BENEATH | ResolveFlags::NO_SYMLINKS | ResolveFlags::NO_MAGICLINKS;
-        match rustix::fs::openat2(dir, relative, flags, Mode::empty(), resolve) {
-            Err(Errno::NOSYS) => NO_OPENAT2.store(true, AtomicOrdering::Relaxed),
-            // openat2 asks for a retry when a rename raced the lookup.
-            Err(Errno::AGAIN) => {
-                return rustix::fs::openat2(dir, relative, flags, Mode::empty(), resolve)
-                    .map(File::from);
-            }
-            other => return other.map(File::from),
-        }
-    }
-    rustix::fs::openat(dir, relative, flags | OFlags::NOFOLLOW, Mode::empty()).map(File::from)
 }
 
 #[cfg(test)]
