@@ -88,6 +88,9 @@ fn normalize_node(node: &mut Value) {
         return;
     };
     map.remove("title");
+    if let Some(Value::String(description)) = map.get_mut("description") {
+        *description = unwrap_lines(description);
+    }
     if map.get("default").is_some_and(Value::is_null) {
         map.remove("default");
     }
@@ -162,6 +165,21 @@ fn normalize_node(node: &mut Value) {
             children.values_mut().for_each(normalize_node);
         }
     }
+}
+
+/// Joins the lines of a wrapped doc comment into one, keeping blank-line paragraph breaks.
+fn unwrap_lines(text: &str) -> String {
+    text.split("\n\n")
+        .map(|paragraph| {
+            paragraph
+                .lines()
+                .map(str::trim)
+                .filter(|line| !line.is_empty())
+                .collect::<Vec<_>>()
+                .join(" ")
+        })
+        .collect::<Vec<_>>()
+        .join("\n\n")
 }
 
 /// Turns `oneOf`/`anyOf` of constants of one type (what documented enum variants derive to)

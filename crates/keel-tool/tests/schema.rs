@@ -41,7 +41,10 @@ struct Scope {
 struct SearchArgs {
     /// The regular expression to look for.
     pattern: String,
-    /// Where to look.
+    /// Where to look: the directories to search
+    /// and how deep to go.
+    ///
+    /// Searches every directory when empty.
     scope: Scope,
     /// The most matches to return.
     limit: Option<u32>,
@@ -123,6 +126,11 @@ fn derived_schema_follows_every_rule() {
         "The regular expression to look for."
     );
     assert!(schema.get("description").is_none());
+    // Wrapped doc lines are joined; paragraphs stay apart.
+    assert_eq!(
+        schema["properties"]["scope"]["description"],
+        "Where to look: the directories to search and how deep to go.\n\nSearches every directory when empty."
+    );
     assert_eq!(schema["properties"]["limit"]["type"], "integer");
     assert_eq!(schema["properties"]["order"]["type"], "string");
 }
