@@ -25,11 +25,14 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
+pub mod classify;
+mod confine;
 mod error;
 mod path;
 mod policy;
 pub mod tools;
 
+pub use classify::classify;
 pub use error::SandboxError;
 pub use path::{Access, PathSandbox, ResolvedPath, WriteReport};
 pub use policy::{SandboxMode, SandboxPolicy};

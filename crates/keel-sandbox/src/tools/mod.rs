@@ -5,5 +5,7 @@
 // Search tools.
 
 // Command tools.
+mod run_command;
+pub use run_command::{RunCommand, RunCommandArgs};
 
 // Git tools.
