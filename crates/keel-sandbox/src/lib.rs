@@ -25,12 +25,15 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
+pub mod classify;
+mod confine;
 mod error;
 pub mod git;
 mod path;
 mod policy;
 pub mod tools;
 
+pub use classify::classify;
 pub use error::SandboxError;
 pub use git::{Checkpoint, GitError, GitSession, UndoneCommit};
 pub use path::{Access, PathSandbox, ResolvedPath, WriteReport};

@@ -17,6 +17,8 @@ pub use grep::{Grep, GrepArgs};
 pub use list_directory::{ListDirectory, ListDirectoryArgs};
 
 // Command tools.
+mod run_command;
+pub use run_command::{RunCommand, RunCommandArgs};
 
 // Git tools.
 mod git;

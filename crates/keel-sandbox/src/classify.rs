@@ -1,0 +1,690 @@
+//! What a shell command does to the world, judged from its text before it runs.
+//!
+//! [`classify`] reads a command the way `bash` would split it (quotes, escapes, `&&`, `||`,
+//! `;`, `|`, `$(...)`, backticks, `bash -c '...'`, `eval`, `xargs`, `find -exec`, wrappers
+//! such as `env`, `command`, `time`, `nice`, `timeout`, `sudo`, leading `FOO=1` assignments,
+//! redirections) and judges every simple command in it. The verdict is the most severe part:
+//!
+//! - [`Effect::ReadOnly`]: only commands known to read (`ls`, `cat`, `grep`, `rg`,
+//!   `git status`, `cargo check`, `find` without `-delete`/`-exec`, ...), with no redirection
+//!   into a file.
+//! - [`Effect::Destructive`]: something hard to undo (`rm -rf`, `git push --force`,
+//!   `git reset --hard`, `git clean`, `chmod -R`, `dd of=`, `mkfs`, `curl ... | sh`, `sudo`,
+//!   `DROP TABLE`, `truncate`, `shred`, `> /dev/sda`, `find -delete`, ...). The reason names
+//!   what it does, e.g. `rm -rf deletes files recursively`.
+//! - [`Effect::Mutating`]: everything else, including every command it does not know.
+//!
+//! This is advice for scheduling and approvals, not a security boundary: the kernel
+//! confinement of `run_command` is what limits a command.
+//!
+//! ```
+//! use keel_sandbox::classify::classify;
+//! use keel_tool::Effect;
+//!
+//! assert_eq!(classify("git status && cargo check 2>&1 | tail -n 20"), Effect::ReadOnly);
+//! assert_eq!(classify("cargo build > build.log"), Effect::Mutating);
+//! assert_eq!(
+//!     classify("cd target && FOO=1 bash -c 'rm -rf debug'"),
+//!     Effect::destructive("rm -rf deletes files recursively")
+//! );
+//! ```
+
+use keel_tool::Effect;
+
+mod git;
+mod lex;
+
+/// How deep `bash -c`, `eval`, `$(...)` and the like are followed; deeper is `Mutating`.
+const MAX_DEPTH: usize = 8;
+
+/// Judges what `command`, a `bash` command line, does: the most severe effect of its parts.
+/// Unknown commands are [`Effect::Mutating`].
+pub fn classify(command: &str) -> Effect {
+    let mut verdict = Verdict::default();
+    check_sql(command, &mut verdict);
+    classify_source(command, 0, &mut verdict);
+    verdict.into_effect()
+}
+
+/// The verdict so far: whether anything mutates, and why anything is destructive.
+#[derive(Debug, Default)]
+struct Verdict {
+    mutating: bool,
+    reasons: Vec<String>,
+}
+
+impl Verdict {
+    fn mutating(&mut self) {
+        self.mutating = true;
+    }
+
+    fn destructive(&mut self, reason: impl Into<String>) {
+        let reason = reason.into();
+        if !self.reasons.contains(&reason) {
+            self.reasons.push(reason);
+        }
+    }
+
+    fn into_effect(self) -> Effect {
+        if !self.reasons.is_empty() {
+            Effect::destructive(self.reasons.join("; "))
+        } else if self.mutating {
+            Effect::Mutating
+        } else {
+            Effect::ReadOnly
+        }
+    }
+}
+
+/// SQL that destroys data, found anywhere in the text (`psql -c "drop table t"`).
+fn check_sql(command: &str, verdict: &mut Verdict) {
+    let normalized = command
+        .split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ")
+        .to_ascii_uppercase();
+    for (needle, reason) in [
+        ("DROP TABLE", "DROP TABLE deletes a database table"),
+        ("DROP DATABASE", "DROP DATABASE deletes a database"),
+        ("DROP SCHEMA", "DROP SCHEMA deletes a database schema"),
+        (
+            "TRUNCATE TABLE",
+            "TRUNCATE TABLE deletes every row of a table",
+        ),
+    ] {
+        if normalized.contains(needle) {
+            verdict.destructive(reason);
+        }
+    }
+}
+
+fn classify_source(source: &str, depth: usize, verdict: &mut Verdict) {
+    if depth > MAX_DEPTH {
+        verdict.mutating();
+        return;
+    }
+    let parsed = lex::parse(source);
+    for simple in parsed.simples {
+        for target in &simple.writes {
+            check_write(target, verdict);
+        }
+        classify_words(&simple.words, simple.piped_from.as_deref(), depth, verdict);
+    }
+    for nested in &parsed.nested {
+        classify_source(nested, depth + 1, verdict);
+    }
+}
+
+/// Judges a write into `target` by a redirection or `tee`.
+fn check_write(target: &str, verdict: &mut Verdict) {
+    const SINKS: [&str; 5] = ["/dev/null", "/dev/stdout", "/dev/stderr", "/dev/tty", "-"];
+    if SINKS.contains(&target)
+        || target.starts_with("/dev/fd/")
+        || target.starts_with("/proc/self/fd/")
+    {
+        return;
+    }
+    if is_disk_device(target) {
+        verdict.destructive(format!("writing to {target} overwrites a disk device"));
+    } else {
+        verdict.mutating();
+    }
+}
+
+fn is_disk_device(path: &str) -> bool {
+    const DISKS: [&str; 11] = [
+        "/dev/sd",
+        "/dev/hd",
+        "/dev/vd",
+        "/dev/xvd",
+        "/dev/nvme",
+        "/dev/mmcblk",
+        "/dev/disk",
+        "/dev/dm-",
+        "/dev/md",
+        "/dev/mapper/",
+        "/dev/loop",
+    ];
+    DISKS.iter().any(|disk| path.starts_with(disk))
+}
+
+/// Shell keywords that may start a simple command without being its program.
+const KEYWORDS: [&str; 14] = [
+    "if", "then", "elif", "else", "fi", "do", "done", "while", "until", "!", "{", "}", "esac", "in",
+];
+
+fn basename(word: &str) -> &str {
+    word.rsplit('/').next().unwrap_or(word)
+}
+
+fn is_assignment(word: &str) -> bool {
+    let Some((name, _)) = word.split_once('=') else {
+        return false;
+    };
+    let name = name.strip_suffix('+').unwrap_or(name);
+    let mut chars = name.chars();
+    chars
+        .next()
+        .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+        && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
+}
+
+/// Whether `args` has short option `flag`, alone or in a cluster (`-rf`), before `--`.
+fn has_short(args: &[String], flag: char) -> bool {
+    args.iter().take_while(|arg| *arg != "--").any(|arg| {
+        arg.len() > 1 && arg.starts_with('-') && !arg.starts_with("--") && arg[1..].contains(flag)
+    })
+}
+
+/// Whether `args` has long option `flag` (`--force`, or `--force=...`), before `--`.
+fn has_long(args: &[String], flag: &str) -> bool {
+    args.iter().take_while(|arg| *arg != "--").any(|arg| {
+        arg.strip_prefix(flag)
+            .is_some_and(|rest| rest.is_empty() || rest.starts_with('='))
+    })
+}
+
+/// Arguments that are not options.
+fn positionals(args: &[String]) -> impl Iterator<Item = &String> {
+    args.iter()
+        .filter(|arg| !arg.starts_with('-') || arg.as_str() == "-")
+}
+
+/// Skips wrapper options at the front of `words[at..]`: `with_value` take the next word.
+fn skip_options(words: &[String], mut at: usize, with_value: &[&str]) -> usize {
+    while let Some(word) = words.get(at) {
+        if word == "--" {
+            return at + 1;
+        }
+        if !word.starts_with('-') || word.len() == 1 {
+            break;
+        }
+        at += if with_value.contains(&word.as_str()) {
+            2
+        } else {
+            1
+        };
+    }
+    at
+}
+
+fn classify_words(
+    words: &[String],
+    piped_from: Option<&[String]>,
+    depth: usize,
+    verdict: &mut Verdict,
+) {
+    if depth > MAX_DEPTH {
+        verdict.mutating();
+        return;
+    }
+    let mut at = 0;
+    while words
+        .get(at)
+        .is_some_and(|word| KEYWORDS.contains(&word.as_str()))
+    {
+        at += 1;
+    }
+    // Wrappers that run the rest of the words as a command.
+    loop {
+        while words.get(at).is_some_and(|word| is_assignment(word)) {
+            at += 1;
+        }
+        let Some(program) = words.get(at).map(|word| basename(word)) else {
+            return;
+        };
+        let next = match program {
+            "env" => {
+                let mut i = at + 1;
+                while let Some(word) = words.get(i) {
+                    if let Some(split) = word
+                        .strip_prefix("--split-string=")
+                        .or_else(|| (word == "-S" || word == "--split-string").then_some(""))
+                    {
+                        let script = if split.is_empty() {
+                            words[i + 1..].join(" ")
+                        } else {
+                            words[i..].join(" ")
+                        };
+                        let script = script.strip_prefix("--split-string=").unwrap_or(&script);
+                        classify_source(script, depth + 1, verdict);
+                        return;
+                    }
+                    if is_assignment(word) {
+                        i += 1;
+                    } else if ["-u", "--unset", "-C", "--chdir"].contains(&word.as_str()) {
+                        i += 2;
+                    } else if word.starts_with('-') {
+                        i += 1;
+                    } else {
+                        break;
+                    }
+                }
+                i
+            }
+            "command" => {
+                let rest = &words[at + 1..];
+                if rest.first().is_some_and(|w| w == "-v" || w == "-V") {
+                    return;
+                }
+                skip_options(words, at + 1, &[])
+            }
+            "builtin" | "nohup" | "exec" | "time" | "stdbuf" | "setsid" => {
+                skip_options(words, at + 1, &["-a", "-f", "-o", "-i", "-e"])
+            }
+            "nice" | "ionice" | "chrt" | "taskset" => {
+                skip_options(words, at + 1, &["-n", "-c", "-p", "--adjustment"])
+            }
+            "timeout" => skip_options(words, at + 1, &["-s", "--signal", "-k", "--kill-after"]) + 1,
+            "watch" => {
+                let from = skip_options(words, at + 1, &["-n", "--interval", "-d"]);
+                let script = words.get(from..).unwrap_or_default().join(" ");
+                classify_source(&script, depth + 1, verdict);
+                return;
+            }
+            "sudo" | "doas" | "pkexec" | "su" | "run0" => {
+                verdict.destructive(format!("{program} runs a command as root"));
+                skip_options(
+                    words,
+                    at + 1,
+                    &["-u", "-g", "-C", "-D", "-h", "-p", "-r", "-t", "-U"],
+                )
+            }
+            "xargs" => {
+                let from = skip_options(
+                    words,
+                    at + 1,
+                    &[
+                        "-I",
+                        "-n",
+                        "-P",
+                        "-L",
+                        "-l",
+                        "-s",
+                        "-d",
+                        "-E",
+                        "-e",
+                        "-a",
+                        "--max-args",
+                    ],
+                );
+                if from >= words.len() {
+                    return; // `xargs` alone runs `echo`.
+                }
+                from
+            }
+            _ => break,
+        };
+        if next <= at {
+            break;
+        }
+        at = next;
+    }
+    let Some(program_word) = words.get(at) else {
+        return;
+    };
+    let program = basename(program_word);
+    let args = &words[at + 1..];
+    classify_program(program, args, piped_from, depth, verdict);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Programs
+
+/// Programs that only read (or only print), whatever their arguments.
+const READ_ONLY: &str = "ls ll la dir cat bat head tail wc grep egrep fgrep rg ag ack pwd echo printf which \
+     whereis type file stat du df tree true false test [ [[ (( basename dirname realpath \
+     readlink whoami id groups uname printenv cut tr diff cmp comm jq nl od hexdump strings \
+     md5sum sha1sum sha224sum sha256sum sha384sum sha512sum b2sum cksum seq sleep ps free \
+     uptime tac rev column fold expand unexpand paste join fmt less more man lsof pgrep nproc \
+     locale getconf cd pushd popd dirs export set unset shift read exit return break continue \
+     : wait jobs alias hash declare local readonly typeset for select case lscpu lsblk env \
+     tty yes look numfmt cal ldd nm objdump readelf size zcat bzcat xzcat zgrep";
+
+/// Whether `word` is one of the space-separated words of `list`.
+fn listed(list: &str, word: &str) -> bool {
+    list.split_ascii_whitespace().any(|item| item == word)
+}
+
+/// Shells whose `-c` argument is a script.
+const SHELLS: &str = "sh bash zsh dash ksh mksh ash fish";
+
+/// Interpreters that run a script read from stdin when given none.
+const INTERPRETERS: &str = "python python2 python3 perl ruby node php deno bun";
+
+/// Programs that download.
+const DOWNLOADERS: &str = "curl wget fetch aria2c http https";
+
+fn has_downloader(text: &str) -> bool {
+    text.split(|c: char| c.is_whitespace() || "()`|;&$\"'".contains(c))
+        .any(|word| listed(DOWNLOADERS, basename(word)))
+}
+
+fn classify_program(
+    program: &str,
+    args: &[String],
+    piped_from: Option<&[String]>,
+    depth: usize,
+    verdict: &mut Verdict,
+) {
+    if let [only] = args
+        && ["--version", "--help", "-V"].contains(&only.as_str())
+        && !program.starts_with('$')
+    {
+        return;
+    }
+    match program {
+        _ if listed(READ_ONLY, program) => {}
+        "rm" => {
+            let recursive =
+                has_short(args, 'r') || has_short(args, 'R') || has_long(args, "--recursive");
+            let force = has_short(args, 'f') || has_long(args, "--force");
+            match (recursive, force) {
+                (true, true) => verdict.destructive("rm -rf deletes files recursively"),
+                (true, false) => verdict.destructive("rm -r deletes files recursively"),
+                (false, true) => verdict.destructive("rm -f deletes files without asking"),
+                (false, false) => verdict.mutating(),
+            }
+        }
+        "find" => classify_find(args, depth, verdict),
+        "git" => git::classify_git(args, verdict),
+        "cargo" => classify_cargo(args, verdict),
+        "chmod" | "chown" | "chgrp" | "chattr" | "setfacl" => {
+            if has_short(args, 'R') || has_long(args, "--recursive") {
+                verdict.destructive(format!("{program} -R changes permissions recursively"));
+            } else {
+                verdict.mutating();
+            }
+        }
+        "dd" => {
+            if let Some(target) = args.iter().find_map(|arg| arg.strip_prefix("of=")) {
+                verdict.destructive(format!("dd of={target} overwrites it with raw bytes"));
+            } else {
+                verdict.mutating();
+            }
+        }
+        "mkswap" | "wipefs" | "fdisk" | "sfdisk" | "cfdisk" | "gdisk" | "sgdisk" | "parted"
+        | "mke2fs" | "blkdiscard" => {
+            verdict.destructive(format!("{program} rewrites a disk, erasing its data"));
+        }
+        _ if program.starts_with("mkfs") => {
+            verdict.destructive(format!("{program} formats a file system, erasing its data"));
+        }
+        "truncate" => verdict.destructive("truncate cuts files down, losing their contents"),
+        "shred" => verdict.destructive("shred overwrites files so they cannot be recovered"),
+        "reboot" | "shutdown" | "halt" | "poweroff" => {
+            verdict.destructive(format!("{program} stops or restarts the machine"));
+        }
+        "kill" if args.iter().any(|arg| arg == "-1") => {
+            verdict.destructive("kill -1 signals every process you may signal");
+        }
+        "crontab" if has_short(args, 'r') => {
+            verdict.destructive("crontab -r deletes the crontab");
+        }
+        "rsync" if args.iter().any(|arg| arg.starts_with("--delete")) => {
+            verdict.destructive("rsync --delete deletes files at the destination");
+        }
+        "mv" if positionals(args)
+            .last()
+            .is_some_and(|dest| dest == "/dev/null") =>
+        {
+            verdict.destructive("mv to /dev/null deletes the file");
+        }
+        "sed" => {
+            if has_short(args, 'i') || has_long(args, "--in-place") {
+                verdict.mutating();
+            }
+        }
+        "awk" | "gawk" | "mawk" | "nawk" => {
+            let writes = args.iter().any(|arg| {
+                arg.contains("system")
+                    || arg.contains("| \"")
+                    || arg.contains("|&")
+                    || arg.contains("> \"")
+                    || arg.contains(">\"")
+                    || arg.contains("print >")
+                    || arg.contains("printf >")
+                    || arg == "inplace"
+            });
+            if writes {
+                verdict.mutating();
+            }
+        }
+        "sort" => {
+            if let Some(i) = args.iter().position(|arg| arg == "-o") {
+                check_write(args.get(i + 1).map_or("", String::as_str), verdict);
+            } else if let Some(target) = args.iter().find_map(|arg| arg.strip_prefix("--output=")) {
+                check_write(target, verdict);
+            } else if args.iter().any(|arg| arg.starts_with("-o")) {
+                verdict.mutating();
+            }
+        }
+        "uniq" | "xxd" => {
+            if positionals(args).count() >= 2 {
+                verdict.mutating();
+            }
+        }
+        "tee" => {
+            for target in positionals(args) {
+                check_write(target, verdict);
+            }
+        }
+        "date" => {
+            if has_short(args, 's') || has_long(args, "--set") {
+                verdict.mutating();
+            }
+        }
+        "hostname" => {
+            if positionals(args).next().is_some() {
+                verdict.mutating();
+            }
+        }
+        "eval" => classify_source(&args.join(" "), depth + 1, verdict),
+        "source" | "." => {
+            if args.iter().any(|arg| has_downloader(arg)) {
+                verdict.destructive(format!(
+                    "{program} runs a script downloaded from the network"
+                ));
+            }
+            verdict.mutating();
+        }
+        _ if listed(SHELLS, program) || listed(INTERPRETERS, program) => {
+            classify_interpreter(program, args, piped_from, depth, verdict);
+        }
+        "go" => classify_subcommand(
+            args,
+            &["version", "env", "list", "vet", "doc", "build", "test"],
+            verdict,
+            |args| args.iter().any(|arg| arg == "-w" || arg == "-u"),
+        ),
+        "npm" | "pnpm" | "yarn" => classify_subcommand(
+            args,
+            &[
+                "ls", "list", "view", "info", "outdated", "why", "explain", "search",
+            ],
+            verdict,
+            |_| false,
+        ),
+        "pip" | "pip3" => classify_subcommand(
+            args,
+            &["list", "show", "freeze", "check", "search"],
+            verdict,
+            |_| false,
+        ),
+        "rustc" | "rustup" => classify_subcommand(
+            args,
+            &["show", "which", "--print", "--version", "-vV"],
+            verdict,
+            |_| false,
+        ),
+        _ => verdict.mutating(),
+    }
+}
+
+/// Read-only when the first argument is one of `read_only` and `writes` finds nothing.
+fn classify_subcommand(
+    args: &[String],
+    read_only: &[&str],
+    verdict: &mut Verdict,
+    writes: impl Fn(&[String]) -> bool,
+) {
+    let read = args
+        .first()
+        .is_some_and(|sub| read_only.contains(&sub.as_str()));
+    if !read || writes(&args[1..]) {
+        verdict.mutating();
+    }
+}
+
+fn classify_interpreter(
+    program: &str,
+    args: &[String],
+    piped_from: Option<&[String]>,
+    depth: usize,
+    verdict: &mut Verdict,
+) {
+    let is_shell = listed(SHELLS, program);
+    let mut script_flag = false;
+    let mut i = 0;
+    while let Some(arg) = args.get(i) {
+        if arg == "--" {
+            i += 1;
+            break;
+        }
+        if !arg.starts_with('-') || arg.len() == 1 {
+            break;
+        }
+        let runs_text = if is_shell {
+            !arg.starts_with("--") && arg.contains('c')
+        } else {
+            arg == "-c" || arg == "-e" || arg == "-m"
+        };
+        if runs_text {
+            script_flag = true;
+        } else if is_shell && (arg == "-o" || arg == "-O") {
+            i += 1;
+        }
+        i += 1;
+    }
+    let script = args.get(i);
+    if script_flag && is_shell {
+        if let Some(script) = script {
+            classify_source(script, depth + 1, verdict);
+        }
+        return;
+    }
+    verdict.mutating();
+    let downloaded = match script {
+        Some(script) => {
+            has_downloader(script) && (script.starts_with("<(") || script.starts_with("$("))
+        }
+        None => {
+            !script_flag
+                && piped_from.is_some_and(|words| {
+                    words.iter().any(|word| listed(DOWNLOADERS, basename(word)))
+                })
+        }
+    };
+    if downloaded {
+        let source = piped_from
+            .and_then(|words| {
+                words
+                    .iter()
+                    .find(|word| listed(DOWNLOADERS, basename(word)))
+            })
+            .map_or("a download", |word| basename(word));
+        verdict.destructive(format!(
+            "{source} | {program} runs a script downloaded from the network"
+        ));
+    }
+}
+
+fn classify_find(args: &[String], depth: usize, verdict: &mut Verdict) {
+    let mut i = 0;
+    while let Some(arg) = args.get(i) {
+        match arg.as_str() {
+            "-delete" => verdict.destructive("find -delete deletes the files it finds"),
+            "-exec" | "-execdir" | "-ok" | "-okdir" => {
+                let start = i + 1;
+                let mut end = start;
+                while args.get(end).is_some_and(|word| word != ";" && word != "+") {
+                    end += 1;
+                }
+                let inner: Vec<String> = args[start..end.min(args.len())]
+                    .iter()
+                    .filter(|word| *word != "{}")
+                    .cloned()
+                    .collect();
+                classify_words(&inner, None, depth + 1, verdict);
+                i = end;
+            }
+            "-fprint" | "-fprint0" | "-fprintf" | "-fls" => verdict.mutating(),
+            _ => {}
+        }
+        i += 1;
+    }
+}
+
+/// `cargo` subcommands that only read the sources (they may write build artefacts).
+const CARGO_READ_ONLY: &str = "check c test t build b clippy doc d metadata tree bench search verify-project version \
+     locate-project pkgid read-manifest nextest help";
+
+fn classify_cargo(args: &[String], verdict: &mut Verdict) {
+    let at = skip_options(
+        args,
+        usize::from(args.first().is_some_and(|arg| arg.starts_with('+'))),
+        &["--color", "-Z", "--config", "-C", "--manifest-path"],
+    );
+    let Some(sub) = args.get(at) else {
+        return;
+    };
+    let rest = &args[at + 1..];
+    let read = match sub.as_str() {
+        "fmt" => has_long(rest, "--check"),
+        "clippy" => !has_long(rest, "--fix"),
+        sub => listed(CARGO_READ_ONLY, sub),
+    };
+    if !read {
+        verdict.mutating();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reasons_of_several_parts_are_all_named() {
+        let Effect::Destructive { reason } = classify("rm -rf a && git push --force") else {
+            panic!("not destructive");
+        };
+        assert_eq!(
+            reason,
+            "rm -rf deletes files recursively; git push --force overwrites history on the remote"
+        );
+    }
+
+    #[test]
+    fn unterminated_input_does_not_hang_or_panic() {
+        for command in [
+            "echo 'abc",
+            "echo \"abc",
+            "echo $(ls",
+            "echo `ls",
+            "echo ${x",
+            "cat <<EOF\nx",
+        ] {
+            let _ = classify(command);
+        }
+        assert_eq!(classify(""), Effect::ReadOnly);
+    }
+
+    #[test]
+    fn deep_nesting_is_mutating_not_a_stack_overflow() {
+        let mut command = "ls".to_owned();
+        for _ in 0..40 {
+            command = format!("echo $({command})");
+        }
+        assert_eq!(classify(&command), Effect::Mutating);
+    }
+}
