@@ -228,7 +228,7 @@ pub(crate) fn prepare(root: &Path, policy: &SandboxPolicy) -> Result<Confinement
         } => {
             let level = abi.unwrap_or(1);
             let ruleset =
-                build_ruleset(abi_for(level), root, policy.mode, block_network).map_err(|err| {
+                build_ruleset(abi_for(level), root, policy, block_network).map_err(|err| {
                     ToolError::failed(format!(
                         "the command was not run: its sandbox could not be set up: {err}"
                     ))
@@ -243,14 +243,16 @@ pub(crate) fn prepare(root: &Path, policy: &SandboxPolicy) -> Result<Confinement
     }
 }
 
-/// The directories a command may write in `mode`, besides the devices.
-fn writable_dirs(root: &Path, mode: SandboxMode) -> Vec<PathBuf> {
-    match mode {
+/// The directories a command may write under `policy`, besides the devices; the workspace
+/// root first.
+fn writable_dirs(root: &Path, policy: &SandboxPolicy) -> Vec<PathBuf> {
+    match policy.mode {
         SandboxMode::WorkspaceWrite => {
             let mut dirs = vec![root.to_path_buf(), std::env::temp_dir()];
             if Path::new(SHM).is_dir() {
                 dirs.push(PathBuf::from(SHM));
             }
+            dirs.extend(policy.writable_roots.iter().cloned());
             dirs
         }
         SandboxMode::ReadOnly | SandboxMode::FullAccess => Vec::new(),
@@ -262,7 +264,7 @@ fn writable_dirs(root: &Path, mode: SandboxMode) -> Vec<PathBuf> {
 fn build_ruleset(
     abi: ABI,
     root: &Path,
-    mode: SandboxMode,
+    policy: &SandboxPolicy,
     block_network: bool,
 ) -> Result<OwnedFd, String> {
     let landlock_err = |err: landlock::RulesetError| err.to_string();
@@ -290,7 +292,7 @@ fn build_ruleset(
     created = created
         .add_rule(PathBeneath::new(root_fd, AccessFs::from_read(abi)))
         .map_err(landlock_err)?;
-    for (i, dir) in writable_dirs(root, mode).into_iter().enumerate() {
+    for (i, dir) in writable_dirs(root, policy).into_iter().enumerate() {
         let fd = match PathFd::new(&dir) {
             Ok(fd) => fd,
             // The workspace root must exist; the others are optional.

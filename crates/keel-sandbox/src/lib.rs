@@ -38,3 +38,41 @@ pub use error::SandboxError;
 pub use git::{Checkpoint, GitError, GitSession, UndoneCommit};
 pub use path::{Access, PathSandbox, ResolvedPath, WriteReport};
 pub use policy::{SandboxMode, SandboxPolicy};
+
+use std::sync::Arc;
+
+use keel_tool::{RegistryError, ToolRegistry};
+
+/// The built-in tools for a workspace: `read_file`, `list_directory`, `grep`, `glob`,
+/// `run_command`, `git_status` and `git_diff`, plus the tools that write — `write_file`,
+/// `patch_file` and `git_commit` — unless `policy` is [`SandboxMode::ReadOnly`].
+///
+/// ```
+/// use keel_sandbox::{PathSandbox, SandboxPolicy, default_tools};
+///
+/// let dir = tempfile::tempdir()?;
+/// let registry = default_tools(&PathSandbox::new(dir.path())?, &SandboxPolicy::default())?;
+/// assert_eq!(registry.len(), 10);
+/// assert!(registry.get("patch_file").is_some());
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub fn default_tools(
+    sandbox: &PathSandbox,
+    policy: &SandboxPolicy,
+) -> Result<ToolRegistry, RegistryError> {
+    let shared = Arc::new(sandbox.clone());
+    let mut registry = ToolRegistry::new()
+        .with(tools::ReadFile::new(shared.clone()))?
+        .with(tools::ListDirectory::new(shared.clone()))?
+        .with(tools::Grep::new(shared.clone()))?
+        .with(tools::Glob::new(shared.clone()))?
+        .with(tools::RunCommand::new(sandbox.root(), policy.clone()))?
+        .with(tools::GitStatus::new(shared.clone()))?
+        .with(tools::GitDiff::new(shared.clone()))?;
+    if policy.mode != SandboxMode::ReadOnly {
+        registry.register(tools::WriteFile::new(shared.clone()))?;
+        registry.register(tools::PatchFile::new(shared.clone()))?;
+        registry.register(tools::GitCommit::new(shared))?;
+    }
+    Ok(registry)
+}

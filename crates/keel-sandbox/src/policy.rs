@@ -1,5 +1,6 @@
 //! What commands run by `run_command` may do.
 
+use std::path::PathBuf;
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
@@ -23,6 +24,10 @@ pub enum SandboxMode {
 pub struct SandboxPolicy {
     /// Where commands may write.
     pub mode: SandboxMode,
+    /// More directories commands may write under [`SandboxMode::WorkspaceWrite`], besides the
+    /// workspace and the temp dir: caches such as `~/.cargo` or `~/.npm` that builds need.
+    /// Ignored in the other modes. Missing directories are skipped.
+    pub writable_roots: Vec<PathBuf>,
     /// Whether commands may open network connections (`false` blocks TCP connect/bind where the
     /// kernel's Landlock ABI allows).
     pub network: bool,
@@ -39,6 +44,7 @@ impl Default for SandboxPolicy {
     fn default() -> Self {
         Self {
             mode: SandboxMode::WorkspaceWrite,
+            writable_roots: Vec::new(),
             network: true,
             allow_unconfined_fallback: false,
             max_command_timeout: Duration::from_secs(120),
@@ -48,6 +54,12 @@ impl Default for SandboxPolicy {
 }
 
 impl SandboxPolicy {
+    /// Also lets commands write below `dir` (in [`SandboxMode::WorkspaceWrite`]).
+    pub fn allow_write(mut self, dir: impl Into<PathBuf>) -> Self {
+        self.writable_roots.push(dir.into());
+        self
+    }
+
     /// The default policy with another mode.
     pub fn with_mode(mode: SandboxMode) -> Self {
         Self {

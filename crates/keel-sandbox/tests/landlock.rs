@@ -261,3 +261,26 @@ async fn the_description_names_the_sandbox() {
     let tool = RunCommand::new(root.path(), mode(SandboxMode::WorkspaceWrite));
     assert!(Tool::description(&tool).contains("only inside the workspace and the temp dir"));
 }
+
+#[tokio::test]
+async fn extra_writable_roots_open_only_themselves() {
+    let root = workspace();
+    let cache = outside_dir();
+    let elsewhere = outside_dir();
+    let policy = mode(SandboxMode::WorkspaceWrite).allow_write(cache.path());
+    let command = format!(
+        "touch {}/cached && touch {}/denied",
+        cache.path().display(),
+        elsewhere.path().display()
+    );
+    let Some(output) = run(root.path(), policy, &command).await else {
+        return;
+    };
+    assert!(cache.path().join("cached").exists(), "{}", output.content);
+    assert!(
+        output.content.contains("Permission denied"),
+        "{}",
+        output.content
+    );
+    assert!(!elsewhere.path().join("denied").exists());
+}
