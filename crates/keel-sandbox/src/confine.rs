@@ -455,7 +455,7 @@ mod tests {
         if let Some(level) = abi {
             // The ruleset for the detected ABI is one the kernel accepts.
             let dir = std::env::temp_dir();
-            let built = build_ruleset(abi_for(level), &dir, SandboxMode::WorkspaceWrite, true);
+            let built = build_ruleset(abi_for(level), &dir, &SandboxPolicy::default(), true);
             assert!(built.is_ok(), "{built:?}");
             // And the next ABI up is not supported (unless this is the newest known).
             if let Some((next, _)) = ABIS.iter().find(|(_, l)| *l == level + 1) {
@@ -465,7 +465,7 @@ mod tests {
         let missing = build_ruleset(
             ABI::V1,
             Path::new("/nonexistent/keel"),
-            SandboxMode::WorkspaceWrite,
+            &SandboxPolicy::default(),
             false,
         );
         if abi.is_some() {
