@@ -5,3 +5,15 @@
 //! Work in progress (issue #5): this crate grows module by module; see docs/ARCHITECTURE.md.
 
 // Modules, one concept each (sessions, hooks, prompt, permissions, approvals, events, loop).
+mod agent;
+mod approval;
+mod error;
+mod events;
+pub mod history;
+mod session;
+
+pub use agent::{Agent, AgentBuilder, DEFAULT_MAX_ITERATIONS, DEFAULT_MAX_TOKENS};
+pub use approval::{AllowAll, ApprovalRequest, Approver, CallbackApprover, Decision, DenyGated};
+pub use error::EngineError;
+pub use events::{AgentEvent, RunOutcome, Stop};
+pub use session::{CancelHandle, Session};

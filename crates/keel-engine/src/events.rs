@@ -1,0 +1,142 @@
+//! What a run reports while it happens, and how it ended.
+
+use std::time::Duration;
+
+use keel_provider::{ProviderError, Usage};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+/// How a run ended.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum Stop {
+    /// The model finished its turn.
+    Completed,
+    /// The iteration limit was reached, or the approver declined to go on at the warning.
+    MaxIterations,
+    /// The run was cancelled.
+    Cancelled,
+    /// The model declined the request.
+    Refused {
+        /// What the model said, or why the provider refused.
+        reason: String,
+    },
+    /// A fatal error ended the run; the session is saved and can go on with the next prompt.
+    Failed {
+        /// What went wrong.
+        error: String,
+    },
+}
+
+impl Stop {
+    /// A short name: `completed`, `max_iterations`, `cancelled`, `refused`, `failed`.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Self::Completed => "completed",
+            Self::MaxIterations => "max_iterations",
+            Self::Cancelled => "cancelled",
+            Self::Refused { .. } => "refused",
+            Self::Failed { .. } => "failed",
+        }
+    }
+}
+
+/// The result of one run (one prompt).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RunOutcome {
+    /// The final text: the model's last words, or a fallback saying what happened. Never
+    /// empty.
+    pub text: String,
+    /// How the run ended.
+    pub stop: Stop,
+    /// Model calls made.
+    pub iterations: u32,
+    /// Tokens used by this run.
+    pub usage: Usage,
+    /// What this run cost in USD; `None` when the model's price is unknown.
+    pub cost_usd: Option<f64>,
+}
+
+/// What happens during a run, in order.
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub enum AgentEvent {
+    /// A model call begins.
+    TurnStarted {
+        /// Which (1-based).
+        iteration: u32,
+    },
+    /// More of the model's text.
+    TextDelta {
+        /// The new text.
+        text: String,
+    },
+    /// A tool call is about to run (after any approval).
+    ToolCallStarted {
+        /// The call's id.
+        id: String,
+        /// The tool.
+        name: String,
+        /// Its arguments.
+        input: Value,
+    },
+    /// A tool call finished (or was refused, denied or interrupted).
+    ToolCallFinished {
+        /// The call's id.
+        id: String,
+        /// The tool.
+        name: String,
+        /// What the model will read.
+        output: String,
+        /// Whether it failed.
+        is_error: bool,
+        /// How long it took.
+        duration: Duration,
+    },
+    /// A call needs approval; the approver is being asked.
+    ApprovalRequested {
+        /// The call's id.
+        id: String,
+        /// The tool.
+        name: String,
+        /// Its arguments.
+        input: Value,
+        /// Why it needs approval.
+        reason: String,
+    },
+    /// The run has used most of its iterations.
+    IterationWarning {
+        /// Iterations used.
+        used: u32,
+        /// The limit.
+        limit: u32,
+    },
+    /// Tokens used by the latest model call, and the run's total so far.
+    Usage {
+        /// This call.
+        call: Usage,
+        /// The run so far.
+        total: Usage,
+        /// The run's cost so far in USD, if the model's price is known.
+        cost_usd: Option<f64>,
+    },
+    /// The history was compacted.
+    Compacted {
+        /// Estimated tokens before.
+        before_tokens: u64,
+        /// Estimated tokens after.
+        after_tokens: u64,
+    },
+    /// The provider is retrying a failed request.
+    Retrying {
+        /// Which retry.
+        attempt: u32,
+        /// How long it waits first.
+        wait: Duration,
+        /// What failed.
+        error: ProviderError,
+    },
+    /// The run ended. Always the last event.
+    Finished(RunOutcome),
+}

@@ -1,0 +1,632 @@
+//! A session: one conversation in one directory, and the loop that runs each prompt.
+
+use std::collections::HashSet;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
+
+use futures::{Stream, StreamExt};
+use keel_provider::{
+    CompletionRequest, ContentBlock, InvalidToolInput, Message, ProviderError, ResponseAssembler,
+    Role, StopReason, StreamEvent, ToolCall, ToolInput, ToolUseResponse, Usage,
+};
+use keel_tool::{Effect, ToolContext, ToolOutput};
+use serde_json::Value;
+use tokio::sync::mpsc::UnboundedSender;
+use tokio_util::sync::CancellationToken;
+use tracing::Instrument;
+
+use crate::agent::Agent;
+use crate::approval::{ApprovalRequest, Decision};
+use crate::events::{AgentEvent, RunOutcome, Stop};
+use crate::history::{INTERRUPTED, repair_pairing};
+
+/// How many replies cut off at the output limit in a row are answered before the run fails.
+const MAX_CUT_REPLIES: u32 = 3;
+
+/// Cancels the run in progress of a session; cheap to clone and send to another task.
+#[derive(Debug, Clone)]
+pub struct CancelHandle {
+    current: Arc<Mutex<CancellationToken>>,
+}
+
+impl CancelHandle {
+    /// Cancels the run in progress: the model call or tool running now is stopped promptly,
+    /// and the run ends with [`Stop::Cancelled`]. The next prompt starts afresh.
+    pub fn cancel(&self) {
+        if let Ok(token) = self.current.lock() {
+            token.cancel();
+        }
+    }
+}
+
+/// A conversation: its history, its usage and the tools' approvals so far.
+pub struct Session {
+    agent: Agent,
+    id: String,
+    cwd: PathBuf,
+    history: Vec<Message>,
+    usage: Usage,
+    always_allowed: HashSet<String>,
+    cancel: Arc<Mutex<CancellationToken>>,
+}
+
+impl std::fmt::Debug for Session {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Session")
+            .field("id", &self.id)
+            .field("cwd", &self.cwd)
+            .field("messages", &self.history.len())
+            .field("usage", &self.usage)
+            .finish_non_exhaustive()
+    }
+}
+
+/// A tool call taken out of a reply.
+#[derive(Debug, Clone)]
+struct OwnedCall {
+    id: String,
+    name: String,
+    input: Value,
+    invalid: Option<InvalidToolInput>,
+}
+
+impl OwnedCall {
+    fn as_call(&self) -> ToolCall<'_> {
+        ToolCall {
+            id: &self.id,
+            name: &self.name,
+            input: match &self.invalid {
+                Some(bad) => ToolInput::Invalid(bad),
+                None => ToolInput::Valid(&self.input),
+            },
+        }
+    }
+}
+
+/// What to do with one call.
+enum Plan {
+    Run { read_only: bool },
+    Answer(ToolOutput),
+}
+
+/// How a model call went.
+enum ModelTurn {
+    Reply(ToolUseResponse),
+    Cancelled { partial_text: String },
+    Failed(ProviderError),
+}
+
+/// The running totals of one run.
+#[derive(Default)]
+struct RunState {
+    iterations: u32,
+    usage: Usage,
+    cost_usd: Option<f64>,
+    warned: bool,
+    cut_replies: u32,
+    last_text: String,
+    failed_tools: Vec<String>,
+}
+
+type Sink = Option<UnboundedSender<AgentEvent>>;
+
+fn emit(sink: &Sink, event: AgentEvent) {
+    if let Some(sender) = sink {
+        // A listener that went away does not stop the run.
+        let _ = sender.send(event);
+    }
+}
+
+fn new_session_id() -> String {
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap_or_default();
+    let mix = now.subsec_nanos() ^ std::process::id().rotate_left(16);
+    format!("{}-{:06x}", now.as_secs(), mix & 0x00ff_ffff)
+}
+
+impl Session {
+    pub(crate) fn new(agent: Agent, cwd: PathBuf) -> Self {
+        Self::with_history(agent, cwd, new_session_id(), Vec::new())
+    }
+
+    /// A session that continues `history` (e.g. one read back from a session file).
+    pub fn with_history(agent: Agent, cwd: PathBuf, id: String, history: Vec<Message>) -> Self {
+        Self {
+            agent,
+            id,
+            cwd,
+            history,
+            usage: Usage::default(),
+            always_allowed: HashSet::new(),
+            cancel: Arc::new(Mutex::new(CancellationToken::new())),
+        }
+    }
+
+    /// The session's id.
+    pub fn id(&self) -> &str {
+        &self.id
+    }
+
+    /// The working directory.
+    pub fn cwd(&self) -> &Path {
+        &self.cwd
+    }
+
+    /// The conversation so far.
+    pub fn history(&self) -> &[Message] {
+        &self.history
+    }
+
+    /// Tokens used by every run of this session.
+    pub fn usage(&self) -> Usage {
+        self.usage
+    }
+
+    /// A handle that cancels the run in progress.
+    pub fn cancel_handle(&self) -> CancelHandle {
+        CancelHandle {
+            current: self.cancel.clone(),
+        }
+    }
+
+    /// Runs `prompt` to its end.
+    pub async fn run(&mut self, prompt: &str) -> RunOutcome {
+        self.run_with(prompt, None).await
+    }
+
+    /// Runs `prompt`, streaming what happens; the last event is [`AgentEvent::Finished`].
+    pub fn run_streaming<'a>(
+        &'a mut self,
+        prompt: &'a str,
+    ) -> impl Stream<Item = AgentEvent> + Send + 'a {
+        async_stream::stream! {
+            let (sender, mut receiver) = tokio::sync::mpsc::unbounded_channel();
+            let run = self.run_with(prompt, Some(sender));
+            tokio::pin!(run);
+            let mut running = true;
+            loop {
+                tokio::select! {
+                    biased;
+                    event = receiver.recv() => match event {
+                        Some(event) => yield event,
+                        None => break,
+                    },
+                    _ = &mut run, if running => running = false,
+                }
+            }
+        }
+    }
+
+    /// A fresh token for a new run, unless one is live.
+    fn start_run(&self) -> CancellationToken {
+        match self.cancel.lock() {
+            Ok(mut current) => {
+                if current.is_cancelled() {
+                    *current = CancellationToken::new();
+                }
+                current.clone()
+            }
+            Err(_) => CancellationToken::new(),
+        }
+    }
+
+    async fn run_with(&mut self, prompt: &str, sink: Sink) -> RunOutcome {
+        let span = tracing::info_span!("run", session = %self.id, model = %self.agent.model);
+        async move {
+            let cancel = self.start_run();
+            self.history.push(Message::user(prompt));
+            let mut state = RunState {
+                cost_usd: Some(0.0),
+                ..RunState::default()
+            };
+            let stop = self.iterate(&cancel, &sink, &mut state).await;
+            // Whatever happened, the history keeps its invariant for the next prompt.
+            repair_pairing(&mut self.history);
+            let outcome = RunOutcome {
+                text: final_text(&stop, &state),
+                stop,
+                iterations: state.iterations,
+                usage: state.usage,
+                cost_usd: state.cost_usd,
+            };
+            emit(&sink, AgentEvent::Finished(outcome.clone()));
+            outcome
+        }
+        .instrument(span)
+        .await
+    }
+
+    async fn iterate(
+        &mut self,
+        cancel: &CancellationToken,
+        sink: &Sink,
+        state: &mut RunState,
+    ) -> Stop {
+        let limit = self.agent.max_iterations;
+        let warn_at = (limit * 4).div_ceil(5);
+        loop {
+            if cancel.is_cancelled() {
+                return Stop::Cancelled;
+            }
+            if state.iterations >= limit {
+                return Stop::MaxIterations;
+            }
+            if !state.warned && limit > 1 && state.iterations >= warn_at {
+                state.warned = true;
+                emit(
+                    sink,
+                    AgentEvent::IterationWarning {
+                        used: state.iterations,
+                        limit,
+                    },
+                );
+                if !self
+                    .agent
+                    .approver
+                    .continue_after_warning(state.iterations, limit)
+                    .await
+                {
+                    return Stop::MaxIterations;
+                }
+            }
+            state.iterations += 1;
+            emit(
+                sink,
+                AgentEvent::TurnStarted {
+                    iteration: state.iterations,
+                },
+            );
+            repair_pairing(&mut self.history);
+            let request = self.request();
+            let response = match self.call_model(&request, cancel, sink).await {
+                ModelTurn::Reply(response) => response,
+                ModelTurn::Cancelled { partial_text } => {
+                    // What the user saw stays in the history.
+                    if !partial_text.is_empty() {
+                        self.history.push(Message::assistant(partial_text));
+                    }
+                    return Stop::Cancelled;
+                }
+                ModelTurn::Failed(error) => {
+                    return Stop::Failed {
+                        error: error.to_string(),
+                    };
+                }
+            };
+            self.account(&response, sink, state);
+            let text = response.text();
+            if !text.trim().is_empty() {
+                state.last_text = text.clone();
+            }
+            if !response.content.is_empty() {
+                self.history.push(response.to_message());
+            }
+            if response.stop_reason == StopReason::Refusal {
+                return Stop::Refused {
+                    reason: if text.trim().is_empty() {
+                        "the model declined to answer".into()
+                    } else {
+                        text
+                    },
+                };
+            }
+            let calls: Vec<OwnedCall> = response
+                .content
+                .iter()
+                .filter_map(|block| match block {
+                    ContentBlock::ToolUse {
+                        id,
+                        name,
+                        input,
+                        invalid,
+                    } => Some(OwnedCall {
+                        id: id.clone(),
+                        name: name.clone(),
+                        input: input.clone(),
+                        invalid: invalid.clone(),
+                    }),
+                    _ => None,
+                })
+                .collect();
+            if calls.is_empty() {
+                match response.stop_reason {
+                    StopReason::PauseTurn => continue,
+                    _ => return Stop::Completed,
+                }
+            }
+            if response.stop_reason == StopReason::MaxTokens {
+                state.cut_replies += 1;
+                if state.cut_replies > MAX_CUT_REPLIES {
+                    let results = calls
+                        .iter()
+                        .map(|c| ContentBlock::tool_result(&c.id, INTERRUPTED, true))
+                        .collect();
+                    self.history.push(Message::new(Role::User, results));
+                    return Stop::Failed {
+                        error: format!(
+                            "the model's replies were cut off at the output limit ({} tokens) {} times in a row",
+                            self.agent.max_tokens, state.cut_replies
+                        ),
+                    };
+                }
+            } else {
+                state.cut_replies = 0;
+            }
+            let results = self.run_tools(&calls, cancel, sink, state).await;
+            self.history.push(Message::new(Role::User, results));
+            if cancel.is_cancelled() {
+                return Stop::Cancelled;
+            }
+        }
+    }
+
+    fn request(&self) -> CompletionRequest {
+        let mut request = CompletionRequest::new(self.agent.model.clone());
+        request.system = self.agent.system_prompt.clone();
+        request.messages = self.history.clone();
+        request.tools = self.agent.tools.definitions();
+        request.max_tokens = self.agent.max_tokens;
+        request
+    }
+
+    fn account(&mut self, response: &ToolUseResponse, sink: &Sink, state: &mut RunState) {
+        state.usage.add(&response.usage);
+        self.usage.add(&response.usage);
+        let cost = self.agent.catalog.cost(&self.agent.model, &response.usage);
+        state.cost_usd = match (state.cost_usd, cost) {
+            (Some(total), Some(cost)) => Some(total + cost),
+            _ => None,
+        };
+        emit(
+            sink,
+            AgentEvent::Usage {
+                call: response.usage,
+                total: state.usage,
+                cost_usd: state.cost_usd,
+            },
+        );
+    }
+
+    async fn call_model(
+        &self,
+        request: &CompletionRequest,
+        cancel: &CancellationToken,
+        sink: &Sink,
+    ) -> ModelTurn {
+        let mut stream = self.agent.provider.stream(request);
+        let mut assembler = ResponseAssembler::new();
+        let mut partial_text = String::new();
+        loop {
+            let next = tokio::select! {
+                biased;
+                () = cancel.cancelled() => return ModelTurn::Cancelled { partial_text },
+                next = stream.next() => next,
+            };
+            match next {
+                None => break,
+                Some(Err(error)) => return ModelTurn::Failed(error),
+                Some(Ok(event)) => {
+                    match &event {
+                        StreamEvent::TextDelta { text, .. } => {
+                            partial_text.push_str(text);
+                            emit(sink, AgentEvent::TextDelta { text: text.clone() });
+                        }
+                        StreamEvent::Retrying {
+                            attempt,
+                            wait,
+                            error,
+                        } => emit(
+                            sink,
+                            AgentEvent::Retrying {
+                                attempt: *attempt,
+                                wait: *wait,
+                                error: error.clone(),
+                            },
+                        ),
+                        _ => {}
+                    }
+                    assembler.push(event);
+                }
+            }
+        }
+        match assembler.finish() {
+            Ok(response) => ModelTurn::Reply(response),
+            Err(error) => ModelTurn::Failed(error),
+        }
+    }
+
+    /// Decides, runs and answers every call, in the model's order: one result per call.
+    async fn run_tools(
+        &mut self,
+        calls: &[OwnedCall],
+        cancel: &CancellationToken,
+        sink: &Sink,
+        state: &mut RunState,
+    ) -> Vec<ContentBlock> {
+        let ctx = ToolContext::new(&self.cwd, &self.id).with_cancel(cancel.clone());
+        let mut plans = Vec::with_capacity(calls.len());
+        for call in calls {
+            plans.push(self.plan(call, cancel, sink).await);
+        }
+        let mut outputs: Vec<Option<ToolOutput>> = vec![None; calls.len()];
+        let mut i = 0;
+        while i < calls.len() {
+            match &plans[i] {
+                Plan::Answer(output) => {
+                    outputs[i] = Some(output.clone());
+                    i += 1;
+                }
+                Plan::Run { read_only: true } => {
+                    // Consecutive read-only calls run together.
+                    let end = (i..calls.len())
+                        .find(|&j| !matches!(plans[j], Plan::Run { read_only: true }))
+                        .unwrap_or(calls.len());
+                    let batch = calls[i..end]
+                        .iter()
+                        .map(|call| self.dispatch(call, &ctx, sink));
+                    for (offset, output) in futures::future::join_all(batch)
+                        .await
+                        .into_iter()
+                        .enumerate()
+                    {
+                        outputs[i + offset] = Some(output);
+                    }
+                    i = end;
+                }
+                Plan::Run { read_only: false } => {
+                    let output = if cancel.is_cancelled() {
+                        ToolOutput::error(INTERRUPTED)
+                    } else {
+                        self.dispatch(&calls[i], &ctx, sink).await
+                    };
+                    outputs[i] = Some(output);
+                    i += 1;
+                }
+            }
+        }
+        calls
+            .iter()
+            .zip(outputs)
+            .map(|(call, output)| {
+                let output = output.unwrap_or_else(|| ToolOutput::error(INTERRUPTED));
+                if output.is_error {
+                    let first_line = output.content.lines().next().unwrap_or_default();
+                    state
+                        .failed_tools
+                        .push(format!("{}: {first_line}", call.name));
+                }
+                ContentBlock::tool_result(&call.id, output.content, output.is_error)
+            })
+            .collect()
+    }
+
+    /// Whether a call runs, asking the approver for gated ones.
+    async fn plan(&mut self, call: &OwnedCall, cancel: &CancellationToken, sink: &Sink) -> Plan {
+        if cancel.is_cancelled() {
+            return self.answer(call, ToolOutput::error(INTERRUPTED), sink);
+        }
+        let effect = self.agent.tools.effect(call.as_call());
+        let Effect::Destructive { reason } = &effect else {
+            return Plan::Run {
+                read_only: effect.is_read_only(),
+            };
+        };
+        if self.always_allowed.contains(&call.name) {
+            return Plan::Run { read_only: false };
+        }
+        emit(
+            sink,
+            AgentEvent::ApprovalRequested {
+                id: call.id.clone(),
+                name: call.name.clone(),
+                input: call.input.clone(),
+                reason: reason.clone(),
+            },
+        );
+        let request = ApprovalRequest {
+            call_id: call.id.clone(),
+            tool: call.name.clone(),
+            input: call.input.clone(),
+            effect: effect.clone(),
+            reason: reason.clone(),
+        };
+        let decision = tokio::select! {
+            biased;
+            () = cancel.cancelled() => Decision::Deny(INTERRUPTED.into()),
+            decision = self.agent.approver.approve(&request) => decision,
+        };
+        match decision {
+            Decision::Allow => Plan::Run { read_only: false },
+            Decision::AllowAlways => {
+                self.always_allowed.insert(call.name.clone());
+                Plan::Run { read_only: false }
+            }
+            Decision::Deny(reason) if reason == INTERRUPTED => {
+                self.answer(call, ToolOutput::error(INTERRUPTED), sink)
+            }
+            Decision::Deny(reason) => {
+                self.answer(call, ToolOutput::error(format!("denied: {reason}")), sink)
+            }
+        }
+    }
+
+    /// A call answered without running it.
+    fn answer(&self, call: &OwnedCall, output: ToolOutput, sink: &Sink) -> Plan {
+        emit(
+            sink,
+            AgentEvent::ToolCallFinished {
+                id: call.id.clone(),
+                name: call.name.clone(),
+                output: output.content.clone(),
+                is_error: output.is_error,
+                duration: std::time::Duration::ZERO,
+            },
+        );
+        Plan::Answer(output)
+    }
+
+    async fn dispatch(&self, call: &OwnedCall, ctx: &ToolContext, sink: &Sink) -> ToolOutput {
+        emit(
+            sink,
+            AgentEvent::ToolCallStarted {
+                id: call.id.clone(),
+                name: call.name.clone(),
+                input: call.input.clone(),
+            },
+        );
+        let started = Instant::now();
+        let output = self.agent.tools.dispatch(call.as_call(), ctx).await;
+        emit(
+            sink,
+            AgentEvent::ToolCallFinished {
+                id: call.id.clone(),
+                name: call.name.clone(),
+                output: output.content.clone(),
+                is_error: output.is_error,
+                duration: started.elapsed(),
+            },
+        );
+        output
+    }
+}
+
+/// The outcome's text: never empty, never silent about what happened.
+fn final_text(stop: &Stop, state: &RunState) -> String {
+    let failures = if state.failed_tools.is_empty() {
+        String::new()
+    } else {
+        format!(
+            " Tool calls that failed: {}.",
+            state.failed_tools.join("; ")
+        )
+    };
+    match stop {
+        Stop::Completed if !state.last_text.trim().is_empty() => state.last_text.clone(),
+        Stop::Completed => format!(
+            "The model ended its turn without a message after {} model call(s).{failures}",
+            state.iterations
+        ),
+        Stop::MaxIterations => {
+            let last = if state.last_text.trim().is_empty() {
+                String::new()
+            } else {
+                format!(" Its last message: {}", state.last_text.trim())
+            };
+            format!(
+                "Stopped after {} model calls, the iteration limit; the task may be unfinished \
+                 — send another prompt to go on.{failures}{last}",
+                state.iterations
+            )
+        }
+        Stop::Cancelled => format!(
+            "Cancelled after {} model call(s); the session can go on with the next prompt.{failures}",
+            state.iterations
+        ),
+        Stop::Refused { reason } => reason.clone(),
+        Stop::Failed { error } => format!(
+            "The run failed: {error}. The session is saved; send another prompt to go on.{failures}"
+        ),
+    }
+}
