@@ -687,3 +687,22 @@ fn session_file_format() {
         .replace(&meta.keel_version, "[version]");
     insta::assert_snapshot!("session_file", normalized);
 }
+
+#[test]
+fn a_header_naming_another_session_is_read_with_a_warning() {
+    for backend in backends() {
+        let store = backend.store();
+        write_run(store, &meta("original", "/p", "2026-01-01T00:00:00Z"));
+        // A file copied or renamed by hand.
+        backend.set_raw("copy", &backend.raw("original"));
+        let loaded = store.load("copy").unwrap();
+        assert_eq!(loaded.meta.id, "original");
+        assert_eq!(loaded.messages, rich_history());
+        assert_eq!(loaded.warnings.len(), 1, "{:?}", loaded.warnings);
+        assert!(
+            loaded.warnings[0].contains("\"original\""),
+            "{}",
+            loaded.warnings[0]
+        );
+    }
+}
