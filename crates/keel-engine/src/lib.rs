@@ -11,9 +11,15 @@ mod error;
 mod events;
 pub mod history;
 mod session;
+pub mod session_store;
 
 pub use agent::{Agent, AgentBuilder, DEFAULT_MAX_ITERATIONS, DEFAULT_MAX_TOKENS};
 pub use approval::{AllowAll, ApprovalRequest, Approver, CallbackApprover, Decision, DenyGated};
 pub use error::EngineError;
 pub use events::{AgentEvent, RunOutcome, Stop};
 pub use session::{CancelHandle, Session};
+
+pub use session_store::{
+    JsonlSessionStore, LoadedSession, MemorySessionStore, SessionError, SessionLog, SessionMeta,
+    SessionRecord, SessionStore, SessionSummary, validate_id,
+};

@@ -1,0 +1,277 @@
+//! The file store: one JSON Lines file per session in a directory.
+
+use std::fs::{self, DirBuilder, File, OpenOptions};
+use std::io::{self, BufRead, BufReader, BufWriter, Write};
+use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
+use std::path::{Path, PathBuf};
+
+use super::{
+    LoadedSession, SessionError, SessionLog, SessionMeta, SessionRecord, SessionStore,
+    SessionSummary, encode_line, id::validate_id, newest_key, replay, same_dir,
+};
+
+/// Sessions stored as `<dir>/<id>.jsonl` files.
+///
+/// Files are created with mode `0600`, the directory (when missing) with `0700`. See the
+/// [module documentation](super) for the format and how damage is handled.
+#[derive(Debug, Clone)]
+pub struct JsonlSessionStore {
+    dir: PathBuf,
+}
+
+impl JsonlSessionStore {
+    /// A store keeping its files in `dir` (created on the first [`SessionStore::create`]).
+    pub fn new(dir: impl Into<PathBuf>) -> Self {
+        Self { dir: dir.into() }
+    }
+
+    /// `$KEEL_HOME/sessions` if `KEEL_HOME` is set and not empty, else `~/.keel/sessions`;
+    /// `None` when neither variable is set.
+    pub fn default_dir() -> Option<PathBuf> {
+        dir_from(std::env::var_os("KEEL_HOME"), std::env::var_os("HOME"))
+    }
+
+    /// The directory holding the session files.
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// The file of session `id`, after checking the id (see [`validate_id`]).
+    pub fn path_of(&self, id: &str) -> Result<PathBuf, SessionError> {
+        validate_id(id)?;
+        Ok(self.dir.join(format!("{id}.jsonl")))
+    }
+
+    /// Reads a session file whole, mapping a missing file to `NotFound`.
+    fn read(&self, id: &str) -> Result<(PathBuf, Vec<u8>), SessionError> {
+        let path = self.path_of(id)?;
+        match fs::read(&path) {
+            Ok(data) => Ok((path, data)),
+            Err(err) if err.kind() == io::ErrorKind::NotFound => {
+                Err(SessionError::NotFound { id: id.to_owned() })
+            }
+            Err(err) => Err(SessionError::io(path, err)),
+        }
+    }
+
+    /// The ids of every `*.jsonl` file with a valid id; none if the directory is missing.
+    fn ids(&self) -> Result<Vec<String>, SessionError> {
+        let entries = match fs::read_dir(&self.dir) {
+            Ok(entries) => entries,
+            Err(err) if err.kind() == io::ErrorKind::NotFound => return Ok(Vec::new()),
+            Err(err) => return Err(SessionError::io(&self.dir, err)),
+        };
+        let mut ids = Vec::new();
+        for entry in entries {
+            let entry = entry.map_err(|err| SessionError::io(&self.dir, err))?;
+            let name = entry.file_name();
+            let Some(id) = name.to_str().and_then(|n| n.strip_suffix(".jsonl")) else {
+                continue;
+            };
+            if validate_id(id).is_ok() && entry.file_type().is_ok_and(|t| t.is_file()) {
+                ids.push(id.to_owned());
+            }
+        }
+        Ok(ids)
+    }
+
+    /// The header of session `id`, reading only its first line.
+    fn read_header(&self, id: &str) -> Result<SessionMeta, SessionError> {
+        let path = self.path_of(id)?;
+        let file = File::open(&path).map_err(|err| SessionError::io(&path, err))?;
+        let mut first = Vec::new();
+        BufReader::new(file)
+            .read_until(b'\n', &mut first)
+            .map_err(|err| SessionError::io(&path, err))?;
+        replay::header_only(id, &first)
+    }
+}
+
+fn dir_from(
+    keel_home: Option<std::ffi::OsString>,
+    home: Option<std::ffi::OsString>,
+) -> Option<PathBuf> {
+    match (keel_home, home) {
+        (Some(keel), _) if !keel.is_empty() => Some(PathBuf::from(keel).join("sessions")),
+        (_, Some(home)) if !home.is_empty() => {
+            Some(PathBuf::from(home).join(".keel").join("sessions"))
+        }
+        _ => None,
+    }
+}
+
+impl SessionStore for JsonlSessionStore {
+    fn create(&self, meta: &SessionMeta) -> Result<Box<dyn SessionLog>, SessionError> {
+        let path = self.path_of(&meta.id)?;
+        DirBuilder::new()
+            .recursive(true)
+            .mode(0o700)
+            .create(&self.dir)
+            .map_err(|err| SessionError::io(&self.dir, err))?;
+        let file = OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(0o600)
+            .open(&path)
+            .map_err(|err| match err.kind() {
+                io::ErrorKind::AlreadyExists => SessionError::AlreadyExists {
+                    id: meta.id.clone(),
+                },
+                _ => SessionError::io(&path, err),
+            })?;
+        let mut log = JsonlSessionLog::new(meta.id.clone(), path, file, false);
+        log.append(&SessionRecord::Header(meta.clone()))?;
+        log.flush()?;
+        Ok(Box::new(log))
+    }
+
+    fn load(&self, id: &str) -> Result<LoadedSession, SessionError> {
+        let (_, data) = self.read(id)?;
+        replay::replay(id, &data)
+    }
+
+    fn open(&self, id: &str) -> Result<(LoadedSession, Box<dyn SessionLog>), SessionError> {
+        let (path, data) = self.read(id)?;
+        let loaded = replay::replay(id, &data)?;
+        let file = OpenOptions::new()
+            .append(true)
+            .open(&path)
+            .map_err(|err| SessionError::io(&path, err))?;
+        // A cut-off last line: start the next record on a line of its own.
+        let needs_newline = !data.is_empty() && !data.ends_with(b"\n");
+        let log = JsonlSessionLog::new(id.to_owned(), path, file, needs_newline);
+        Ok((loaded, Box::new(log)))
+    }
+
+    fn latest_for_cwd(&self, cwd: &Path) -> Result<Option<SessionMeta>, SessionError> {
+        let mut best: Option<SessionMeta> = None;
+        for id in self.ids()? {
+            let meta = match self.read_header(&id) {
+                Ok(meta) => meta,
+                Err(err) => {
+                    tracing::warn!(session = %id, "skipped an unreadable session: {err}");
+                    continue;
+                }
+            };
+            if same_dir(&meta.cwd, cwd)
+                && best
+                    .as_ref()
+                    .is_none_or(|b| newest_key(&meta) > newest_key(b))
+            {
+                best = Some(meta);
+            }
+        }
+        Ok(best)
+    }
+
+    fn list(&self, limit: usize) -> Result<Vec<SessionSummary>, SessionError> {
+        let mut summaries = Vec::new();
+        for id in self.ids()? {
+            let summary = self
+                .read(&id)
+                .and_then(|(_, data)| replay::summarize(&id, &data));
+            match summary {
+                Ok(summary) => summaries.push(summary),
+                Err(err) => tracing::warn!(session = %id, "skipped an unreadable session: {err}"),
+            }
+        }
+        summaries.sort_by(|a, b| newest_key(&b.meta).cmp(&newest_key(&a.meta)));
+        summaries.truncate(limit);
+        Ok(summaries)
+    }
+}
+
+/// Appends to one session file. Flushes (and fsyncs) on drop, best effort.
+struct JsonlSessionLog {
+    id: String,
+    path: PathBuf,
+    writer: BufWriter<File>,
+    /// The file may end in a partial line (cut off before, or a failed write): write a
+    /// newline before the next record.
+    needs_newline: bool,
+}
+
+impl JsonlSessionLog {
+    fn new(id: String, path: PathBuf, file: File, needs_newline: bool) -> Self {
+        Self {
+            id,
+            path,
+            writer: BufWriter::new(file),
+            needs_newline,
+        }
+    }
+
+    fn write(&mut self, bytes: &[u8]) -> Result<(), SessionError> {
+        self.writer.write_all(bytes).map_err(|err| {
+            self.needs_newline = true;
+            SessionError::io(&self.path, err)
+        })
+    }
+}
+
+impl SessionLog for JsonlSessionLog {
+    fn append(&mut self, record: &SessionRecord) -> Result<(), SessionError> {
+        let line = encode_line(&self.id, record)?;
+        if self.needs_newline {
+            self.write(b"\n")?;
+            self.needs_newline = false;
+        }
+        self.write(&line)
+    }
+
+    fn flush(&mut self) -> Result<(), SessionError> {
+        let result = self
+            .writer
+            .flush()
+            .and_then(|()| self.writer.get_ref().sync_data());
+        result.map_err(|err| {
+            self.needs_newline = true;
+            SessionError::io(&self.path, err)
+        })
+    }
+
+    fn id(&self) -> &str {
+        &self.id
+    }
+}
+
+impl Drop for JsonlSessionLog {
+    fn drop(&mut self) {
+        if let Err(err) = self.flush() {
+            tracing::warn!(session = %self.id, "could not flush the session on close: {err}");
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn default_dir_prefers_keel_home() {
+        assert_eq!(
+            dir_from(Some("/k".into()), Some("/h".into())),
+            Some(PathBuf::from("/k/sessions"))
+        );
+        assert_eq!(
+            dir_from(Some("".into()), Some("/h".into())),
+            Some(PathBuf::from("/h/.keel/sessions"))
+        );
+        assert_eq!(
+            dir_from(None, Some("/h".into())),
+            Some(PathBuf::from("/h/.keel/sessions"))
+        );
+        assert_eq!(dir_from(None, Some("".into())), None);
+        assert_eq!(dir_from(None, None), None);
+    }
+
+    #[test]
+    fn path_of_stays_in_the_directory() {
+        let store = JsonlSessionStore::new("/s");
+        assert_eq!(
+            store.path_of("abc").ok(),
+            Some(PathBuf::from("/s/abc.jsonl"))
+        );
+        assert!(store.path_of("../../etc/passwd").is_err());
+    }
+}
