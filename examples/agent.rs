@@ -21,7 +21,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         .approver(AllowAll)
         .build()?;
     let prompt = std::env::args().skip(1).collect::<Vec<_>>().join(" ");
-    let outcome = agent.session(&cwd).run(&prompt).await;
+    let outcome = agent.session(&cwd)?.run(&prompt).await;
     println!(
         "{}\n[{} after {} calls]",
         outcome.text,

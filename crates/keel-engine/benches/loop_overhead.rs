@@ -76,7 +76,7 @@ fn bench(c: &mut Criterion) {
                     .unwrap()
             },
             |agent| {
-                let outcome = runtime.block_on(agent.session(".").run("go"));
+                let outcome = runtime.block_on(agent.session(".").unwrap().run("go"));
                 assert_eq!(outcome.stop, Stop::Completed);
                 assert_eq!(outcome.iterations as usize, TURNS);
             },

@@ -8,7 +8,9 @@ use keel_tool::ToolRegistry;
 
 use crate::approval::{Approver, DenyGated};
 use crate::error::EngineError;
+use crate::history::repair_pairing;
 use crate::session::Session;
+use crate::session_store::{SessionMeta, SessionStore};
 
 /// The default iteration limit of a run.
 pub const DEFAULT_MAX_ITERATIONS: u32 = 25;
@@ -26,6 +28,8 @@ pub struct Agent {
     pub(crate) max_tokens: u32,
     pub(crate) approver: Arc<dyn Approver>,
     pub(crate) catalog: Arc<ModelCatalog>,
+    pub(crate) store: Option<Arc<dyn SessionStore>>,
+    pub(crate) checkpoints: bool,
 }
 
 impl std::fmt::Debug for Agent {
@@ -52,12 +56,64 @@ impl Agent {
             max_tokens: DEFAULT_MAX_TOKENS,
             approver: Arc::new(DenyGated),
             catalog: Arc::new(ModelCatalog::built_in()),
+            store: None,
+            checkpoints: true,
         }
     }
 
-    /// A new session working in `cwd`, with an empty history.
-    pub fn session(&self, cwd: impl Into<PathBuf>) -> Session {
-        Session::new(self.clone(), cwd.into())
+    /// A new session working in `cwd`, with an empty history. With a session store, its file
+    /// is created now (the error says why it could not be); with checkpoints on and a dirty
+    /// git work tree, the uncommitted work is recorded first (see
+    /// [`keel_sandbox::GitSession::checkpoint`]).
+    pub fn session(&self, cwd: impl Into<PathBuf>) -> Result<Session, EngineError> {
+        let cwd = cwd.into();
+        let meta = SessionMeta::new(&cwd, self.provider.name(), &self.model);
+        let log = match &self.store {
+            Some(store) => Some(store.create(&meta)?),
+            None => None,
+        };
+        if self.checkpoints {
+            checkpoint_if_dirty(&cwd, &meta.id);
+        }
+        Ok(Session::with_history(
+            self.clone(),
+            cwd,
+            meta.id,
+            Vec::new(),
+            log,
+        ))
+    }
+
+    /// Reopens session `id` from the session store: its history exactly as saved, its cwd;
+    /// the next prompt continues it.
+    pub fn resume(&self, id: &str) -> Result<Session, EngineError> {
+        let store = self.store.as_ref().ok_or_else(|| {
+            EngineError::Config("resuming needs a session store: call .session_store(..)".into())
+        })?;
+        let (loaded, log) = store.open(id)?;
+        for warning in &loaded.warnings {
+            tracing::warn!(session = id, "{warning}");
+        }
+        let mut history = loaded.messages;
+        repair_pairing(&mut history);
+        Ok(Session::with_history(
+            self.clone(),
+            loaded.meta.cwd,
+            loaded.meta.id,
+            history,
+            Some(log),
+        ))
+    }
+
+    /// Reopens the newest session started in `cwd`.
+    pub fn resume_latest(&self, cwd: &std::path::Path) -> Result<Session, EngineError> {
+        let store = self.store.as_ref().ok_or_else(|| {
+            EngineError::Config("resuming needs a session store: call .session_store(..)".into())
+        })?;
+        let meta = store
+            .latest_for_cwd(cwd)?
+            .ok_or_else(|| EngineError::NoSession(cwd.display().to_string()))?;
+        self.resume(&meta.id)
     }
 
     /// The model's id.
@@ -81,9 +137,24 @@ pub struct AgentBuilder {
     max_tokens: u32,
     approver: Arc<dyn Approver>,
     catalog: Arc<ModelCatalog>,
+    store: Option<Arc<dyn SessionStore>>,
+    checkpoints: bool,
 }
 
 impl AgentBuilder {
+    /// Where sessions are saved (default: nowhere; sessions live in memory only).
+    pub fn session_store(mut self, store: Arc<dyn SessionStore>) -> Self {
+        self.store = Some(store);
+        self
+    }
+
+    /// Whether a new session records a dirty git work tree as a checkpoint first (default
+    /// on).
+    pub fn checkpoints(mut self, on: bool) -> Self {
+        self.checkpoints = on;
+        self
+    }
+
     /// The model to use (required).
     pub fn model(mut self, model: impl Into<String>) -> Self {
         self.model = Some(model.into());
@@ -149,6 +220,30 @@ impl AgentBuilder {
             max_tokens: self.max_tokens,
             approver: self.approver,
             catalog: self.catalog,
+            store: self.store,
+            checkpoints: self.checkpoints,
         })
+    }
+}
+
+/// Records uncommitted work in `cwd`'s repository, if any; problems are logged, never fatal.
+fn checkpoint_if_dirty(cwd: &std::path::Path, session_id: &str) {
+    let Ok(repo) = git2::Repository::discover(cwd) else {
+        return;
+    };
+    let mut options = git2::StatusOptions::new();
+    options.include_untracked(true).include_ignored(false);
+    let dirty = repo
+        .statuses(Some(&mut options))
+        .map(|statuses| !statuses.is_empty())
+        .unwrap_or(false);
+    if !dirty {
+        return;
+    }
+    match keel_sandbox::GitSession::new(cwd, session_id).and_then(|git| git.checkpoint()) {
+        Ok(checkpoint) => {
+            tracing::info!(reference = %checkpoint.reference, "checkpoint of uncommitted work")
+        }
+        Err(err) => tracing::warn!("no checkpoint of uncommitted work: {err}"),
     }
 }

@@ -135,7 +135,8 @@ mod tests {
         ];
         assert!(check_pairing(&history).is_err());
         let fixes = repair_pairing(&mut history);
-        assert_eq!(fixes, 3);
+        // A duplicate and an orphan dropped, two missing results added.
+        assert_eq!(fixes, 4);
         check_pairing(&history).unwrap();
         assert_eq!(
             history[2].content,

@@ -20,6 +20,7 @@ use crate::agent::Agent;
 use crate::approval::{ApprovalRequest, Decision};
 use crate::events::{AgentEvent, RunOutcome, Stop};
 use crate::history::{INTERRUPTED, repair_pairing};
+use crate::session_store::{SessionLog, SessionRecord};
 
 /// How many replies cut off at the output limit in a row are answered before the run fails.
 const MAX_CUT_REPLIES: u32 = 3;
@@ -49,6 +50,11 @@ pub struct Session {
     usage: Usage,
     always_allowed: HashSet<String>,
     cancel: Arc<Mutex<CancellationToken>>,
+    /// In a mutex only so that `Session` is `Sync`; written through `&mut self`.
+    log: Option<Mutex<Box<dyn SessionLog>>>,
+    /// How many messages of `history` are in the log.
+    persisted: usize,
+    persist_error: Option<String>,
 }
 
 impl std::fmt::Debug for Session {
@@ -118,29 +124,75 @@ fn emit(sink: &Sink, event: AgentEvent) {
     }
 }
 
-fn new_session_id() -> String {
-    let now = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap_or_default();
-    let mix = now.subsec_nanos() ^ std::process::id().rotate_left(16);
-    format!("{}-{:06x}", now.as_secs(), mix & 0x00ff_ffff)
-}
-
 impl Session {
-    pub(crate) fn new(agent: Agent, cwd: PathBuf) -> Self {
-        Self::with_history(agent, cwd, new_session_id(), Vec::new())
-    }
-
-    /// A session that continues `history` (e.g. one read back from a session file).
-    pub fn with_history(agent: Agent, cwd: PathBuf, id: String, history: Vec<Message>) -> Self {
+    /// A session that continues `history`, logging to `log` (whose records already hold
+    /// `history`).
+    pub(crate) fn with_history(
+        agent: Agent,
+        cwd: PathBuf,
+        id: String,
+        history: Vec<Message>,
+        log: Option<Box<dyn SessionLog>>,
+    ) -> Self {
         Self {
             agent,
             id,
             cwd,
+            persisted: history.len(),
             history,
             usage: Usage::default(),
             always_allowed: HashSet::new(),
             cancel: Arc::new(Mutex::new(CancellationToken::new())),
+            log: log.map(Mutex::new),
+            persist_error: None,
+        }
+    }
+
+    /// The first error the session store reported, if any: the run went on, but the session
+    /// file may be missing what came after.
+    pub fn persistence_error(&self) -> Option<&str> {
+        self.persist_error.as_deref()
+    }
+
+    fn log_record(&mut self, record: &SessionRecord) {
+        if let Some(log) = self.log.as_mut().and_then(|log| log.get_mut().ok())
+            && let Err(err) = log.append(record)
+        {
+            self.note_persist_error(err.to_string());
+        }
+    }
+
+    fn note_persist_error(&mut self, error: String) {
+        tracing::warn!(session = %self.id, "session not saved: {error}");
+        if self.persist_error.is_none() {
+            self.persist_error = Some(error);
+        }
+    }
+
+    /// Appends the messages not yet in the log, and flushes it (the end of a turn).
+    fn persist(&mut self) {
+        if self.log.is_none() {
+            return;
+        }
+        if self.history.len() < self.persisted {
+            // A repair removed messages: the log gets the whole history anew.
+            let record = SessionRecord::Compacted {
+                messages: self.history.clone(),
+                before_tokens: 0,
+                after_tokens: 0,
+            };
+            self.log_record(&record);
+        } else {
+            for i in self.persisted..self.history.len() {
+                let record = SessionRecord::message(self.history[i].clone());
+                self.log_record(&record);
+            }
+        }
+        self.persisted = self.history.len();
+        if let Some(log) = self.log.as_mut().and_then(|log| log.get_mut().ok())
+            && let Err(err) = log.flush()
+        {
+            self.note_persist_error(err.to_string());
         }
     }
 
@@ -221,6 +273,7 @@ impl Session {
                 cost_usd: Some(0.0),
                 ..RunState::default()
             };
+            self.persist();
             let stop = self.iterate(&cancel, &sink, &mut state).await;
             // Whatever happened, the history keeps its invariant for the next prompt.
             repair_pairing(&mut self.history);
@@ -231,6 +284,15 @@ impl Session {
                 usage: state.usage,
                 cost_usd: state.cost_usd,
             };
+            self.persist();
+            self.log_record(&SessionRecord::Outcome {
+                stop: outcome.stop.name().to_owned(),
+                text: outcome.text.clone(),
+                iterations: outcome.iterations,
+                usage: outcome.usage,
+                cost_usd: outcome.cost_usd,
+            });
+            self.persist();
             emit(&sink, AgentEvent::Finished(outcome.clone()));
             outcome
         }
@@ -356,6 +418,7 @@ impl Session {
             }
             let results = self.run_tools(&calls, cancel, sink, state).await;
             self.history.push(Message::new(Role::User, results));
+            self.persist();
             if cancel.is_cancelled() {
                 return Stop::Cancelled;
             }
@@ -375,6 +438,7 @@ impl Session {
         state.usage.add(&response.usage);
         self.usage.add(&response.usage);
         let cost = self.agent.catalog.cost(&self.agent.model, &response.usage);
+        self.log_record(&SessionRecord::usage(response.usage, cost));
         state.cost_usd = match (state.cost_usd, cost) {
             (Some(total), Some(cost)) => Some(total + cost),
             _ => None,

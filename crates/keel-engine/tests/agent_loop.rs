@@ -78,7 +78,9 @@ fn results(session: &Session) -> Vec<(String, String, bool)> {
 #[tokio::test]
 async fn a_plain_answer_completes() {
     let provider = Arc::new(ScriptedProvider::new().then_text("Hello!"));
-    let mut session = agent(provider.clone(), ToolRegistry::new()).session(".");
+    let mut session = agent(provider.clone(), ToolRegistry::new())
+        .session(".")
+        .unwrap();
     let outcome = session.run("hi").await;
     assert_eq!(outcome.stop, Stop::Completed);
     assert_eq!(outcome.text, "Hello!");
@@ -107,7 +109,9 @@ async fn read_patch_test_answer_with_the_real_tools() {
             )
             .then_text("Fixed add: it subtracted; now it adds. Verified with grep."),
     );
-    let mut session = agent(provider.clone(), builtin(dir.path())).session(dir.path());
+    let mut session = agent(provider.clone(), builtin(dir.path()))
+        .session(dir.path())
+        .unwrap();
     let outcome = session.run("fix add").await;
     assert_eq!(outcome.stop, Stop::Completed, "{}", outcome.text);
     assert_eq!(outcome.iterations, 4);
@@ -163,7 +167,7 @@ async fn consecutive_read_only_calls_run_in_parallel() {
     let tools = ToolRegistry::new()
         .with(Rendezvous(Arc::new(tokio::sync::Barrier::new(2))))
         .unwrap();
-    let mut session = agent(provider.clone(), tools).session(".");
+    let mut session = agent(provider.clone(), tools).session(".").unwrap();
     let outcome = session.run("go").await;
     assert_eq!(outcome.stop, Stop::Completed);
     let results = results(&session);
@@ -185,7 +189,9 @@ async fn deny_gated_refuses_destructive_calls_and_the_run_goes_on() {
             .then_tool_call("t1", "run_command", json!({"command": "rm -rf build"}))
             .then_text("I could not delete build."),
     );
-    let mut session = agent(provider.clone(), builtin(dir.path())).session(dir.path());
+    let mut session = agent(provider.clone(), builtin(dir.path()))
+        .session(dir.path())
+        .unwrap();
     let mut events = Vec::new();
     {
         let mut stream = Box::pin(session.run_streaming("clean"));
@@ -245,7 +251,7 @@ async fn allow_always_is_remembered_for_the_session() {
         .approver(Shared(approver.clone()))
         .build()
         .unwrap();
-    let mut session = agent.session(dir.path());
+    let mut session = agent.session(dir.path()).unwrap();
     assert_eq!(session.run("clean").await.stop, Stop::Completed);
     assert!(!dir.path().join("a").exists() && !dir.path().join("b").exists());
     assert_eq!(approver.0.load(std::sync::atomic::Ordering::SeqCst), 1);
@@ -273,7 +279,9 @@ async fn unknown_tools_and_invalid_calls_get_error_results() {
             .then(Turn::Reply(reply(vec![invalid], StopReason::MaxTokens)))
             .then_text("ok"),
     );
-    let mut session = agent(provider.clone(), builtin(dir.path())).session(dir.path());
+    let mut session = agent(provider.clone(), builtin(dir.path()))
+        .session(dir.path())
+        .unwrap();
     let outcome = session.run("go").await;
     assert_eq!(outcome.stop, Stop::Completed);
     let results = results(&session);
@@ -317,7 +325,7 @@ async fn max_iterations_warns_at_80_percent_and_stops_at_the_limit() {
         .approver(AllowAll)
         .build()
         .unwrap();
-    let mut session = agent.session(dir.path());
+    let mut session = agent.session(dir.path()).unwrap();
     let events: Vec<AgentEvent> = session.run_streaming("loop").collect().await;
     let warnings: Vec<_> = events
         .iter()
@@ -344,7 +352,7 @@ async fn max_iterations_warns_at_80_percent_and_stops_at_the_limit() {
         .approver(StopAtWarning)
         .build()
         .unwrap();
-    let outcome = agent.session(dir.path()).run("loop").await;
+    let outcome = agent.session(dir.path()).unwrap().run("loop").await;
     assert_eq!(outcome.stop, Stop::MaxIterations);
     assert_eq!(outcome.iterations, 4);
 }
@@ -357,6 +365,7 @@ async fn a_refusal_ends_the_run_with_its_reason() {
     ))));
     let outcome = agent(provider, ToolRegistry::new())
         .session(".")
+        .unwrap()
         .run("x")
         .await;
     assert_eq!(
@@ -376,7 +385,9 @@ async fn a_provider_failure_ends_the_run_and_the_session_goes_on() {
             })
             .then_text("back"),
     );
-    let mut session = agent(provider.clone(), ToolRegistry::new()).session(".");
+    let mut session = agent(provider.clone(), ToolRegistry::new())
+        .session(".")
+        .unwrap();
     let outcome = session.run("first").await;
     assert!(matches!(outcome.stop, Stop::Failed { .. }), "{outcome:?}");
     assert!(outcome.text.contains("overloaded"), "{}", outcome.text);
@@ -411,7 +422,7 @@ async fn retries_surface_as_events() {
             stop_reason: StopReason::EndTurn,
         }),
     ])));
-    let mut session = agent(provider, ToolRegistry::new()).session(".");
+    let mut session = agent(provider, ToolRegistry::new()).session(".").unwrap();
     let events: Vec<AgentEvent> = session.run_streaming("x").collect().await;
     assert!(
         events
@@ -451,7 +462,7 @@ async fn cancelling_mid_tool_keeps_the_history_paired_and_the_session_usable() {
             .then_text("next prompt works"),
     );
     let tools = ToolRegistry::new().with(WaitForCancel).unwrap();
-    let mut session = agent(provider.clone(), tools).session(".");
+    let mut session = agent(provider.clone(), tools).session(".").unwrap();
     let handle = session.cancel_handle();
     let canceller = tokio::spawn(async move {
         tokio::time::sleep(Duration::from_millis(100)).await;
@@ -495,7 +506,9 @@ impl Provider for Stalls {
 
 #[tokio::test]
 async fn cancelling_mid_stream_keeps_what_was_said() {
-    let mut session = agent(Arc::new(Stalls), ToolRegistry::new()).session(".");
+    let mut session = agent(Arc::new(Stalls), ToolRegistry::new())
+        .session(".")
+        .unwrap();
     let handle = session.cancel_handle();
     tokio::spawn(async move {
         tokio::time::sleep(Duration::from_millis(100)).await;
@@ -518,6 +531,7 @@ async fn a_silent_end_is_never_silent() {
     let dir = workspace();
     let outcome = agent(provider, builtin(dir.path()))
         .session(dir.path())
+        .unwrap()
         .run("x")
         .await;
     assert_eq!(outcome.stop, Stop::Completed);
@@ -548,7 +562,9 @@ async fn deny_gated_is_the_default() {
             .then_tool_call("t1", "git_commit", json!({"message": "x"}))
             .then_text("ok"),
     );
-    let mut session = agent(provider, builtin(dir.path())).session(dir.path());
+    let mut session = agent(provider, builtin(dir.path()))
+        .session(dir.path())
+        .unwrap();
     session.run("commit").await;
     let results = results(&session);
     assert!(results[0].1.starts_with("denied: "), "{:?}", results[0]);

@@ -182,7 +182,7 @@ async fn every_request_keeps_tool_use_and_tool_result_paired() {
             .approver(DenyGated)
             .build()
             .unwrap();
-        let mut session = agent.session(".");
+        let mut session = agent.session(".").unwrap();
         *handle_slot.lock().unwrap() = Some(session.cancel_handle());
         // Several prompts in one session, whatever the previous run's fate.
         for prompt in 0..4 {
