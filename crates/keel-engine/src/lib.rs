@@ -5,3 +5,10 @@
 //! Work in progress (issue #5): this crate grows module by module; see docs/ARCHITECTURE.md.
 
 // Modules, one concept each (sessions, hooks, prompt, permissions, approvals, events, loop).
+
+pub mod hooks;
+
+pub use hooks::{
+    Hook, HookConfig, HookConfigError, HookEvent, HookInput, HookOutcome, HookReport, Hooks,
+    PermissionDecision,
+};
