@@ -276,13 +276,16 @@ async fn another_exit_code_is_a_reported_failure_that_does_not_block() {
     );
 }
 
-/// Whether a process whose command line contains `marker` is alive.
-fn process_with(marker: &str) -> bool {
-    std::fs::read_dir("/proc").unwrap().flatten().any(|entry| {
-        std::fs::read(entry.path().join("cmdline"))
-            .map(|cmdline| String::from_utf8_lossy(&cmdline).contains(marker))
-            .unwrap_or(false)
-    })
+/// The pids of the live processes whose command line contains `marker`.
+fn processes_with(marker: &str) -> Vec<String> {
+    let entries = std::fs::read_dir("/proc").unwrap().flatten();
+    entries
+        .filter(|entry| {
+            std::fs::read(entry.path().join("cmdline"))
+                .is_ok_and(|cmdline| String::from_utf8_lossy(&cmdline).contains(marker))
+        })
+        .map(|entry| entry.file_name().to_string_lossy().into_owned())
+        .collect()
 }
 
 #[tokio::test]
@@ -310,13 +313,44 @@ async fn a_timeout_kills_the_process_group_and_is_reported() {
         )]
     );
     let deadline = Instant::now() + Duration::from_secs(5);
-    while process_with(&format!("sleep\0{marker}")) {
+    while !processes_with(&format!("sleep\0{marker}")).is_empty() {
         assert!(
             Instant::now() < deadline,
             "a hook's sleep survived the timeout"
         );
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
+}
+
+#[tokio::test]
+async fn a_background_process_holding_the_output_does_not_hold_the_hook() {
+    let dir = TempDir::new().unwrap();
+    let marker = format!("20.{}", std::process::id());
+    let hooks = hooks(&[HookConfig {
+        timeout_secs: Some(15),
+        ..config(
+            HookEvent::SessionStart,
+            None,
+            &format!("sleep {marker} & echo 'server started'; echo 'context' >&2; exit 2"),
+        )
+    }]);
+    let started = Instant::now();
+    let report = hooks.run(&HookInput::session_start("s", dir.path())).await;
+    assert!(
+        started.elapsed() < Duration::from_secs(5),
+        "{:?}",
+        started.elapsed()
+    );
+    assert!(report.failures.is_empty(), "{:?}", report.failures);
+    assert_eq!(report.outcome, block("context"));
+    // The background process is the hook's business: it is left running.
+    let pids = processes_with(&format!("sleep\0{marker}"));
+    assert_eq!(pids.len(), 1, "{pids:?}");
+    let killed = std::process::Command::new("kill")
+        .args(&pids)
+        .status()
+        .unwrap();
+    assert!(killed.success());
 }
 
 #[tokio::test]

@@ -15,6 +15,9 @@ const OUTPUT_CAP: usize = 64 * 1024;
 /// The most of a failed hook's stderr quoted in its failure report.
 const FAILURE_STDERR_CAP: usize = 1024;
 
+/// How long the output pipes of a hook that has exited may stay open.
+const PIPE_GRACE: Duration = Duration::from_secs(1);
+
 /// How long a killed hook has to be reaped before we stop waiting for it.
 const REAP_GRACE: Duration = Duration::from_secs(2);
 
@@ -118,38 +121,70 @@ impl CommandHook {
 }
 
 /// Writes stdin, reads stdout and stderr, and waits for the exit, all at once so that no pipe
-/// fills up and stalls the child.
+/// fills up and stalls the child. Once the hook has exited, its output pipes get
+/// [`PIPE_GRACE`] to close: a process it left running in the background may hold them open,
+/// and is left alone, with the output read so far.
 async fn collect(child: &mut Child, stdin_json: Vec<u8>) -> std::io::Result<Finished> {
     let stdin = child.stdin.take();
     let stdout = child.stdout.take();
     let stderr = child.stderr.take();
-    let write = async move {
-        if let Some(mut stdin) = stdin {
-            // A hook that does not read its input may exit first: a broken pipe is fine.
-            if let Err(error) = stdin.write_all(&stdin_json).await {
-                tracing::debug!(%error, "hook did not read all of its input");
+    let mut stdout_kept = Vec::new();
+    let mut stderr_kept = Vec::new();
+    let status = {
+        let mut write = std::pin::pin!(async move {
+            if let Some(mut stdin) = stdin {
+                // A hook that does not read its input may exit first: a broken pipe is fine.
+                if let Err(error) = stdin.write_all(&stdin_json).await {
+                    tracing::debug!(%error, "hook did not read all of its input");
+                }
+            }
+        });
+        let mut read_out = std::pin::pin!(read_capped(stdout, &mut stdout_kept));
+        let mut read_err = std::pin::pin!(read_capped(stderr, &mut stderr_kept));
+        let mut wait = std::pin::pin!(child.wait());
+        // Armed when the hook exits.
+        let mut grace = std::pin::pin!(tokio::time::sleep(Duration::MAX));
+        let (mut status, mut out_done, mut err_done, mut written) = (None, false, false, false);
+        while status.is_none() || !out_done || !err_done {
+            tokio::select! {
+                exit = &mut wait, if status.is_none() => {
+                    status = Some(exit?);
+                    grace.as_mut().reset(tokio::time::Instant::now() + PIPE_GRACE);
+                }
+                read = &mut read_out, if !out_done => {
+                    read?;
+                    out_done = true;
+                }
+                read = &mut read_err, if !err_done => {
+                    read?;
+                    err_done = true;
+                }
+                () = &mut write, if !written => written = true,
+                () = &mut grace, if status.is_some() => {
+                    tracing::debug!("a hook left a process holding its output open");
+                    break;
+                }
             }
         }
+        status
     };
-    let (status, stdout, stderr, ()) = tokio::join!(
-        child.wait(),
-        read_capped(stdout),
-        read_capped(stderr),
-        write
-    );
+    let status = status.ok_or_else(|| std::io::Error::other("the hook's exit status was lost"))?;
     Ok(Finished {
-        status: status?,
-        stdout: stdout?,
-        stderr: stderr?,
+        status,
+        stdout: String::from_utf8_lossy(&stdout_kept).into_owned(),
+        stderr: String::from_utf8_lossy(&stderr_kept).into_owned(),
     })
 }
 
-/// Reads a pipe to its end, keeping the first [`OUTPUT_CAP`] bytes.
-async fn read_capped(pipe: Option<impl AsyncRead + Unpin>) -> std::io::Result<String> {
+/// Reads a pipe to its end into `kept`, keeping the first [`OUTPUT_CAP`] bytes and dropping
+/// the rest.
+async fn read_capped(
+    pipe: Option<impl AsyncRead + Unpin>,
+    kept: &mut Vec<u8>,
+) -> std::io::Result<()> {
     let Some(mut pipe) = pipe else {
-        return Ok(String::new());
+        return Ok(());
     };
-    let mut kept = Vec::new();
     let mut buffer = vec![0u8; 8192];
     let mut truncated = false;
     loop {
@@ -164,7 +199,7 @@ async fn read_capped(pipe: Option<impl AsyncRead + Unpin>) -> std::io::Result<St
     if truncated {
         tracing::debug!(cap = OUTPUT_CAP, "hook output truncated");
     }
-    Ok(String::from_utf8_lossy(&kept).into_owned())
+    Ok(())
 }
 
 /// Waits a little for a killed child, so it does not linger as a zombie.

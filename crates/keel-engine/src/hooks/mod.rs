@@ -34,6 +34,10 @@
 //!   killed), a spawn error, or stdout that starts with `{` but is not valid JSON: a failure in
 //!   [`HookReport::failures`], and the hook counts as [`HookOutcome::Continue`].
 //!
+//! Stdout and stderr are each kept up to 64 KiB (the rest is read and dropped). Once the
+//! shell has exited, its output pipes get one second to close: a process the hook left running
+//! in the background may hold them open, and is left alone.
+//!
 //! Hook failures are reported, never fatal: [`Hooks::run`] cannot fail.
 
 mod command;
