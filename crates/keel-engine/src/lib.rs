@@ -10,6 +10,7 @@ mod approval;
 mod error;
 mod events;
 pub mod history;
+pub mod hooks;
 mod session;
 pub mod session_store;
 
@@ -17,8 +18,11 @@ pub use agent::{Agent, AgentBuilder, DEFAULT_MAX_ITERATIONS, DEFAULT_MAX_TOKENS}
 pub use approval::{AllowAll, ApprovalRequest, Approver, CallbackApprover, Decision, DenyGated};
 pub use error::EngineError;
 pub use events::{AgentEvent, RunOutcome, Stop};
+pub use hooks::{
+    Hook, HookConfig, HookConfigError, HookEvent, HookInput, HookOutcome, HookReport, Hooks,
+    PermissionDecision,
+};
 pub use session::{CancelHandle, Session};
-
 pub use session_store::{
     JsonlSessionStore, LoadedSession, MemorySessionStore, SessionError, SessionLog, SessionMeta,
     SessionRecord, SessionStore, SessionSummary, validate_id,

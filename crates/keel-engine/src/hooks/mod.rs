@@ -1,0 +1,526 @@
+//! Hooks: code that runs at fixed points of a session, with Claude Code's contract.
+//!
+//! Four events ([`HookEvent`]): `SessionStart`, `PreToolUse`, `PostToolUse` and `Stop`. A hook
+//! is either a Rust callback ([`Hook`]) or an external command configured in TOML
+//! ([`HookConfig`]):
+//!
+//! ```toml
+//! [[hooks]]
+//! event = "PreToolUse"
+//! matcher = "run_command|write_file"
+//! command = "./check.sh"
+//! timeout_secs = 60
+//! ```
+//!
+//! A command runs as `bash -c <command>` in the session's directory. It reads the
+//! [`HookInput`] as JSON on its stdin and answers through its exit code and stdout:
+//!
+//! - exit 0 with empty or plain-text stdout: [`HookOutcome::Continue`]; for `SessionStart`,
+//!   the text is kept in [`HookReport::messages`] as context for the model;
+//! - exit 0 with a JSON object on stdout, read as Claude Code does:
+//!   - `hookSpecificOutput.permissionDecision` (`allow`, `deny` or `ask`, with
+//!     `permissionDecisionReason`): [`HookOutcome::Permission`] (`PreToolUse` only);
+//!   - `"decision": "block"` with `"reason"`: [`HookOutcome::Block`];
+//!     `"decision": "approve"` (the older form of `allow`): a permission `Allow`
+//!     (`PreToolUse` only);
+//!   - `"continue": false` with `"stopReason"`: [`HookOutcome::Block`] with the stop reason,
+//!     except for `Stop`, where it asks for what happens anyway (the run stops), so it is
+//!     [`HookOutcome::Continue`];
+//!   - `hookSpecificOutput.additionalContext`: kept in [`HookReport::messages`];
+//!
+//!   when one output says several of these, the most decisive wins;
+//! - exit 2: [`HookOutcome::Block`] with the trimmed stderr as the reason;
+//! - any other exit, a timeout (60 s unless configured; the command's whole process group is
+//!   killed), a spawn error, or stdout that starts with `{` but is not valid JSON: a failure in
+//!   [`HookReport::failures`], and the hook counts as [`HookOutcome::Continue`].
+//!
+//! Stdout and stderr are each kept up to 64 KiB (the rest is read and dropped). Once the
+//! shell has exited, its output pipes get one second to close: a process the hook left running
+//! in the background may hold them open, and is left alone.
+//!
+//! Hook failures are reported, never fatal: [`Hooks::run`] cannot fail.
+
+mod command;
+
+use std::fmt;
+use std::panic::AssertUnwindSafe;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use futures::FutureExt as _;
+use regex::Regex;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use command::CommandHook;
+
+/// The timeout of a command hook whose configuration sets none.
+pub const DEFAULT_HOOK_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// The point of a session at which hooks run; serialized with Claude Code's names.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum HookEvent {
+    /// The session starts (or resumes).
+    SessionStart,
+    /// A tool call is about to run; hooks may block it or decide its permission.
+    PreToolUse,
+    /// A tool call has run; hooks may add feedback for the model.
+    PostToolUse,
+    /// The model has finished its turn; hooks may send it back to work.
+    Stop,
+}
+
+impl HookEvent {
+    /// Claude Code's name of the event, e.g. `"PreToolUse"`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::SessionStart => "SessionStart",
+            Self::PreToolUse => "PreToolUse",
+            Self::PostToolUse => "PostToolUse",
+            Self::Stop => "Stop",
+        }
+    }
+
+    /// Whether the event concerns a tool call (only those use matchers).
+    pub fn is_tool_event(self) -> bool {
+        matches!(self, Self::PreToolUse | Self::PostToolUse)
+    }
+}
+
+impl fmt::Display for HookEvent {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// What a hook receives; serialized as the JSON on a command's stdin, with Claude Code's
+/// field names. Absent fields are left out of the JSON.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct HookInput {
+    /// The session's id.
+    pub session_id: String,
+    /// The session's working directory; command hooks run there.
+    pub cwd: PathBuf,
+    /// The event the hooks run for.
+    pub hook_event_name: HookEvent,
+    /// The tool's name (`PreToolUse`, `PostToolUse`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tool_name: Option<String>,
+    /// The tool call's arguments (`PreToolUse`, `PostToolUse`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tool_input: Option<Value>,
+    /// The tool's result (`PostToolUse`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tool_response: Option<Value>,
+    /// `Stop` only: whether the model is already working on because a `Stop` hook blocked,
+    /// so that a hook can avoid sending it back forever.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub stop_hook_active: Option<bool>,
+}
+
+impl HookInput {
+    fn base(session_id: impl Into<String>, cwd: impl Into<PathBuf>, event: HookEvent) -> Self {
+        Self {
+            session_id: session_id.into(),
+            cwd: cwd.into(),
+            hook_event_name: event,
+            tool_name: None,
+            tool_input: None,
+            tool_response: None,
+            stop_hook_active: None,
+        }
+    }
+
+    /// The input of a `SessionStart` hook.
+    pub fn session_start(session_id: impl Into<String>, cwd: impl Into<PathBuf>) -> Self {
+        Self::base(session_id, cwd, HookEvent::SessionStart)
+    }
+
+    /// The input of a `PreToolUse` hook.
+    pub fn pre_tool_use(
+        session_id: impl Into<String>,
+        cwd: impl Into<PathBuf>,
+        tool_name: impl Into<String>,
+        tool_input: Value,
+    ) -> Self {
+        Self {
+            tool_name: Some(tool_name.into()),
+            tool_input: Some(tool_input),
+            ..Self::base(session_id, cwd, HookEvent::PreToolUse)
+        }
+    }
+
+    /// The input of a `PostToolUse` hook.
+    pub fn post_tool_use(
+        session_id: impl Into<String>,
+        cwd: impl Into<PathBuf>,
+        tool_name: impl Into<String>,
+        tool_input: Value,
+        tool_response: Value,
+    ) -> Self {
+        Self {
+            tool_name: Some(tool_name.into()),
+            tool_input: Some(tool_input),
+            tool_response: Some(tool_response),
+            ..Self::base(session_id, cwd, HookEvent::PostToolUse)
+        }
+    }
+
+    /// The input of a `Stop` hook; `stop_hook_active` says whether the model is already
+    /// working on because a `Stop` hook blocked.
+    pub fn stop(
+        session_id: impl Into<String>,
+        cwd: impl Into<PathBuf>,
+        stop_hook_active: bool,
+    ) -> Self {
+        Self {
+            stop_hook_active: Some(stop_hook_active),
+            ..Self::base(session_id, cwd, HookEvent::Stop)
+        }
+    }
+}
+
+/// A permission decision given by a `PreToolUse` hook.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum PermissionDecision {
+    /// Run the call without asking.
+    Allow,
+    /// Refuse the call; the reason is the tool result the model sees.
+    Deny,
+    /// Ask the user.
+    Ask,
+}
+
+/// A hook's verdict.
+#[derive(Debug, Clone, PartialEq, Default)]
+#[non_exhaustive]
+pub enum HookOutcome {
+    /// Nothing to say; go on.
+    #[default]
+    Continue,
+    /// Block (exit code 2): `PreToolUse` → the call is not run and `reason` (stderr) is the
+    /// tool result the model sees; `PostToolUse` → `reason` is added for the model; `Stop` →
+    /// the run does not stop, `reason` is sent to the model as feedback (the engine bounds
+    /// this).
+    Block {
+        /// Why; shown to the model.
+        reason: String,
+    },
+    /// A permission decision from JSON stdout (`hookSpecificOutput.permissionDecision` =
+    /// allow|deny|ask, with `permissionDecisionReason`; `PreToolUse` only).
+    Permission {
+        /// The decision.
+        decision: PermissionDecision,
+        /// The hook's reason, if it gave one.
+        reason: Option<String>,
+    },
+}
+
+impl HookOutcome {
+    /// How decisive the outcome is: Block > Deny > Ask > Allow > Continue.
+    fn rank(&self) -> u8 {
+        match self {
+            Self::Continue => 0,
+            Self::Permission {
+                decision: PermissionDecision::Allow,
+                ..
+            } => 1,
+            Self::Permission {
+                decision: PermissionDecision::Ask,
+                ..
+            } => 2,
+            Self::Permission {
+                decision: PermissionDecision::Deny,
+                ..
+            } => 3,
+            Self::Block { .. } => 4,
+        }
+    }
+
+    /// Combines two outcomes: the more decisive wins, the earlier on a tie, except that the
+    /// reasons of several blocks are joined (one per line) so the model sees them all.
+    fn merge(self, other: Self) -> Self {
+        match (self, other) {
+            (Self::Block { reason: first }, Self::Block { reason: second }) => Self::Block {
+                reason: format!("{first}\n{second}"),
+            },
+            (current, other) if other.rank() > current.rank() => other,
+            (current, _) => current,
+        }
+    }
+}
+
+/// A Rust hook.
+#[async_trait]
+pub trait Hook: Send + Sync {
+    /// Runs the hook. An `Err` is a failure: it is reported in [`HookReport::failures`] and the
+    /// hook counts as [`HookOutcome::Continue`]. A panic is caught and reported the same way.
+    async fn run(&self, input: &HookInput) -> Result<HookOutcome, String>;
+
+    /// The hook's name, used in failure reports.
+    fn name(&self) -> &str {
+        "Rust hook"
+    }
+}
+
+/// A command hook as configured:
+/// `[[hooks]] event = "PreToolUse"  matcher = "run_command|write_file"  command = "./check.sh"
+/// timeout_secs = 60`.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct HookConfig {
+    /// The event the hook runs for.
+    pub event: HookEvent,
+    /// A regex on the tool name, anchored at both ends; absent, empty or `*` matches every
+    /// tool. Only tool events (`PreToolUse`, `PostToolUse`) use it; other events ignore it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub matcher: Option<String>,
+    /// The command, run as `bash -c <command>` in the session's directory.
+    pub command: String,
+    /// Seconds before the command is killed and the hook reported as failed; 60 if absent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timeout_secs: Option<u64>,
+}
+
+/// A hook configuration that cannot be used.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum HookConfigError {
+    /// The matcher is not a valid regex.
+    #[error("{hook}: invalid matcher regex `{matcher}`: {source}")]
+    InvalidMatcher {
+        /// Which hook.
+        hook: String,
+        /// The matcher as written.
+        matcher: String,
+        /// The regex problem.
+        #[source]
+        source: Box<regex::Error>,
+    },
+    /// `timeout_secs` is 0.
+    #[error("{hook}: timeout_secs must be at least 1")]
+    ZeroTimeout {
+        /// Which hook.
+        hook: String,
+    },
+    /// The command is empty.
+    #[error("{hook}: the command is empty")]
+    EmptyCommand {
+        /// Which hook.
+        hook: String,
+    },
+}
+
+/// Which tools a hook applies to.
+#[derive(Debug, Clone)]
+enum Matcher {
+    All,
+    Regex(Regex),
+}
+
+impl Matcher {
+    fn parse(
+        matcher: Option<&str>,
+        hook: impl FnOnce() -> String,
+    ) -> Result<Self, HookConfigError> {
+        match matcher.map(str::trim) {
+            None | Some("" | "*") => Ok(Self::All),
+            Some(pattern) => Regex::new(&format!("^(?:{pattern})$"))
+                .map(Self::Regex)
+                .map_err(|source| HookConfigError::InvalidMatcher {
+                    hook: hook(),
+                    matcher: pattern.to_owned(),
+                    source: Box::new(source),
+                }),
+        }
+    }
+
+    fn matches(&self, tool_name: Option<&str>) -> bool {
+        match self {
+            Self::All => true,
+            Self::Regex(regex) => tool_name.is_some_and(|name| regex.is_match(name)),
+        }
+    }
+}
+
+/// What runs when a hook fires.
+#[derive(Clone)]
+enum Action {
+    Command(CommandHook),
+    Rust(Arc<dyn Hook>),
+}
+
+#[derive(Clone)]
+struct Entry {
+    event: HookEvent,
+    matcher: Matcher,
+    action: Action,
+}
+
+impl Entry {
+    fn applies_to(&self, input: &HookInput) -> bool {
+        self.event == input.hook_event_name
+            && (!self.event.is_tool_event() || self.matcher.matches(input.tool_name.as_deref()))
+    }
+}
+
+/// The hooks of a session, in the order they were added.
+#[derive(Default, Clone)]
+pub struct Hooks {
+    entries: Vec<Entry>,
+}
+
+impl fmt::Debug for Hooks {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let mut list = f.debug_list();
+        for entry in &self.entries {
+            let what = match &entry.action {
+                Action::Command(command) => format!("command `{}`", command.command),
+                Action::Rust(hook) => format!("Rust hook `{}`", hook.name()),
+            };
+            list.entry(&format_args!(
+                "{} {what} ({:?})",
+                entry.event, entry.matcher
+            ));
+        }
+        list.finish()
+    }
+}
+
+/// The result of running the hooks of one event.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct HookReport {
+    /// The most decisive outcome: Block > Permission Deny > Ask > Allow > Continue (the reasons
+    /// of several blocks are joined, one per line).
+    pub outcome: HookOutcome,
+    /// The hooks that failed (non-zero exit other than 2, timeout, spawn error, bad JSON, a
+    /// Rust hook's error or panic), each saying which hook and why. Failures never block.
+    pub failures: Vec<String>,
+    /// Context for the model from successful hooks: `additionalContext` from JSON stdout, and
+    /// for `SessionStart`, plain-text stdout.
+    pub messages: Vec<String>,
+}
+
+impl Hooks {
+    /// No hooks.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Command hooks from their configuration. A bad matcher regex, an empty command or a zero
+    /// timeout is an error naming the hook (`hooks[i]`, its event and command).
+    pub fn from_config(configs: &[HookConfig]) -> Result<Self, HookConfigError> {
+        let mut hooks = Self::new();
+        for (index, config) in configs.iter().enumerate() {
+            let name = || format!("hooks[{index}] ({} `{}`)", config.event, config.command);
+            if config.command.trim().is_empty() {
+                return Err(HookConfigError::EmptyCommand { hook: name() });
+            }
+            let timeout = match config.timeout_secs {
+                Some(0) => return Err(HookConfigError::ZeroTimeout { hook: name() }),
+                Some(secs) => Duration::from_secs(secs),
+                None => DEFAULT_HOOK_TIMEOUT,
+            };
+            let matcher = Matcher::parse(config.matcher.as_deref(), name)?;
+            hooks.entries.push(Entry {
+                event: config.event,
+                matcher,
+                action: Action::Command(CommandHook {
+                    command: config.command.clone(),
+                    timeout,
+                }),
+            });
+        }
+        Ok(hooks)
+    }
+
+    /// Adds a Rust hook for `event`; `matcher` is as in [`HookConfig::matcher`].
+    pub fn add(
+        &mut self,
+        event: HookEvent,
+        matcher: Option<&str>,
+        hook: Arc<dyn Hook>,
+    ) -> Result<(), HookConfigError> {
+        let matcher = Matcher::parse(matcher, || format!("Rust hook `{}` ({event})", hook.name()))?;
+        self.entries.push(Entry {
+            event,
+            matcher,
+            action: Action::Rust(hook),
+        });
+        Ok(())
+    }
+
+    /// Appends the hooks of `other`, after these.
+    pub fn extend(&mut self, other: Hooks) {
+        self.entries.extend(other.entries);
+    }
+
+    /// Whether there are no hooks at all.
+    pub fn is_empty(&self) -> bool {
+        self.entries.is_empty()
+    }
+
+    /// Whether any hook is registered for `event` (whatever its matcher), so a caller can skip
+    /// building the input.
+    pub fn handles(&self, event: HookEvent) -> bool {
+        self.entries.iter().any(|entry| entry.event == event)
+    }
+
+    /// Runs every hook for `input.hook_event_name` whose matcher matches `input.tool_name`, in
+    /// order, one after the other; never fails.
+    pub async fn run(&self, input: &HookInput) -> HookReport {
+        let mut report = HookReport::default();
+        for entry in self.entries.iter().filter(|entry| entry.applies_to(input)) {
+            let result = match &entry.action {
+                Action::Command(command) => command.run(input).await,
+                Action::Rust(hook) => run_rust(hook.as_ref(), input).await,
+            };
+            match result {
+                Ok(HookResult { outcome, messages }) => {
+                    report.outcome = std::mem::take(&mut report.outcome).merge(outcome);
+                    report.messages.extend(messages);
+                }
+                Err(failure) => {
+                    tracing::warn!(event = %input.hook_event_name, %failure, "hook failed");
+                    report.failures.push(failure);
+                }
+            }
+        }
+        tracing::debug!(
+            event = %input.hook_event_name,
+            outcome = ?report.outcome,
+            failures = report.failures.len(),
+            "hooks ran"
+        );
+        report
+    }
+}
+
+/// What one successful hook said.
+#[derive(Debug, Default)]
+struct HookResult {
+    outcome: HookOutcome,
+    messages: Vec<String>,
+}
+
+async fn run_rust(hook: &dyn Hook, input: &HookInput) -> Result<HookResult, String> {
+    let name = hook.name();
+    let event = input.hook_event_name;
+    match AssertUnwindSafe(hook.run(input)).catch_unwind().await {
+        Ok(Ok(outcome)) => Ok(HookResult {
+            outcome,
+            messages: Vec::new(),
+        }),
+        Ok(Err(error)) => Err(format!("Rust hook `{name}` ({event}) failed: {error}")),
+        Err(payload) => {
+            let message = payload
+                .downcast_ref::<&str>()
+                .map(|text| (*text).to_owned())
+                .or_else(|| payload.downcast_ref::<String>().cloned())
+                .unwrap_or_else(|| "no message".to_owned());
+            Err(format!("Rust hook `{name}` ({event}) panicked: {message}"))
+        }
+    }
+}
