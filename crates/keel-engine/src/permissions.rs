@@ -38,8 +38,9 @@
 //!   Paths and patterns are normalized lexically before matching: `./` and empty segments are
 //!   dropped and `dir/..` is resolved, so `./src/../.env` is `.env`. Absolute paths are
 //!   matched as given.
-//! - Commands and other text: `*` matches any run of characters, `/` included. Runs of
-//!   whitespace count as one space.
+//! - Commands and other text: `*` matches any run of characters, `/` included (and
+//!   redirections: `cargo test*` allows `cargo test > out.txt`). Runs of whitespace count as
+//!   one space.
 //!
 //! # Commands
 //!

@@ -129,11 +129,11 @@ fn instruction_file(dir: &Path, relative: &Path) -> Option<InstructionFile> {
         if !path.is_file() {
             continue;
         }
-        match std::fs::read_to_string(&path) {
-            Ok(text) => {
+        match std::fs::read(&path) {
+            Ok(bytes) => {
                 return Some(InstructionFile {
                     path: relative.join(name),
-                    content: cap(text),
+                    content: cap(String::from_utf8_lossy(&bytes).into_owned()),
                 });
             }
             Err(error) => {

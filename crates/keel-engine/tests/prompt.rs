@@ -60,6 +60,17 @@ fn claude_md_is_used_without_agents_md() {
 }
 
 #[test]
+fn invalid_utf8_is_read_lossily_not_skipped() {
+    let repo = TempRepo::new();
+    std::fs::write(repo.path().join("AGENTS.md"), b"caf\xe9 rules\n").unwrap();
+    repo.write("CLAUDE.md", "use claude\n");
+    let context = gather_context(&repo.path(), &repo.path());
+    assert_eq!(context.instructions.len(), 1);
+    assert_eq!(context.instructions[0].path, PathBuf::from("AGENTS.md"));
+    assert_eq!(context.instructions[0].content, "caf\u{fffd} rules\n");
+}
+
+#[test]
 fn the_working_directory_adds_its_own_file() {
     let repo = TempRepo::new();
     repo.write("AGENTS.md", "root rules\n");
