@@ -11,6 +11,8 @@ mod error;
 mod events;
 pub mod history;
 pub mod hooks;
+pub mod permissions;
+pub mod prompt;
 mod session;
 pub mod session_store;
 
@@ -21,6 +23,10 @@ pub use events::{AgentEvent, RunOutcome, Stop};
 pub use hooks::{
     Hook, HookConfig, HookConfigError, HookEvent, HookInput, HookOutcome, HookReport, Hooks,
     PermissionDecision,
+};
+pub use permissions::{PermissionError, PermissionRule, PermissionRules, Verdict};
+pub use prompt::{
+    GitSummary, InstructionFile, ProjectContext, SYSTEM_PROMPT, gather_context, system_prompt,
 };
 pub use session::{CancelHandle, Session};
 pub use session_store::{

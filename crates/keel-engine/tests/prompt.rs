@@ -1,0 +1,294 @@
+//! The system prompt and the project context it is built from.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use std::path::PathBuf;
+
+use keel_engine::prompt::{
+    GitSummary, InstructionFile, MAX_INSTRUCTION_CHARS, ProjectContext, SYSTEM_PROMPT,
+    gather_context, system_prompt,
+};
+use keel_sandbox::{PathSandbox, SandboxPolicy, default_tools};
+use keel_test_support::git::{TempRepo, isolate_config};
+
+#[test]
+fn system_prompt_is_concise_and_names_the_builtin_tools() {
+    assert!(
+        SYSTEM_PROMPT.len() <= 2_500,
+        "SYSTEM_PROMPT is {} bytes",
+        SYSTEM_PROMPT.len()
+    );
+    for tool in [
+        "read_file",
+        "write_file",
+        "patch_file",
+        "list_directory",
+        "grep",
+        "glob",
+        "run_command",
+        "git_status",
+        "git_diff",
+        "git_commit",
+    ] {
+        assert!(SYSTEM_PROMPT.contains(tool), "{tool} is not mentioned");
+    }
+}
+
+#[test]
+fn agents_md_is_preferred_over_claude_md() {
+    let repo = TempRepo::new();
+    repo.write("AGENTS.md", "use agents\n");
+    repo.write("CLAUDE.md", "use claude\n");
+    let context = gather_context(&repo.path(), &repo.path());
+    assert_eq!(
+        context.instructions,
+        vec![InstructionFile {
+            path: PathBuf::from("AGENTS.md"),
+            content: "use agents\n".into(),
+        }]
+    );
+    assert_eq!(context.cwd, repo.path());
+    assert!(context.date.is_some());
+}
+
+#[test]
+fn claude_md_is_used_without_agents_md() {
+    let repo = TempRepo::new();
+    repo.write("CLAUDE.md", "use claude\n");
+    let context = gather_context(&repo.path(), &repo.path());
+    assert_eq!(context.instructions.len(), 1);
+    assert_eq!(context.instructions[0].path, PathBuf::from("CLAUDE.md"));
+}
+
+#[test]
+fn invalid_utf8_is_read_lossily_not_skipped() {
+    let repo = TempRepo::new();
+    std::fs::write(repo.path().join("AGENTS.md"), b"caf\xe9 rules\n").unwrap();
+    repo.write("CLAUDE.md", "use claude\n");
+    let context = gather_context(&repo.path(), &repo.path());
+    assert_eq!(context.instructions.len(), 1);
+    assert_eq!(context.instructions[0].path, PathBuf::from("AGENTS.md"));
+    assert_eq!(context.instructions[0].content, "caf\u{fffd} rules\n");
+}
+
+#[test]
+fn the_working_directory_adds_its_own_file() {
+    let repo = TempRepo::new();
+    repo.write("AGENTS.md", "root rules\n");
+    repo.write("crates/app/CLAUDE.md", "app rules\n");
+    let cwd = repo.path().join("crates/app");
+    let context = gather_context(&repo.path(), &cwd);
+    let paths: Vec<_> = context
+        .instructions
+        .iter()
+        .map(|f| f.path.clone())
+        .collect();
+    assert_eq!(
+        paths,
+        vec![
+            PathBuf::from("AGENTS.md"),
+            PathBuf::from("crates/app/CLAUDE.md")
+        ]
+    );
+    assert_eq!(context.instructions[1].content, "app rules\n");
+    let prompt = system_prompt(&context);
+    assert!(
+        prompt.contains("## crates/app/CLAUDE.md\n\napp rules\n"),
+        "{prompt}"
+    );
+}
+
+#[test]
+fn no_instruction_files_means_no_section() {
+    let repo = TempRepo::new();
+    let context = gather_context(&repo.path(), &repo.path());
+    assert!(context.instructions.is_empty());
+    assert!(!system_prompt(&context).contains("# Project instructions"));
+}
+
+#[test]
+fn long_instruction_files_are_capped() {
+    let repo = TempRepo::new();
+    let long: String = "é".repeat(MAX_INSTRUCTION_CHARS + 10);
+    repo.write("AGENTS.md", &long);
+    let context = gather_context(&repo.path(), &repo.path());
+    let content = &context.instructions[0].content;
+    assert!(content.starts_with(&"é".repeat(MAX_INSTRUCTION_CHARS)));
+    assert!(!content.starts_with(&"é".repeat(MAX_INSTRUCTION_CHARS + 1)));
+    assert!(
+        content.ends_with("[truncated: showing the first 20000 of 20010 characters]"),
+        "{}",
+        &content[content.len() - 80..]
+    );
+
+    repo.write("AGENTS.md", &"a".repeat(MAX_INSTRUCTION_CHARS));
+    let context = gather_context(&repo.path(), &repo.path());
+    assert_eq!(context.instructions[0].content.len(), MAX_INSTRUCTION_CHARS);
+}
+
+#[test]
+fn git_branch_head_and_recent_commits() {
+    let repo = TempRepo::new();
+    for subject in ["two", "three", "four", "five", "six"] {
+        repo.write("churn.txt", subject);
+        repo.commit(subject);
+    }
+    let git = gather_context(&repo.path(), &repo.path()).git.unwrap();
+    assert_eq!(git.branch.as_deref(), Some("main"));
+    let head = repo.head().to_string();
+    let short = git.head.clone().unwrap();
+    assert!(
+        short.len() >= 7 && head.starts_with(&short),
+        "{short} vs {head}"
+    );
+    assert_eq!(git.recent_commits, ["six", "five", "four", "three", "two"]);
+    assert_eq!(git.status, "clean");
+}
+
+#[test]
+fn git_status_counts_every_kind_of_change_but_ignored() {
+    let repo = TempRepo::with_every_change();
+    let git = gather_context(&repo.path(), &repo.path()).git.unwrap();
+    // staged: added.txt, old_name.txt (deleted), new_name.txt (added), staged_then_edited.txt;
+    // modified: src/lib.rs, staged_then_edited.txt, gone.txt; untracked: notes.md,
+    // docs/guide.md; the ignored target/ and build.log are not counted.
+    assert_eq!(git.status, "4 staged, 3 modified, 2 untracked");
+}
+
+#[test]
+fn git_status_counts_conflicts() {
+    let repo = TempRepo::new();
+    repo.write("a.txt", "base\n");
+    repo.stage("a.txt");
+    let git2_repo = repo.repo();
+    let mut index = git2_repo.index().unwrap();
+    let entry = index.get_path(std::path::Path::new("a.txt"), 0).unwrap();
+    index.remove_path(std::path::Path::new("a.txt")).unwrap();
+    for stage in 1..=3u16 {
+        let conflicted = git2::IndexEntry {
+            ctime: entry.ctime,
+            mtime: entry.mtime,
+            dev: entry.dev,
+            ino: entry.ino,
+            mode: entry.mode,
+            uid: entry.uid,
+            gid: entry.gid,
+            file_size: entry.file_size,
+            id: entry.id,
+            flags: (entry.flags & !0x3000) | (stage << 12),
+            flags_extended: entry.flags_extended,
+            path: entry.path.clone(),
+        };
+        index.add(&conflicted).unwrap();
+    }
+    index.write().unwrap();
+    let git = gather_context(&repo.path(), &repo.path()).git.unwrap();
+    assert_eq!(git.status, "1 conflicted");
+}
+
+#[test]
+fn a_clean_repository() {
+    let repo = TempRepo::new();
+    let git = gather_context(&repo.path(), &repo.path()).git.unwrap();
+    assert_eq!(git.status, "clean");
+    assert_eq!(git.recent_commits, ["initial commit"]);
+}
+
+#[test]
+fn a_detached_head_names_the_commit() {
+    let repo = TempRepo::new();
+    let head = repo.head();
+    repo.repo().set_head_detached(head).unwrap();
+    let context = gather_context(&repo.path(), &repo.path());
+    let git = context.git.clone().unwrap();
+    assert_eq!(git.branch, None);
+    let short = git.head.unwrap();
+    assert!(head.to_string().starts_with(&short));
+    assert!(system_prompt(&context).contains(&format!("- Git: detached HEAD at {short}; clean")));
+}
+
+#[test]
+fn an_unborn_branch_has_no_commits() {
+    let repo = TempRepo::empty();
+    repo.write("new.rs", "fn main() {}\n");
+    let context = gather_context(&repo.path(), &repo.path());
+    let git = context.git.clone().unwrap();
+    assert_eq!(
+        git,
+        GitSummary {
+            branch: Some("main".into()),
+            head: None,
+            status: "1 untracked".into(),
+            recent_commits: Vec::new(),
+        }
+    );
+    assert!(system_prompt(&context).contains("- Git: branch main (no commits yet); 1 untracked"));
+}
+
+#[test]
+fn outside_a_repository_there_is_no_git() {
+    isolate_config();
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("AGENTS.md"), "rules\n").unwrap();
+    let context = gather_context(dir.path(), dir.path());
+    assert_eq!(context.git, None);
+    assert_eq!(context.instructions.len(), 1);
+    assert!(system_prompt(&context).contains("- Git: not a git repository\n"));
+}
+
+#[test]
+fn a_missing_directory_gives_an_empty_context() {
+    let context = gather_context(
+        std::path::Path::new("/nonexistent/keel/root"),
+        std::path::Path::new("/nonexistent/keel/root/sub"),
+    );
+    assert!(context.instructions.is_empty());
+    assert_eq!(context.git, None);
+}
+
+#[test]
+fn system_prompt_snapshot() {
+    let context = ProjectContext {
+        instructions: vec![
+            InstructionFile {
+                path: "AGENTS.md".into(),
+                content: "Run `cargo test` before finishing.\nNo unwrap in library code.\n".into(),
+            },
+            InstructionFile {
+                path: "crates/app/CLAUDE.md".into(),
+                content: "This crate talks to the network; mock it in tests.".into(),
+            },
+        ],
+        git: Some(GitSummary {
+            branch: Some("feature/login".into()),
+            head: Some("1a2b3c4".into()),
+            status: "1 staged, 2 modified".into(),
+            recent_commits: vec!["login: add the form".into(), "initial commit".into()],
+        }),
+        cwd: "/home/dev/project/crates/app".into(),
+        date: Some("2025-06-01".into()),
+    };
+    insta::assert_snapshot!("system_prompt", system_prompt(&context));
+}
+
+#[test]
+fn first_request_is_well_under_20_kb() {
+    const LIMIT: usize = 20_000;
+    let repo = TempRepo::new();
+    repo.write(
+        "AGENTS.md",
+        "# Agent notes\n\n- Build with `cargo build`, test with `cargo test`.\n\
+         - Keep functions small and documented.\n",
+    );
+    repo.commit("add agent notes");
+    let sandbox = PathSandbox::new(repo.path()).unwrap();
+    let tools = default_tools(&sandbox, &SandboxPolicy::default()).unwrap();
+    let definitions = serde_json::to_string(&tools.definitions()).unwrap();
+    let prompt = system_prompt(&gather_context(&repo.path(), &repo.path()));
+    let total = definitions.len() + prompt.len();
+    assert!(
+        total < LIMIT,
+        "first request is {total} bytes: tools {} + system prompt {}",
+        definitions.len(),
+        prompt.len()
+    );
+}
