@@ -9,6 +9,8 @@ use keel_tool::ToolRegistry;
 use crate::approval::{Approver, DenyGated};
 use crate::error::EngineError;
 use crate::history::repair_pairing;
+use crate::hooks::Hooks;
+use crate::permissions::PermissionRules;
 use crate::session::Session;
 use crate::session_store::{SessionMeta, SessionStore};
 
@@ -30,6 +32,8 @@ pub struct Agent {
     pub(crate) catalog: Arc<ModelCatalog>,
     pub(crate) store: Option<Arc<dyn SessionStore>>,
     pub(crate) checkpoints: bool,
+    pub(crate) hooks: Hooks,
+    pub(crate) permissions: Arc<PermissionRules>,
 }
 
 impl std::fmt::Debug for Agent {
@@ -58,6 +62,8 @@ impl Agent {
             catalog: Arc::new(ModelCatalog::built_in()),
             store: None,
             checkpoints: true,
+            hooks: Hooks::new(),
+            permissions: PermissionRules::default(),
         }
     }
 
@@ -139,9 +145,23 @@ pub struct AgentBuilder {
     catalog: Arc<ModelCatalog>,
     store: Option<Arc<dyn SessionStore>>,
     checkpoints: bool,
+    hooks: Hooks,
+    permissions: PermissionRules,
 }
 
 impl AgentBuilder {
+    /// Hooks run at session start, around tool calls and when the model stops.
+    pub fn hooks(mut self, hooks: Hooks) -> Self {
+        self.hooks = hooks;
+        self
+    }
+
+    /// Allow and deny rules, checked before approvals: deny, then allow, then ask by effect.
+    pub fn permissions(mut self, rules: PermissionRules) -> Self {
+        self.permissions = rules;
+        self
+    }
+
     /// Where sessions are saved (default: nowhere; sessions live in memory only).
     pub fn session_store(mut self, store: Arc<dyn SessionStore>) -> Self {
         self.store = Some(store);
@@ -222,6 +242,8 @@ impl AgentBuilder {
             catalog: self.catalog,
             store: self.store,
             checkpoints: self.checkpoints,
+            hooks: self.hooks,
+            permissions: Arc::new(self.permissions),
         })
     }
 }

@@ -137,6 +137,12 @@ pub enum AgentEvent {
         /// What failed.
         error: ProviderError,
     },
+    /// Something went wrong that does not stop the run (a hook failed, the session file
+    /// could not be written).
+    Warning {
+        /// What happened.
+        message: String,
+    },
     /// The run ended. Always the last event.
     Finished(RunOutcome),
 }

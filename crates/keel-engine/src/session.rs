@@ -20,10 +20,14 @@ use crate::agent::Agent;
 use crate::approval::{ApprovalRequest, Decision};
 use crate::events::{AgentEvent, RunOutcome, Stop};
 use crate::history::{INTERRUPTED, repair_pairing};
+use crate::hooks::{HookEvent, HookInput, HookOutcome, HookReport, PermissionDecision};
+use crate::permissions::Verdict;
 use crate::session_store::{SessionLog, SessionRecord};
 
 /// How many replies cut off at the output limit in a row are answered before the run fails.
 const MAX_CUT_REPLIES: u32 = 3;
+/// How many times `Stop` hooks may send the model back to work in one run.
+const MAX_STOP_BLOCKS: u32 = 3;
 
 /// Cancels the run in progress of a session; cheap to clone and send to another task.
 #[derive(Debug, Clone)]
@@ -55,6 +59,8 @@ pub struct Session {
     /// How many messages of `history` are in the log.
     persisted: usize,
     persist_error: Option<String>,
+    /// Whether `SessionStart` hooks have run.
+    started: bool,
 }
 
 impl std::fmt::Debug for Session {
@@ -106,6 +112,7 @@ enum ModelTurn {
 /// The running totals of one run.
 #[derive(Default)]
 struct RunState {
+    stop_blocks: u32,
     iterations: u32,
     usage: Usage,
     cost_usd: Option<f64>,
@@ -145,6 +152,7 @@ impl Session {
             cancel: Arc::new(Mutex::new(CancellationToken::new())),
             log: log.map(Mutex::new),
             persist_error: None,
+            started: false,
         }
     }
 
@@ -268,7 +276,16 @@ impl Session {
         let span = tracing::info_span!("run", session = %self.id, model = %self.agent.model);
         async move {
             let cancel = self.start_run();
-            self.history.push(Message::user(prompt));
+            let mut content = vec![ContentBlock::text(prompt)];
+            if !self.started {
+                self.started = true;
+                let report = self
+                    .hooks(HookInput::session_start(&self.id, &self.cwd), &sink)
+                    .await;
+                // What SessionStart hooks print is context for the model.
+                content.extend(report.messages.into_iter().map(ContentBlock::text));
+            }
+            self.history.push(Message::new(Role::User, content));
             let mut state = RunState {
                 cost_usd: Some(0.0),
                 ..RunState::default()
@@ -393,10 +410,21 @@ impl Session {
                 })
                 .collect();
             if calls.is_empty() {
-                match response.stop_reason {
-                    StopReason::PauseTurn => continue,
-                    _ => return Stop::Completed,
+                if response.stop_reason == StopReason::PauseTurn {
+                    continue;
                 }
+                if state.stop_blocks < MAX_STOP_BLOCKS && self.agent.hooks.handles(HookEvent::Stop)
+                {
+                    let input = HookInput::stop(&self.id, &self.cwd, state.stop_blocks > 0);
+                    if let HookOutcome::Block { reason } = self.hooks(input, sink).await.outcome {
+                        // A Stop hook sends the model back to work with its reason.
+                        state.stop_blocks += 1;
+                        self.history.push(Message::user(reason));
+                        self.persist();
+                        continue;
+                    }
+                }
+                return Stop::Completed;
             }
             if response.stop_reason == StopReason::MaxTokens {
                 state.cut_replies += 1;
@@ -572,10 +600,48 @@ impl Session {
             return self.answer(call, ToolOutput::error(INTERRUPTED), sink);
         }
         let effect = self.agent.tools.effect(call.as_call());
-        let Effect::Destructive { reason } = &effect else {
-            return Plan::Run {
-                read_only: effect.is_read_only(),
-            };
+        let read_only = effect.is_read_only();
+        let verdict = self.agent.permissions.check(&call.name, &call.input);
+        if let Verdict::Deny { rule } = &verdict {
+            let text = format!("denied: the permission rule {rule} forbids this call");
+            return self.answer(call, ToolOutput::error(text), sink);
+        }
+        let mut must_ask = false;
+        if call.invalid.is_none() && self.agent.hooks.handles(HookEvent::PreToolUse) {
+            let input =
+                HookInput::pre_tool_use(&self.id, &self.cwd, &call.name, call.input.clone());
+            match self.hooks(input, sink).await.outcome {
+                HookOutcome::Block { reason } => {
+                    return self.answer(call, ToolOutput::error(reason), sink);
+                }
+                HookOutcome::Permission {
+                    decision: PermissionDecision::Deny,
+                    reason,
+                } => {
+                    let text = format!(
+                        "denied by a hook: {}",
+                        reason.unwrap_or_else(|| "no reason given".into())
+                    );
+                    return self.answer(call, ToolOutput::error(text), sink);
+                }
+                HookOutcome::Permission {
+                    decision: PermissionDecision::Allow,
+                    ..
+                } => return Plan::Run { read_only },
+                HookOutcome::Permission {
+                    decision: PermissionDecision::Ask,
+                    ..
+                } => must_ask = true,
+                _ => {}
+            }
+        }
+        if matches!(verdict, Verdict::Allow { .. }) && !must_ask {
+            return Plan::Run { read_only };
+        }
+        let reason = match &effect {
+            Effect::Destructive { reason } => reason.clone(),
+            _ if must_ask => "a hook asks for approval".to_owned(),
+            _ => return Plan::Run { read_only },
         };
         if self.always_allowed.contains(&call.name) {
             return Plan::Run { read_only: false };
@@ -616,6 +682,24 @@ impl Session {
         }
     }
 
+    /// Runs the hooks for `input`; failures become warnings, never errors.
+    async fn hooks(&self, input: HookInput, sink: &Sink) -> HookReport {
+        if !self.agent.hooks.handles(input.hook_event_name) {
+            return HookReport::default();
+        }
+        let report = self.agent.hooks.run(&input).await;
+        for failure in &report.failures {
+            tracing::warn!(session = %self.id, "hook failed: {failure}");
+            emit(
+                sink,
+                AgentEvent::Warning {
+                    message: format!("hook failed: {failure}"),
+                },
+            );
+        }
+        report
+    }
+
     /// A call answered without running it.
     fn answer(&self, call: &OwnedCall, output: ToolOutput, sink: &Sink) -> Plan {
         emit(
@@ -641,7 +725,34 @@ impl Session {
             },
         );
         let started = Instant::now();
-        let output = self.agent.tools.dispatch(call.as_call(), ctx).await;
+        let mut output = self.agent.tools.dispatch(call.as_call(), ctx).await;
+        if self.agent.hooks.handles(HookEvent::PostToolUse) {
+            let response =
+                serde_json::json!({"content": output.content, "is_error": output.is_error});
+            let input = HookInput::post_tool_use(
+                &self.id,
+                &self.cwd,
+                &call.name,
+                call.input.clone(),
+                response,
+            );
+            let report = self.hooks(input, sink).await;
+            // Feedback from PostToolUse hooks goes to the model with the result.
+            let feedback: Vec<String> = match report.outcome {
+                HookOutcome::Block { reason } => vec![reason],
+                _ => Vec::new(),
+            }
+            .into_iter()
+            .chain(report.messages)
+            .collect();
+            if !feedback.is_empty() {
+                output.content = format!(
+                    "{}\n\n[hook] {}",
+                    output.content,
+                    feedback.join("\n[hook] ")
+                );
+            }
+        }
         emit(
             sink,
             AgentEvent::ToolCallFinished {
