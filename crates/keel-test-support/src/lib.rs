@@ -9,6 +9,7 @@
 //!   mid-way, or stops sending.
 //! - [`scripted`]: a [`Provider`](keel_provider::Provider) that replays scripted replies and
 //!   records every request.
+//! - [`render`]: scripted replies rendered in the Anthropic and OpenAI wire formats.
 //! - [`temp`]: temporary directories.
 //! - [`git`]: temporary git repositories.
 //!
@@ -31,6 +32,7 @@
 pub mod git;
 pub mod mock;
 pub mod raw_http;
+pub mod render;
 pub mod scripted;
 pub mod temp;
 pub mod wire;

@@ -39,3 +39,18 @@ pub async fn request_bodies(server: &MockServer) -> Vec<serde_json::Value> {
         .map(|request| serde_json::from_slice(&request.body).unwrap())
         .collect()
 }
+
+/// Starts a server that answers successive `POST route` requests with `bodies`, one each, in
+/// order (as a model answers turn after turn); a request past the end gets a 500.
+pub async fn serve_turns(route: &str, bodies: Vec<String>) -> MockServer {
+    let server = MockServer::start().await;
+    for body in bodies {
+        Mock::given(method("POST"))
+            .and(path(route))
+            .respond_with(sse_response(body))
+            .up_to_n_times(1)
+            .mount(&server)
+            .await;
+    }
+    server
+}
