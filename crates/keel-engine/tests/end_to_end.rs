@@ -196,3 +196,137 @@ async fn the_first_request_is_small_and_reviewed() {
     body["system"][0]["text"] = Value::String(repo.redact_commits(&system));
     insta::assert_json_snapshot!("first_request", body);
 }
+
+fn anthropic_at(base: &str) -> Arc<dyn Provider> {
+    Arc::new(
+        AnthropicProvider::new(ApiKey::new("sk-ant-test"))
+            .unwrap()
+            .with_base_url(base)
+            .unwrap()
+            .with_retry_policy(keel_provider::RetryPolicy::default().with_backoff(
+                std::time::Duration::from_millis(10),
+                std::time::Duration::from_millis(20),
+            )),
+    )
+}
+
+fn plain_agent(provider: Arc<dyn Provider>) -> Agent {
+    Agent::builder(provider)
+        .model("claude-sonnet-4-5")
+        .checkpoints(false)
+        .build()
+        .unwrap()
+}
+
+#[tokio::test]
+async fn the_recorded_refusal_ends_the_run_refused() {
+    let server = keel_test_support::mock::serve_sse(
+        "/v1/messages",
+        keel_test_support::wire::wire_bytes("anthropic/refusal_response.sse"),
+    )
+    .await;
+    let outcome = plain_agent(anthropic_at(&server.uri()))
+        .session(".")
+        .unwrap()
+        .run("something bad")
+        .await;
+    assert!(matches!(outcome.stop, Stop::Refused { .. }), "{outcome:?}");
+    assert!(!outcome.text.is_empty());
+}
+
+#[tokio::test]
+async fn an_overloaded_service_shows_as_retry_events() {
+    use futures::StreamExt;
+    use wiremock::matchers::method;
+    use wiremock::{Mock, MockServer};
+    let server = MockServer::start().await;
+    Mock::given(method("POST"))
+        .respond_with(keel_test_support::mock::error_response(
+            529,
+            "overloaded_error",
+            "Overloaded",
+        ))
+        .up_to_n_times(2)
+        .with_priority(1)
+        .mount(&server)
+        .await;
+    Mock::given(method("POST"))
+        .respond_with(keel_test_support::mock::sse_response(
+            keel_test_support::wire::wire_bytes("anthropic/basic_response.sse"),
+        ))
+        .with_priority(2)
+        .mount(&server)
+        .await;
+    let mut session = plain_agent(anthropic_at(&server.uri()))
+        .session(".")
+        .unwrap();
+    let events: Vec<keel_engine::AgentEvent> = session.run_streaming("hi").collect().await;
+    let retries = events
+        .iter()
+        .filter(|e| matches!(e, keel_engine::AgentEvent::Retrying { .. }))
+        .count();
+    assert_eq!(retries, 2);
+    let keel_engine::AgentEvent::Finished(outcome) = events.last().unwrap() else {
+        panic!()
+    };
+    assert_eq!(outcome.text, "Hello there!");
+}
+
+#[tokio::test]
+async fn cancelling_a_stalled_stream_then_the_next_prompt_works() {
+    use keel_test_support::raw_http::{Ending, RawHttpServer, RawResponse};
+    let recorded = String::from_utf8(keel_test_support::wire::wire_bytes(
+        "anthropic/basic_response.sse",
+    ))
+    .unwrap();
+    let events: Vec<Vec<u8>> = recorded
+        .split("\n\n")
+        .map(|e| format!("{e}\n\n").into_bytes())
+        .collect();
+    let server = RawHttpServer::start(vec![
+        // "Hello", then silence.
+        RawResponse::sse(events[..4].to_vec(), Ending::Hang),
+        RawResponse::sse(events.clone(), Ending::Complete),
+    ])
+    .await;
+    let mut session = plain_agent(anthropic_at(&server.url()))
+        .session(".")
+        .unwrap();
+    let handle = session.cancel_handle();
+    tokio::spawn(async move {
+        tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+        handle.cancel();
+    });
+    let outcome = session.run("hi").await;
+    assert_eq!(outcome.stop, Stop::Cancelled);
+    assert_eq!(session.history().last().unwrap().text(), "Hello");
+    let outcome = session.run("again").await;
+    assert_eq!(outcome.stop, Stop::Completed);
+    assert_eq!(outcome.text, "Hello there!");
+}
+
+#[tokio::test]
+async fn a_dirty_work_tree_is_checkpointed_when_a_session_starts() {
+    let repo = repo();
+    repo.write("src/lib.rs", "// work in progress\n");
+    repo.write("new.txt", "untracked\n");
+    let status_before = repo.status();
+    let agent = Agent::builder(Arc::new(
+        keel_test_support::scripted::ScriptedProvider::new(),
+    ))
+    .model("m")
+    .build()
+    .unwrap();
+    let session = agent.session(repo.path()).unwrap();
+    let refs: Vec<String> = repo
+        .repo()
+        .references_glob("refs/keel/checkpoints/*")
+        .unwrap()
+        .map(|r| r.unwrap().name().unwrap().to_owned())
+        .collect();
+    assert_eq!(refs.len(), 1, "{refs:?}");
+    assert!(refs[0].contains(session.id()), "{refs:?}");
+    // The work tree and index are untouched.
+    assert_eq!(repo.status(), status_before);
+    assert_eq!(repo.read("src/lib.rs"), "// work in progress\n");
+}
