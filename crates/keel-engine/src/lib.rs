@@ -2,7 +2,38 @@
 //!
 //! The agent loop: the model reads, edits, runs, sees errors and iterates until done.
 //!
-//! Work in progress (issue #5): this crate grows module by module; see docs/ARCHITECTURE.md.
+//! - [`Agent`] holds the provider, model, tools and policies; [`Agent::session`] starts a
+//!   [`Session`], [`Agent::resume`] reopens a saved one.
+//! - [`Session::run`] runs one prompt to its end and returns a [`RunOutcome`];
+//!   [`Session::run_streaming`] yields [`AgentEvent`]s as it goes; a [`CancelHandle`] stops
+//!   it promptly, mid-stream or mid-tool, and the next prompt works.
+//! - Every request keeps each `tool_use` paired with exactly one `tool_result`
+//!   ([`history`]); calls cut off, denied or interrupted get an error result the model reads.
+//! - Gated calls go through [`PermissionRules`], [`Hooks`] and an [`Approver`]
+//!   ([`DenyGated`] by default: headless runs never do destructive things unasked).
+//! - Sessions are saved as they happen ([`JsonlSessionStore`]) and resumed exactly.
+//!
+//! ```
+//! use std::sync::Arc;
+//! use keel_engine::{Agent, Stop};
+//! use keel_test_support::scripted::ScriptedProvider;
+//!
+//! # tokio::runtime::Runtime::new()?.block_on(async {
+//! // A scripted model: it asks for a tool that does not exist, then answers.
+//! let model = ScriptedProvider::new()
+//!     .then_tool_call("call_1", "read_file", serde_json::json!({"path": "README.md"}))
+//!     .then_text("There is no read_file tool here, so I answer from memory.");
+//! let agent = Agent::builder(Arc::new(model)).model("claude-sonnet-4-5").build()?;
+//! let mut session = agent.session(".")?;
+//! let outcome = session.run("What does the README say?").await;
+//! assert_eq!(outcome.stop, Stop::Completed);
+//! assert_eq!(outcome.iterations, 2);
+//! // The failed call was answered, not dropped: the history stays well-formed.
+//! keel_engine::history::check_pairing(session.history())?;
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! # })?;
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
 
 // Modules, one concept each (sessions, hooks, prompt, permissions, approvals, events, loop).
 mod agent;
