@@ -38,6 +38,7 @@
 // Modules, one concept each (sessions, hooks, prompt, permissions, approvals, events, loop).
 mod agent;
 mod approval;
+pub mod compaction;
 mod error;
 mod events;
 pub mod history;
@@ -49,6 +50,10 @@ pub mod session_store;
 
 pub use agent::{Agent, AgentBuilder, DEFAULT_MAX_ITERATIONS, DEFAULT_MAX_TOKENS};
 pub use approval::{AllowAll, ApprovalRequest, Approver, CallbackApprover, Decision, DenyGated};
+pub use compaction::{
+    Compaction, CompactionError, CompactionPolicy, compact, estimate_tokens, needs_compaction,
+    rebuild, split_point, summary_request,
+};
 pub use error::EngineError;
 pub use events::{AgentEvent, RunOutcome, Stop};
 pub use hooks::{
