@@ -7,6 +7,7 @@ use keel_provider::{ModelCatalog, Provider};
 use keel_tool::ToolRegistry;
 
 use crate::approval::{Approver, DenyGated};
+use crate::compaction::CompactionPolicy;
 use crate::error::EngineError;
 use crate::history::repair_pairing;
 use crate::hooks::Hooks;
@@ -34,6 +35,7 @@ pub struct Agent {
     pub(crate) checkpoints: bool,
     pub(crate) hooks: Hooks,
     pub(crate) permissions: Arc<PermissionRules>,
+    pub(crate) compaction: CompactionPolicy,
 }
 
 impl std::fmt::Debug for Agent {
@@ -64,6 +66,7 @@ impl Agent {
             checkpoints: true,
             hooks: Hooks::new(),
             permissions: PermissionRules::default(),
+            compaction: CompactionPolicy::default(),
         }
     }
 
@@ -147,9 +150,17 @@ pub struct AgentBuilder {
     checkpoints: bool,
     hooks: Hooks,
     permissions: PermissionRules,
+    compaction: CompactionPolicy,
 }
 
 impl AgentBuilder {
+    /// When the history is compacted (default: at 85 % of the model's context window, as the
+    /// catalog knows it; never for a model it does not know unless a window is set here).
+    pub fn compaction(mut self, policy: CompactionPolicy) -> Self {
+        self.compaction = policy;
+        self
+    }
+
     /// Hooks run at session start, around tool calls and when the model stops.
     pub fn hooks(mut self, hooks: Hooks) -> Self {
         self.hooks = hooks;
@@ -244,6 +255,7 @@ impl AgentBuilder {
             checkpoints: self.checkpoints,
             hooks: self.hooks,
             permissions: Arc::new(self.permissions),
+            compaction: self.compaction,
         })
     }
 }

@@ -257,7 +257,11 @@ fn render_message(out: &mut String, message: &Message) {
                 content,
                 is_error,
             } => {
-                let kind = if *is_error { "tool error" } else { "tool result" };
+                let kind = if *is_error {
+                    "tool error"
+                } else {
+                    "tool result"
+                };
                 out.push_str(&format!("[{kind} {tool_use_id}]\n"));
                 out.push_str(&clip(content, MAX_TOOL_RESULT_BYTES));
                 out.push('\n');
@@ -324,7 +328,11 @@ pub fn rebuild(messages: &[Message], cut: usize, summary: &str) -> Vec<Message> 
     rebuilt.extend(tail.cloned());
     let fixes = repair_pairing(&mut rebuilt);
     if fixes > 0 {
-        tracing::warn!(cut, fixes, "compaction cut split tool calls; history repaired");
+        tracing::warn!(
+            cut,
+            fixes,
+            "compaction cut split tool calls; history repaired"
+        );
     }
     rebuilt
 }

@@ -18,6 +18,7 @@ use tracing::Instrument;
 
 use crate::agent::Agent;
 use crate::approval::{ApprovalRequest, Decision};
+use crate::compaction::{CompactionError, compact, estimate_tokens, needs_compaction};
 use crate::events::{AgentEvent, RunOutcome, Stop};
 use crate::history::{INTERRUPTED, repair_pairing};
 use crate::hooks::{HookEvent, HookInput, HookOutcome, HookReport, PermissionDecision};
@@ -61,6 +62,8 @@ pub struct Session {
     persist_error: Option<String>,
     /// Whether `SessionStart` hooks have run.
     started: bool,
+    /// The last model call's usage and how many messages its prompt held.
+    last_report: Option<(Usage, usize)>,
 }
 
 impl std::fmt::Debug for Session {
@@ -153,6 +156,7 @@ impl Session {
             log: log.map(Mutex::new),
             persist_error: None,
             started: false,
+            last_report: None,
         }
     }
 
@@ -358,8 +362,35 @@ impl Session {
                 },
             );
             repair_pairing(&mut self.history);
-            let request = self.request();
-            let response = match self.call_model(&request, cancel, sink).await {
+            let mut request = self.request();
+            let estimate = estimate_tokens(
+                request.system.as_deref(),
+                &request.tools,
+                &request.messages,
+                self.last_report,
+            );
+            if needs_compaction(
+                estimate,
+                &self.agent.model,
+                &self.agent.catalog,
+                &self.agent.compaction,
+            ) {
+                if let Some(stop) = self.compact(cancel, sink, state).await {
+                    return stop;
+                }
+                request = self.request();
+            }
+            let mut turn = self.call_model(&request, cancel, sink).await;
+            if let ModelTurn::Failed(ProviderError::ContextLengthExceeded { .. }) = &turn {
+                // Too long for the model: compact, then try once more.
+                if let Some(stop) = self.compact(cancel, sink, state).await {
+                    return stop;
+                }
+                request = self.request();
+                turn = self.call_model(&request, cancel, sink).await;
+            }
+            let prompt_messages = request.messages.len();
+            let response = match turn {
                 ModelTurn::Reply(response) => response,
                 ModelTurn::Cancelled { partial_text } => {
                     // What the user saw stays in the history.
@@ -375,6 +406,7 @@ impl Session {
                 }
             };
             self.account(&response, sink, state);
+            self.last_report = Some((response.usage, prompt_messages));
             let text = response.text();
             if !text.trim().is_empty() {
                 state.last_text = text.clone();
@@ -451,6 +483,70 @@ impl Session {
                 return Stop::Cancelled;
             }
         }
+    }
+
+    /// Replaces older turns with a summary. `Some(stop)` ends the run (cancelled while
+    /// compacting); a compaction that cannot happen or fails is a warning, and the run goes on.
+    async fn compact(
+        &mut self,
+        cancel: &CancellationToken,
+        sink: &Sink,
+        state: &mut RunState,
+    ) -> Option<Stop> {
+        let request = self.request();
+        let result = tokio::select! {
+            biased;
+            () = cancel.cancelled() => return Some(Stop::Cancelled),
+            result = compact(
+                self.agent.provider.as_ref(),
+                &self.agent.model,
+                request.system.as_deref(),
+                &request.tools,
+                &self.history,
+                &self.agent.compaction,
+            ) => result,
+        };
+        match result {
+            Ok(compaction) => {
+                state.usage.add(&compaction.usage);
+                self.usage.add(&compaction.usage);
+                let cost = self
+                    .agent
+                    .catalog
+                    .cost(&self.agent.model, &compaction.usage);
+                state.cost_usd = state.cost_usd.zip(cost).map(|(a, b)| a + b);
+                self.log_record(&SessionRecord::usage(compaction.usage, cost));
+                self.history = compaction.messages;
+                self.last_report = None;
+                self.log_record(&SessionRecord::Compacted {
+                    messages: self.history.clone(),
+                    before_tokens: compaction.before_tokens,
+                    after_tokens: compaction.after_tokens,
+                });
+                self.persisted = self.history.len();
+                self.persist();
+                emit(
+                    sink,
+                    AgentEvent::Compacted {
+                        before_tokens: compaction.before_tokens,
+                        after_tokens: compaction.after_tokens,
+                    },
+                );
+            }
+            Err(CompactionError::NothingToCompact) => {
+                tracing::debug!("the history is too short to compact");
+            }
+            Err(err) => {
+                tracing::warn!("compaction failed: {err}");
+                emit(
+                    sink,
+                    AgentEvent::Warning {
+                        message: format!("compaction failed: {err}"),
+                    },
+                );
+            }
+        }
+        None
     }
 
     fn request(&self) -> CompletionRequest {
