@@ -257,7 +257,11 @@ fn render_message(out: &mut String, message: &Message) {
                 content,
                 is_error,
             } => {
-                let kind = if *is_error { "tool error" } else { "tool result" };
+                let kind = if *is_error {
+                    "tool error"
+                } else {
+                    "tool result"
+                };
                 out.push_str(&format!("[{kind} {tool_use_id}]\n"));
                 out.push_str(&clip(content, MAX_TOOL_RESULT_BYTES));
                 out.push('\n');
@@ -298,7 +302,7 @@ fn clip(text: &str, max: usize) -> String {
 /// (after the summary) so roles still alternate; otherwise the tail follows as is. With a cut
 /// from [`split_point`] the tail is verbatim and the pairing invariant holds. For any other
 /// `cut` (clamped to `1..=len`) the result is repaired with
-/// [`repair_pairing`](crate::history::repair_pairing), with a warning, so the invariant holds
+/// [`repair_pairing`], with a warning, so the invariant holds
 /// anyway.
 pub fn rebuild(messages: &[Message], cut: usize, summary: &str) -> Vec<Message> {
     let cut = cut.clamp(1, messages.len().max(1));
@@ -324,7 +328,11 @@ pub fn rebuild(messages: &[Message], cut: usize, summary: &str) -> Vec<Message> 
     rebuilt.extend(tail.cloned());
     let fixes = repair_pairing(&mut rebuilt);
     if fixes > 0 {
-        tracing::warn!(cut, fixes, "compaction cut split tool calls; history repaired");
+        tracing::warn!(
+            cut,
+            fixes,
+            "compaction cut split tool calls; history repaired"
+        );
     }
     rebuilt
 }
