@@ -302,7 +302,7 @@ fn clip(text: &str, max: usize) -> String {
 /// (after the summary) so roles still alternate; otherwise the tail follows as is. With a cut
 /// from [`split_point`] the tail is verbatim and the pairing invariant holds. For any other
 /// `cut` (clamped to `1..=len`) the result is repaired with
-/// [`repair_pairing`](crate::history::repair_pairing), with a warning, so the invariant holds
+/// [`repair_pairing`], with a warning, so the invariant holds
 /// anyway.
 pub fn rebuild(messages: &[Message], cut: usize, summary: &str) -> Vec<Message> {
     let cut = cut.clamp(1, messages.len().max(1));

@@ -51,8 +51,8 @@ pub mod session_store;
 pub use agent::{Agent, AgentBuilder, DEFAULT_MAX_ITERATIONS, DEFAULT_MAX_TOKENS};
 pub use approval::{AllowAll, ApprovalRequest, Approver, CallbackApprover, Decision, DenyGated};
 pub use compaction::{
-    Compaction, CompactionError, CompactionPolicy, compact, estimate_tokens, needs_compaction,
-    rebuild, split_point, summary_request,
+    Compaction, CompactionError, CompactionPolicy, compact, estimate_tokens, is_valid_cut,
+    needs_compaction, rebuild, split_point, summary_request,
 };
 pub use error::EngineError;
 pub use events::{AgentEvent, RunOutcome, Stop};
