@@ -86,6 +86,21 @@ struct OwnedCall {
     invalid: Option<InvalidToolInput>,
 }
 
+impl From<ToolCall<'_>> for OwnedCall {
+    fn from(call: ToolCall<'_>) -> Self {
+        let (input, invalid) = match call.input {
+            ToolInput::Valid(input) => (input.clone(), None),
+            ToolInput::Invalid(bad) => (Value::Object(serde_json::Map::new()), Some(bad.clone())),
+        };
+        Self {
+            id: call.id.to_owned(),
+            name: call.name.to_owned(),
+            input,
+            invalid,
+        }
+    }
+}
+
 impl OwnedCall {
     fn as_call(&self) -> ToolCall<'_> {
         ToolCall {
@@ -424,22 +439,9 @@ impl Session {
                 };
             }
             let calls: Vec<OwnedCall> = response
-                .content
-                .iter()
-                .filter_map(|block| match block {
-                    ContentBlock::ToolUse {
-                        id,
-                        name,
-                        input,
-                        invalid,
-                    } => Some(OwnedCall {
-                        id: id.clone(),
-                        name: name.clone(),
-                        input: input.clone(),
-                        invalid: invalid.clone(),
-                    }),
-                    _ => None,
-                })
+                .tool_calls()
+                .into_iter()
+                .map(OwnedCall::from)
                 .collect();
             if calls.is_empty() {
                 if response.stop_reason == StopReason::PauseTurn {

@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 
 use super::{
     LoadedSession, SessionError, SessionLog, SessionMeta, SessionRecord, SessionStore,
-    SessionSummary, encode_line, id::validate_id, newest_key, replay, same_dir,
+    SessionSummary, encode_line, id::validate_id, newest_for_cwd, newest_key, replay,
 };
 
 /// Sessions stored as `<dir>/<id>.jsonl` files.
@@ -144,24 +144,11 @@ impl SessionStore for JsonlSessionStore {
     }
 
     fn latest_for_cwd(&self, cwd: &Path) -> Result<Option<SessionMeta>, SessionError> {
-        let mut best: Option<SessionMeta> = None;
-        for id in self.ids()? {
-            let meta = match self.read_header(&id) {
-                Ok(meta) => meta,
-                Err(err) => {
-                    tracing::warn!(session = %id, "skipped an unreadable session: {err}");
-                    continue;
-                }
-            };
-            if same_dir(&meta.cwd, cwd)
-                && best
-                    .as_ref()
-                    .is_none_or(|b| newest_key(&meta) > newest_key(b))
-            {
-                best = Some(meta);
-            }
-        }
-        Ok(best)
+        let headers = self.ids()?.into_iter().map(|id| {
+            let header = self.read_header(&id);
+            (id, header)
+        });
+        Ok(newest_for_cwd(headers, cwd))
     }
 
     fn list(&self, limit: usize) -> Result<Vec<SessionSummary>, SessionError> {

@@ -6,7 +6,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 
 use super::{
     LoadedSession, SessionError, SessionLog, SessionMeta, SessionRecord, SessionStore,
-    SessionSummary, encode_line, id::validate_id, newest_key, replay, same_dir,
+    SessionSummary, encode_line, id::validate_id, newest_for_cwd, newest_key, replay,
 };
 
 type Sessions = BTreeMap<String, Vec<u8>>;
@@ -89,24 +89,10 @@ impl SessionStore for MemorySessionStore {
 
     fn latest_for_cwd(&self, cwd: &Path) -> Result<Option<SessionMeta>, SessionError> {
         let snapshot = lock(&self.sessions).clone();
-        let mut best: Option<SessionMeta> = None;
-        for (id, data) in &snapshot {
-            let meta = match replay::header_only(id, data) {
-                Ok(meta) => meta,
-                Err(err) => {
-                    tracing::warn!(session = %id, "skipped an unreadable session: {err}");
-                    continue;
-                }
-            };
-            if same_dir(&meta.cwd, cwd)
-                && best
-                    .as_ref()
-                    .is_none_or(|b| newest_key(&meta) > newest_key(b))
-            {
-                best = Some(meta);
-            }
-        }
-        Ok(best)
+        let headers = snapshot
+            .iter()
+            .map(|(id, data)| (id.clone(), replay::header_only(id, data)));
+        Ok(newest_for_cwd(headers, cwd))
     }
 
     fn list(&self, limit: usize) -> Result<Vec<SessionSummary>, SessionError> {

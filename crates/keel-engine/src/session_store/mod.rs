@@ -280,6 +280,31 @@ fn encode_line(id: &str, record: &SessionRecord) -> Result<Vec<u8>, SessionError
 }
 
 /// Whether two working directories are the same, canonicalized when possible.
+/// The newest of `headers` started in `cwd`; unreadable sessions are skipped with a warning.
+fn newest_for_cwd(
+    headers: impl Iterator<Item = (String, Result<SessionMeta, SessionError>)>,
+    cwd: &Path,
+) -> Option<SessionMeta> {
+    let mut best: Option<SessionMeta> = None;
+    for (id, header) in headers {
+        let meta = match header {
+            Ok(meta) => meta,
+            Err(err) => {
+                tracing::warn!(session = %id, "skipped an unreadable session: {err}");
+                continue;
+            }
+        };
+        if same_dir(&meta.cwd, cwd)
+            && best
+                .as_ref()
+                .is_none_or(|b| newest_key(&meta) > newest_key(b))
+        {
+            best = Some(meta);
+        }
+    }
+    best
+}
+
 fn same_dir(a: &Path, b: &Path) -> bool {
     if a == b {
         return true;
