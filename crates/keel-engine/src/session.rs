@@ -131,6 +131,8 @@ enum ModelTurn {
 #[derive(Default)]
 struct RunState {
     stop_blocks: u32,
+    /// The final reply was cut off at the output limit.
+    cut_at_end: bool,
     iterations: u32,
     usage: Usage,
     cost_usd: Option<f64>,
@@ -314,7 +316,7 @@ impl Session {
             // Whatever happened, the history keeps its invariant for the next prompt.
             repair_pairing(&mut self.history);
             let outcome = RunOutcome {
-                text: final_text(&stop, &state),
+                text: final_text(&stop, &state, self.agent.max_tokens),
                 stop,
                 iterations: state.iterations,
                 usage: state.usage,
@@ -395,7 +397,11 @@ impl Session {
                 }
                 request = self.request();
             }
-            let mut turn = self.call_model(&request, cancel, sink).await;
+            let turn_span = tracing::info_span!("turn", iteration = state.iterations);
+            let mut turn = self
+                .call_model(&request, cancel, sink)
+                .instrument(turn_span.clone())
+                .await;
             if let ModelTurn::Failed(ProviderError::ContextLengthExceeded { .. }) = &turn {
                 // Too long for the model: compact, then try once more.
                 if let Some(stop) = self.compact(cancel, sink, state).await {
@@ -447,6 +453,7 @@ impl Session {
                 if response.stop_reason == StopReason::PauseTurn {
                     continue;
                 }
+                state.cut_at_end = response.stop_reason == StopReason::MaxTokens;
                 if state.stop_blocks < MAX_STOP_BLOCKS && self.agent.hooks.handles(HookEvent::Stop)
                 {
                     let input = HookInput::stop(&self.id, &self.cwd, state.stop_blocks > 0);
@@ -478,7 +485,10 @@ impl Session {
             } else {
                 state.cut_replies = 0;
             }
-            let results = self.run_tools(&calls, cancel, sink, state).await;
+            let results = self
+                .run_tools(&calls, cancel, sink, state)
+                .instrument(turn_span)
+                .await;
             self.history.push(Message::new(Role::User, results));
             self.persist();
             if cancel.is_cancelled() {
@@ -866,7 +876,7 @@ impl Session {
 }
 
 /// The outcome's text: never empty, never silent about what happened.
-fn final_text(stop: &Stop, state: &RunState) -> String {
+fn final_text(stop: &Stop, state: &RunState, max_tokens: u32) -> String {
     let failures = if state.failed_tools.is_empty() {
         String::new()
     } else {
@@ -876,6 +886,11 @@ fn final_text(stop: &Stop, state: &RunState) -> String {
         )
     };
     match stop {
+        Stop::Completed if state.cut_at_end => format!(
+            "{}\n\n[the reply was cut off at the output limit ({} tokens)]",
+            state.last_text.trim_end(),
+            max_tokens
+        ),
         Stop::Completed if !state.last_text.trim().is_empty() => state.last_text.clone(),
         Stop::Completed => format!(
             "The model ended its turn without a message after {} model call(s).{failures}",

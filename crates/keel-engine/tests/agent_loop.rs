@@ -570,3 +570,21 @@ async fn deny_gated_is_the_default() {
     assert!(results[0].1.starts_with("denied: "), "{:?}", results[0]);
     let _ = DenyGated;
 }
+
+#[tokio::test]
+async fn a_reply_cut_at_the_output_limit_says_so() {
+    let provider = Arc::new(ScriptedProvider::new().then(Turn::Reply(reply(
+        vec![ContentBlock::text("The three causes are: first, the")],
+        StopReason::MaxTokens,
+    ))));
+    let outcome = agent(provider, ToolRegistry::new())
+        .session(".")
+        .unwrap()
+        .run("explain")
+        .await;
+    assert_eq!(outcome.stop, Stop::Completed);
+    assert_eq!(
+        outcome.text,
+        "The three causes are: first, the\n\n[the reply was cut off at the output limit (8192 tokens)]"
+    );
+}
