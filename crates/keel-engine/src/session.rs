@@ -810,16 +810,7 @@ impl Session {
 
     /// A call answered without running it.
     fn answer(&self, call: &OwnedCall, output: ToolOutput, sink: &Sink) -> Plan {
-        emit(
-            sink,
-            AgentEvent::ToolCallFinished {
-                id: call.id.clone(),
-                name: call.name.clone(),
-                output: output.content.clone(),
-                is_error: output.is_error,
-                duration: std::time::Duration::ZERO,
-            },
-        );
+        finished(sink, call, &output, std::time::Duration::ZERO);
         Plan::Answer(output)
     }
 
@@ -861,18 +852,23 @@ impl Session {
                 );
             }
         }
-        emit(
-            sink,
-            AgentEvent::ToolCallFinished {
-                id: call.id.clone(),
-                name: call.name.clone(),
-                output: output.content.clone(),
-                is_error: output.is_error,
-                duration: started.elapsed(),
-            },
-        );
+        finished(sink, call, &output, started.elapsed());
         output
     }
+}
+
+/// Reports that `call` has its result.
+fn finished(sink: &Sink, call: &OwnedCall, output: &ToolOutput, duration: std::time::Duration) {
+    emit(
+        sink,
+        AgentEvent::ToolCallFinished {
+            id: call.id.clone(),
+            name: call.name.clone(),
+            output: output.content.clone(),
+            is_error: output.is_error,
+            duration,
+        },
+    );
 }
 
 /// The outcome's text: never empty, never silent about what happened.
