@@ -11,24 +11,9 @@ use keel_provider::{
     CachePolicy, ContentBlock, Message, ModelCatalog, ModelInfo, Pricing, ProviderError, Role,
     ToolChoice, ToolDefinition, Usage,
 };
+use keel_test_support::rng::Rng;
 use keel_test_support::scripted::ScriptedProvider;
 use serde_json::json;
-
-/// A small deterministic generator (xorshift), so failures reproduce from the seed.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
-
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n
-    }
-}
 
 /// A well-formed history: the request, then model turns with 0–3 tool calls answered by the
 /// next user message (sometimes with text after the results), and new user turns after the

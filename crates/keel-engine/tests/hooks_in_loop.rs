@@ -10,9 +10,10 @@ use futures::StreamExt;
 use keel_engine::{
     Agent, AgentEvent, HookConfig, HookEvent, Hooks, PermissionRules, Session, Stop,
 };
-use keel_provider::{ContentBlock, Role};
+use keel_provider::Role;
 use keel_sandbox::{PathSandbox, SandboxPolicy, default_tools};
 use keel_test_support::scripted::ScriptedProvider;
+use keel_test_support::scripted::tool_results;
 use serde_json::json;
 
 fn hook(event: HookEvent, matcher: Option<&str>, command: &str) -> HookConfig {
@@ -43,17 +44,7 @@ fn session(
 }
 
 fn results(session: &Session) -> Vec<(String, bool)> {
-    session
-        .history()
-        .iter()
-        .flat_map(|m| m.content.iter())
-        .filter_map(|b| match b {
-            ContentBlock::ToolResult {
-                content, is_error, ..
-            } => Some((content.clone(), *is_error)),
-            _ => None,
-        })
-        .collect()
+    tool_results(session.history())
 }
 
 #[tokio::test]

@@ -9,27 +9,12 @@ use std::sync::{Arc, Mutex};
 use keel_engine::history::check_pairing;
 use keel_engine::{Agent, CancelHandle, DenyGated, Stop};
 use keel_provider::{ContentBlock, InvalidToolInput, ProviderError, StopReason, StreamEvent};
+use keel_test_support::rng::Rng;
 use keel_test_support::scripted::{ScriptedProvider, Turn, reply};
 use keel_tool::{Effect, Tool, ToolContext, ToolError, ToolOutput, ToolRegistry};
 use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::json;
-
-/// A small deterministic generator (xorshift), so failures reproduce from the seed.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
-
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n
-    }
-}
 
 #[derive(Deserialize, JsonSchema)]
 struct NoArgs {}

@@ -17,6 +17,7 @@ use keel_sandbox::{PathSandbox, SandboxPolicy, default_tools};
 use keel_test_support::mock::{request_bodies, serve_turns};
 use keel_test_support::render::{anthropic_sse, openai_sse};
 use keel_test_support::scripted::reply;
+use keel_test_support::scripted::tool_results;
 use keel_test_support::wire::wire_bytes;
 use serde_json::{Value, json};
 use wiremock::MockServer;
@@ -159,17 +160,7 @@ fn session(provider: Arc<dyn Provider>, dir: &std::path::Path, allow_all: bool) 
 }
 
 fn results(session: &Session) -> Vec<(String, bool)> {
-    session
-        .history()
-        .iter()
-        .flat_map(|m| m.content.iter())
-        .filter_map(|b| match b {
-            ContentBlock::ToolResult {
-                content, is_error, ..
-            } => Some((content.clone(), *is_error)),
-            _ => None,
-        })
-        .collect()
+    tool_results(session.history())
 }
 
 fn calls(blocks: Vec<ContentBlock>) -> ToolUseResponse {

@@ -10,6 +10,7 @@
 //! - [`scripted`]: a [`Provider`](keel_provider::Provider) that replays scripted replies and
 //!   records every request.
 //! - [`render`]: scripted replies rendered in the Anthropic and OpenAI wire formats.
+//! - [`rng`]: a seeded generator for property-style tests.
 //! - [`temp`]: temporary directories.
 //! - [`git`]: temporary git repositories.
 //!
@@ -33,6 +34,7 @@ pub mod git;
 pub mod mock;
 pub mod raw_http;
 pub mod render;
+pub mod rng;
 pub mod scripted;
 pub mod temp;
 pub mod wire;

@@ -167,3 +167,17 @@ impl Provider for ScriptedProvider {
         Box::pin(stream::iter(events))
     }
 }
+
+/// The `(content, is_error)` of every tool result in `history`, in order.
+pub fn tool_results(history: &[keel_provider::Message]) -> Vec<(String, bool)> {
+    history
+        .iter()
+        .flat_map(|message| message.content.iter())
+        .filter_map(|block| match block {
+            ContentBlock::ToolResult {
+                content, is_error, ..
+            } => Some((content.clone(), *is_error)),
+            _ => None,
+        })
+        .collect()
+}
