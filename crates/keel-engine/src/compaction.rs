@@ -97,6 +97,9 @@ pub enum CompactionError {
     /// The model replied without any summary text.
     #[error("the model returned an empty summary")]
     EmptySummary,
+    /// The session's run was cancelled while the summary was being written.
+    #[error("compaction cancelled")]
+    Cancelled,
 }
 
 /// Rough size of a value in tokens: its serialized JSON length / 4, rounded up.

@@ -2,7 +2,7 @@
 
 use std::time::Duration;
 
-use keel_provider::{ProviderError, Usage};
+use keel_provider::{Message, ProviderError, Usage};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
@@ -55,6 +55,19 @@ pub struct RunOutcome {
     /// Tokens used by this run.
     pub usage: Usage,
     /// What this run cost in USD; `None` when the model's price is unknown.
+    pub cost_usd: Option<f64>,
+}
+
+/// What [`Session::compact_now`](crate::Session::compact_now) did.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Compacted {
+    /// Estimated prompt tokens before.
+    pub before_tokens: u64,
+    /// Estimated prompt tokens after.
+    pub after_tokens: u64,
+    /// Tokens used by the summary call.
+    pub usage: Usage,
+    /// What the summary call cost in USD; `None` when the model's price is unknown.
     pub cost_usd: Option<f64>,
 }
 
@@ -142,6 +155,13 @@ pub enum AgentEvent {
     Warning {
         /// What happened.
         message: String,
+    },
+    /// A message was added to the history: a reply of the model (also one cut short by a
+    /// cancellation), the results of its tool calls, or a `Stop` hook's reason. The prompt
+    /// itself is not reported.
+    MessageAdded {
+        /// The message as it is now in the history.
+        message: Message,
     },
     /// The run ended. Always the last event.
     Finished(RunOutcome),

@@ -55,7 +55,7 @@ pub use compaction::{
     needs_compaction, rebuild, split_point, summary_request,
 };
 pub use error::EngineError;
-pub use events::{AgentEvent, RunOutcome, Stop};
+pub use events::{AgentEvent, Compacted, RunOutcome, Stop};
 pub use hooks::{
     Hook, HookConfig, HookConfigError, HookEvent, HookInput, HookOutcome, HookReport, Hooks,
     PermissionDecision,

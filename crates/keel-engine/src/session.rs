@@ -18,8 +18,8 @@ use tracing::Instrument;
 
 use crate::agent::Agent;
 use crate::approval::{ApprovalRequest, Decision};
-use crate::compaction::{CompactionError, compact, estimate_tokens, needs_compaction};
-use crate::events::{AgentEvent, RunOutcome, Stop};
+use crate::compaction::{Compaction, CompactionError, compact, estimate_tokens, needs_compaction};
+use crate::events::{AgentEvent, Compacted, RunOutcome, Stop};
 use crate::history::{INTERRUPTED, repair_pairing};
 use crate::hooks::{HookEvent, HookInput, HookOutcome, HookReport, PermissionDecision};
 use crate::permissions::Verdict;
@@ -252,6 +252,78 @@ impl Session {
         }
     }
 
+    /// The model this session calls.
+    pub fn model(&self) -> &str {
+        &self.agent.model
+    }
+
+    /// Calls `model` from the next request on (the history is kept).
+    pub fn set_model(&mut self, model: impl Into<String>) {
+        self.agent.model = model.into();
+        // The last usage report was another model's count.
+        self.last_report = None;
+    }
+
+    /// Compacts the history now, whatever its size (`/compact`): older turns become a summary
+    /// written by the model, the original request and the latest turns stay. Returns the
+    /// estimated tokens before and after, and the usage of the summary call.
+    pub async fn compact_now(&mut self) -> Result<Compacted, CompactionError> {
+        let cancel = self.start_run();
+        let request = self.request();
+        let compaction = tokio::select! {
+            biased;
+            () = cancel.cancelled() => return Err(CompactionError::Cancelled),
+            result = compact(
+                self.agent.provider.as_ref(),
+                &self.agent.model,
+                request.system.as_deref(),
+                &request.tools,
+                &self.history,
+                &self.agent.compaction,
+            ) => result?,
+        };
+        let cost_usd = self.apply_compaction(&compaction);
+        Ok(Compacted {
+            before_tokens: compaction.before_tokens,
+            after_tokens: compaction.after_tokens,
+            usage: compaction.usage,
+            cost_usd,
+        })
+    }
+
+    /// Puts `compaction`'s history in place and logs it; returns the summary call's cost.
+    fn apply_compaction(&mut self, compaction: &Compaction) -> Option<f64> {
+        self.usage.add(&compaction.usage);
+        let cost = self
+            .agent
+            .catalog
+            .cost(&self.agent.model, &compaction.usage);
+        self.log_record(&SessionRecord::usage(compaction.usage, cost));
+        self.history = compaction.messages.clone();
+        self.last_report = None;
+        self.log_record(&SessionRecord::Compacted {
+            messages: self.history.clone(),
+            before_tokens: compaction.before_tokens,
+            after_tokens: compaction.after_tokens,
+        });
+        self.persisted = self.history.len();
+        self.persist();
+        cost
+    }
+
+    /// Appends a message the model or the tools produced, and reports it.
+    fn add_message(&mut self, message: Message, sink: &Sink) {
+        if sink.is_some() {
+            emit(
+                sink,
+                AgentEvent::MessageAdded {
+                    message: message.clone(),
+                },
+            );
+        }
+        self.history.push(message);
+    }
+
     /// Runs `prompt` to its end.
     pub async fn run(&mut self, prompt: &str) -> RunOutcome {
         self.run_with(prompt, None).await
@@ -416,7 +488,7 @@ impl Session {
                 ModelTurn::Cancelled { partial_text } => {
                     // What the user saw stays in the history.
                     if !partial_text.is_empty() {
-                        self.history.push(Message::assistant(partial_text));
+                        self.add_message(Message::assistant(partial_text), sink);
                     }
                     return Stop::Cancelled;
                 }
@@ -433,7 +505,7 @@ impl Session {
                 state.last_text = text.clone();
             }
             if !response.content.is_empty() {
-                self.history.push(response.to_message());
+                self.add_message(response.to_message(), sink);
             }
             if response.stop_reason == StopReason::Refusal {
                 return Stop::Refused {
@@ -460,7 +532,7 @@ impl Session {
                     if let HookOutcome::Block { reason } = self.hooks(input, sink).await.outcome {
                         // A Stop hook sends the model back to work with its reason.
                         state.stop_blocks += 1;
-                        self.history.push(Message::user(reason));
+                        self.add_message(Message::user(reason), sink);
                         self.persist();
                         continue;
                     }
@@ -474,7 +546,7 @@ impl Session {
                         .iter()
                         .map(|c| ContentBlock::tool_result(&c.id, INTERRUPTED, true))
                         .collect();
-                    self.history.push(Message::new(Role::User, results));
+                    self.add_message(Message::new(Role::User, results), sink);
                     return Stop::Failed {
                         error: format!(
                             "the model's replies were cut off at the output limit ({} tokens) {} times in a row",
@@ -489,7 +561,7 @@ impl Session {
                 .run_tools(&calls, cancel, sink, state)
                 .instrument(turn_span)
                 .await;
-            self.history.push(Message::new(Role::User, results));
+            self.add_message(Message::new(Role::User, results), sink);
             self.persist();
             if cancel.is_cancelled() {
                 return Stop::Cancelled;
@@ -521,22 +593,8 @@ impl Session {
         match result {
             Ok(compaction) => {
                 state.usage.add(&compaction.usage);
-                self.usage.add(&compaction.usage);
-                let cost = self
-                    .agent
-                    .catalog
-                    .cost(&self.agent.model, &compaction.usage);
+                let cost = self.apply_compaction(&compaction);
                 state.cost_usd = state.cost_usd.zip(cost).map(|(a, b)| a + b);
-                self.log_record(&SessionRecord::usage(compaction.usage, cost));
-                self.history = compaction.messages;
-                self.last_report = None;
-                self.log_record(&SessionRecord::Compacted {
-                    messages: self.history.clone(),
-                    before_tokens: compaction.before_tokens,
-                    after_tokens: compaction.after_tokens,
-                });
-                self.persisted = self.history.len();
-                self.persist();
                 emit(
                     sink,
                     AgentEvent::Compacted {
