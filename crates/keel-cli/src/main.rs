@@ -1,1 +1,64 @@
-fn main() {}
+//! The `keel` binary: an interactive coding agent (`keel`) and a headless runner for
+//! scripts (`keel exec`). It only wires keel's crates together: flags, config files and
+//! output formats live here, everything the agent does lives in the libraries.
+
+// The binary talks to its user on stdout and stderr.
+#![allow(clippy::print_stdout, clippy::print_stderr)]
+
+mod approve;
+mod cli;
+mod config;
+mod exec;
+mod output;
+mod render;
+mod sessions;
+mod setup;
+
+use std::process::ExitCode;
+
+use clap::Parser;
+
+use crate::cli::{Cli, Command};
+use crate::setup::CliError;
+
+async fn dispatch(cli: Cli) -> Result<u8, CliError> {
+    match cli.command {
+        Some(Command::Exec(args)) => exec::run(&cli.options, args).await,
+        Some(Command::Sessions { limit }) => {
+            sessions::list(limit, &mut std::io::stdout().lock())?;
+            Ok(0)
+        }
+        Some(Command::Resume { id }) => {
+            let mut options = cli.options;
+            options.resume = Some(id);
+            Err(CliError::Usage(format!(
+                "interactive resume of {} is not available yet",
+                options.resume.unwrap_or_default()
+            )))
+        }
+        None => Err(CliError::Usage(
+            "the interactive session is not available yet".into(),
+        )),
+    }
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let runtime = match tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(runtime) => runtime,
+        Err(err) => {
+            eprintln!("keel: cannot start the async runtime: {err}");
+            return ExitCode::from(1);
+        }
+    };
+    match runtime.block_on(dispatch(cli)) {
+        Ok(code) => ExitCode::from(code),
+        Err(err) => {
+            eprintln!("keel: {err}");
+            ExitCode::from(err.exit_code())
+        }
+    }
+}

@@ -1,0 +1,159 @@
+//! The command line: flags and subcommands.
+
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+use keel_sandbox::SandboxMode;
+
+use crate::config::ApprovalMode;
+
+/// keel: a coding agent that reads, edits, runs commands, sees the errors and tries again.
+#[derive(Debug, Parser)]
+#[command(
+    name = "keel",
+    version,
+    about = "A coding agent for your terminal: reads, edits, runs commands, checks its work.",
+    after_help = "\
+Environment:
+  ANTHROPIC_API_KEY, OPENAI_API_KEY     provider keys (never printed or saved)
+  ANTHROPIC_BASE_URL, OPENAI_BASE_URL   where the provider is served
+  KEEL_PROVIDER, KEEL_MODEL             like --provider and --model
+  KEEL_HOME                             config, sessions and history (default ~/.keel)
+
+Without --provider: Anthropic if ANTHROPIC_API_KEY is set, else an OpenAI-compatible server
+if OPENAI_BASE_URL or OPENAI_API_KEY is set.
+
+Config: $KEEL_HOME/config.toml, then .keel/config.toml in the project; the project wins, and
+flags win over both.
+
+Exit codes: 0 success; 1 the run failed (iteration limit, provider failure, refusal);
+2 usage or configuration error."
+)]
+pub struct Cli {
+    /// What to do; without one, an interactive session in the working directory.
+    #[command(subcommand)]
+    pub command: Option<Command>,
+
+    /// Flags for every command.
+    #[command(flatten)]
+    pub options: Options,
+}
+
+/// Flags shared by the interactive session and `exec`.
+#[derive(Debug, Clone, Args)]
+pub struct Options {
+    /// Work in DIR instead of the current directory.
+    #[arg(short = 'C', long = "cwd", value_name = "DIR", global = true)]
+    pub cwd: Option<PathBuf>,
+
+    /// The model provider: anthropic, openai (or any OpenAI-compatible server), or a name
+    /// defined as [providers.NAME] in the config.
+    #[arg(long, value_name = "NAME", global = true)]
+    pub provider: Option<String>,
+
+    /// The model (default: claude-sonnet-4-5 for Anthropic, gpt-4.1 for OpenAI).
+    #[arg(long, value_name = "NAME", global = true)]
+    pub model: Option<String>,
+
+    /// The provider's base URL, e.g. http://localhost:11434/v1 for a local server.
+    #[arg(long, value_name = "URL", global = true)]
+    pub base_url: Option<String>,
+
+    /// The most model calls in one run [default: 25].
+    #[arg(long, value_name = "N", global = true,
+          value_parser = clap::value_parser!(u32).range(1..))]
+    pub max_iterations: Option<u32>,
+
+    /// Also let the file tools read below PATH (outside the working directory); repeatable.
+    #[arg(long = "allow-read", value_name = "PATH", global = true)]
+    pub allow_read: Vec<PathBuf>,
+
+    /// Who approves destructive tool calls (commits, deletions, ...) [default: ask in the
+    /// interactive session, deny in exec].
+    #[arg(long, value_enum, value_name = "MODE", global = true)]
+    pub approvals: Option<ApprovalMode>,
+
+    /// Allow every tool call without asking (same as --approvals allow).
+    #[arg(short = 'y', long = "yes", global = true, conflicts_with = "approvals")]
+    pub yes: bool,
+
+    /// Where commands may write [default: workspace-write].
+    #[arg(long, value_enum, value_name = "MODE", global = true)]
+    pub sandbox: Option<SandboxArg>,
+
+    /// Continue the newest session started in this directory.
+    #[arg(
+        short = 'c',
+        long = "continue",
+        global = true,
+        conflicts_with = "resume"
+    )]
+    pub continue_latest: bool,
+
+    /// Continue session ID (see `keel sessions`).
+    #[arg(long, value_name = "ID", global = true)]
+    pub resume: Option<String>,
+}
+
+/// `--sandbox` values.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum SandboxArg {
+    /// Commands may write only in the working directory and the temp dir.
+    WorkspaceWrite,
+    /// Commands may write nowhere; the write tools are removed.
+    ReadOnly,
+    /// No confinement.
+    FullAccess,
+}
+
+impl From<SandboxArg> for SandboxMode {
+    fn from(arg: SandboxArg) -> Self {
+        match arg {
+            SandboxArg::WorkspaceWrite => SandboxMode::WorkspaceWrite,
+            SandboxArg::ReadOnly => SandboxMode::ReadOnly,
+            SandboxArg::FullAccess => SandboxMode::FullAccess,
+        }
+    }
+}
+
+/// The subcommands.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Run one prompt headless and print the result (for scripts and CI).
+    Exec(ExecArgs),
+    /// List recent sessions: id, time, directory, first prompt, outcome.
+    Sessions {
+        /// How many to list.
+        #[arg(long, short = 'n', default_value_t = 20)]
+        limit: usize,
+    },
+    /// Continue session ID interactively.
+    Resume {
+        /// The session's id (see `keel sessions`).
+        id: String,
+    },
+}
+
+/// `keel exec`.
+#[derive(Debug, Args)]
+pub struct ExecArgs {
+    /// The prompt; `-` (or nothing, with a pipe on stdin) reads it from stdin.
+    #[arg(value_name = "PROMPT")]
+    pub prompt: Option<String>,
+
+    /// How to print the run: the final text, one JSON result object, or one JSON object per
+    /// line as it happens.
+    #[arg(long, value_enum, default_value = "text", value_name = "FORMAT")]
+    pub output_format: OutputFormat,
+}
+
+/// `--output-format` values.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum OutputFormat {
+    /// The final answer on stdout; progress on stderr.
+    Text,
+    /// One result object on stdout (Claude Code's `--output-format json` shape).
+    Json,
+    /// One object per line: init, each message, the result.
+    StreamJson,
+}

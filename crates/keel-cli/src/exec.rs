@@ -1,0 +1,216 @@
+//! `keel exec`: one headless run, printed as text, one JSON object, or a JSON stream.
+
+use std::io::{IsTerminal, Read, Write};
+use std::time::Instant;
+
+use futures::StreamExt;
+use keel_engine::{AgentEvent, Hooks, RunOutcome, Stop};
+use serde_json::Value;
+
+use crate::approve::{AskFn, ModeApprover};
+use crate::cli::{ExecArgs, Options, OutputFormat};
+use crate::output::{InitInfo, init_object, message_object, result_object};
+use crate::render::{finished_line, human_duration};
+use crate::setup::{CliError, Mode, SessionChoice, Setup};
+
+/// Which session the flags ask for.
+pub fn session_choice(options: &Options) -> SessionChoice {
+    match (&options.resume, options.continue_latest) {
+        (Some(id), _) => SessionChoice::Resume(id.clone()),
+        (None, true) => SessionChoice::Latest,
+        (None, false) => SessionChoice::New,
+    }
+}
+
+/// The prompt: the argument, or stdin for `-` (or no argument with stdin not a terminal).
+fn read_prompt(arg: Option<String>) -> Result<String, CliError> {
+    let from_stdin = match arg.as_deref() {
+        Some("-") => true,
+        Some(text) => return non_empty(text.to_owned()),
+        None => !std::io::stdin().is_terminal(),
+    };
+    if !from_stdin {
+        return Err(CliError::Usage(
+            "keel exec needs a prompt: keel exec \"fix the failing test\", or - to read it \
+             from stdin"
+                .into(),
+        ));
+    }
+    let mut text = String::new();
+    std::io::stdin()
+        .read_to_string(&mut text)
+        .map_err(|err| CliError::Usage(format!("reading the prompt from stdin: {err}")))?;
+    non_empty(text)
+}
+
+fn non_empty(text: String) -> Result<String, CliError> {
+    if text.trim().is_empty() {
+        Err(CliError::Usage(
+            "the prompt is empty: say what keel should do".into(),
+        ))
+    } else {
+        Ok(text)
+    }
+}
+
+/// Reads an answer from the controlling terminal, for `--approvals ask` in exec.
+fn ask_on_tty() -> Option<AskFn> {
+    if !std::io::stderr().is_terminal() {
+        return None;
+    }
+    let ask: AskFn = std::sync::Arc::new(|question: &str| {
+        let mut tty = std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .open("/dev/tty")
+            .ok()?;
+        tty.write_all(question.as_bytes()).ok()?;
+        let mut line = Vec::new();
+        let mut byte = [0u8; 1];
+        while tty.read(&mut byte).ok()? == 1 && byte[0] != b'\n' {
+            line.push(byte[0]);
+        }
+        Some(String::from_utf8_lossy(&line).into_owned())
+    });
+    Some(ask)
+}
+
+/// Writes one line to stdout and flushes it; a closed stdout is not an error worth more
+/// than stopping to write.
+fn print_line(text: &str) {
+    let mut out = std::io::stdout().lock();
+    let _ = writeln!(out, "{text}");
+    let _ = out.flush();
+}
+
+fn print_json(value: &Value) {
+    print_line(&value.to_string());
+}
+
+fn progress(text: &str) {
+    let mut err = std::io::stderr().lock();
+    let _ = writeln!(err, "{text}");
+}
+
+/// Runs `keel exec`; returns the exit code.
+pub async fn run(options: &Options, args: ExecArgs) -> Result<u8, CliError> {
+    let prompt = read_prompt(args.prompt)?;
+    let choice = session_choice(options);
+    let setup = Setup::resolve(options, Mode::Exec, &choice)?;
+    let ask = match setup.approvals {
+        crate::config::ApprovalMode::Ask => {
+            let ask = ask_on_tty();
+            if ask.is_none() {
+                progress(
+                    "keel: --approvals ask has no terminal to ask on; gated calls are refused",
+                );
+            }
+            ask
+        }
+        _ => None,
+    };
+    let agent = setup.agent(ModeApprover::new(setup.approvals, ask), Hooks::new())?;
+    let mut session = setup.session(&agent, &choice)?;
+    let started = Instant::now();
+    let format = args.output_format;
+    if format == OutputFormat::StreamJson {
+        print_json(&init_object(&InitInfo {
+            session_id: session.id(),
+            cwd: &setup.cwd,
+            model: &setup.model,
+            provider: &setup.provider_name,
+            tools: agent
+                .tools()
+                .names()
+                .iter()
+                .map(|n| n.to_string())
+                .collect(),
+            approvals: setup.approvals.name(),
+            sandbox: sandbox_name(setup.sandbox),
+        }));
+    }
+    let cancel = session.cancel_handle();
+    let ctrl_c = tokio::spawn(async move {
+        if tokio::signal::ctrl_c().await.is_ok() {
+            cancel.cancel();
+        }
+    });
+    let session_id = session.id().to_owned();
+    let mut outcome: Option<RunOutcome> = None;
+    let mut calls = std::collections::HashMap::new();
+    {
+        let events = session.run_streaming(&prompt);
+        futures::pin_mut!(events);
+        while let Some(event) = events.next().await {
+            match event {
+                AgentEvent::MessageAdded { message } if format == OutputFormat::StreamJson => {
+                    print_json(&message_object(&message, &session_id));
+                }
+                AgentEvent::ToolCallStarted { id, input, .. } => {
+                    calls.insert(id, input);
+                }
+                AgentEvent::ToolCallFinished {
+                    id,
+                    name,
+                    output,
+                    is_error,
+                    duration,
+                } if format == OutputFormat::Text => {
+                    let input = calls.remove(&id).unwrap_or(Value::Null);
+                    progress(&finished_line(&name, &input, &output, is_error, duration));
+                }
+                AgentEvent::Warning { message } if format == OutputFormat::Text => {
+                    progress(&format!("warning: {message}"));
+                }
+                AgentEvent::Retrying {
+                    attempt,
+                    wait,
+                    error,
+                } if format == OutputFormat::Text => progress(&format!(
+                    "retrying ({attempt}) in {}: {error}",
+                    human_duration(wait)
+                )),
+                AgentEvent::Finished(done) => outcome = Some(done),
+                _ => {}
+            }
+        }
+    }
+    ctrl_c.abort();
+    let outcome =
+        outcome.ok_or_else(|| CliError::Run("the run ended without an outcome".into()))?;
+    if let Some(error) = session.persistence_error() {
+        progress(&format!(
+            "keel: warning: the session was not fully saved: {error}"
+        ));
+    }
+    match format {
+        OutputFormat::Text => {
+            if outcome.stop == Stop::Completed {
+                print_line(&outcome.text);
+            } else {
+                progress(&format!(
+                    "keel: the run ended ({}): {}",
+                    outcome.stop.name(),
+                    outcome.text
+                ));
+            }
+        }
+        OutputFormat::Json | OutputFormat::StreamJson => {
+            print_json(&result_object(&outcome, &session_id, started.elapsed()));
+        }
+    }
+    Ok(if outcome.stop == Stop::Completed {
+        0
+    } else {
+        1
+    })
+}
+
+/// The name `--sandbox` takes for `mode`.
+pub fn sandbox_name(mode: keel_sandbox::SandboxMode) -> &'static str {
+    match mode {
+        keel_sandbox::SandboxMode::ReadOnly => "read-only",
+        keel_sandbox::SandboxMode::FullAccess => "full-access",
+        _ => "workspace-write",
+    }
+}

@@ -1,0 +1,90 @@
+//! The JSON objects `keel exec` prints, in the shapes of Claude Code's `--output-format json`
+//! and `stream-json`, so tools written for it read keel's too.
+
+use std::time::Duration;
+
+use keel_engine::{RunOutcome, Stop};
+use keel_provider::{Message, Role, Usage};
+use serde_json::{Value, json};
+
+/// `success`, `error_max_turns` or `error_during_execution`.
+pub fn result_subtype(stop: &Stop) -> &'static str {
+    match stop {
+        Stop::Completed => "success",
+        Stop::MaxIterations => "error_max_turns",
+        _ => "error_during_execution",
+    }
+}
+
+fn usage_json(usage: &Usage) -> Value {
+    json!({
+        "input_tokens": usage.input_tokens,
+        "output_tokens": usage.output_tokens,
+        "cache_creation_input_tokens": usage.cache_creation_input_tokens,
+        "cache_read_input_tokens": usage.cache_read_input_tokens,
+    })
+}
+
+/// The final `result` object.
+pub fn result_object(outcome: &RunOutcome, session_id: &str, duration: Duration) -> Value {
+    json!({
+        "type": "result",
+        "subtype": result_subtype(&outcome.stop),
+        "is_error": outcome.stop != Stop::Completed,
+        "result": outcome.text,
+        "num_turns": outcome.iterations,
+        "session_id": session_id,
+        "duration_ms": u64::try_from(duration.as_millis()).unwrap_or(u64::MAX),
+        "usage": usage_json(&outcome.usage),
+        "total_cost_usd": outcome.cost_usd,
+    })
+}
+
+/// What the `system`/`init` line says about the run.
+pub struct InitInfo<'a> {
+    /// The session's id.
+    pub session_id: &'a str,
+    /// The working directory.
+    pub cwd: &'a std::path::Path,
+    /// The model.
+    pub model: &'a str,
+    /// The provider's name.
+    pub provider: &'a str,
+    /// The tools' names.
+    pub tools: Vec<String>,
+    /// `ask`, `deny` or `allow`.
+    pub approvals: &'a str,
+    /// `workspace-write`, `read-only` or `full-access`.
+    pub sandbox: &'a str,
+}
+
+/// The first `stream-json` line.
+pub fn init_object(info: &InitInfo<'_>) -> Value {
+    json!({
+        "type": "system",
+        "subtype": "init",
+        "session_id": info.session_id,
+        "cwd": info.cwd,
+        "model": info.model,
+        "provider": info.provider,
+        "tools": info.tools,
+        "permissionMode": info.approvals,
+        "sandbox": info.sandbox,
+        "keel_version": env!("CARGO_PKG_VERSION"),
+    })
+}
+
+/// A `stream-json` line for a message added to the history: `assistant` for the model's,
+/// `user` for tool results (and a `Stop` hook's reason).
+pub fn message_object(message: &Message, session_id: &str) -> Value {
+    let kind = match message.role {
+        Role::Assistant => "assistant",
+        _ => "user",
+    };
+    json!({
+        "type": kind,
+        "message": message,
+        "parent_tool_use_id": null,
+        "session_id": session_id,
+    })
+}

@@ -1,0 +1,411 @@
+//! From flags, environment and config files to a provider, an agent and a session.
+//!
+//! Precedence: flags, then environment (`KEEL_PROVIDER`, `KEEL_MODEL`, base URLs), then the
+//! project's config, then the user's, then defaults.
+
+use std::fmt;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use keel_engine::{
+    Agent, Approver, Hooks, JsonlSessionStore, Session, SessionStore, gather_context, system_prompt,
+};
+use keel_provider::{AnthropicProvider, ApiKey, OpenAiProvider, Provider};
+use keel_sandbox::{PathSandbox, SandboxMode, SandboxPolicy, default_tools};
+
+use crate::cli::Options;
+use crate::config::{ApprovalMode, Config, ProviderKind};
+
+/// The default model of each provider kind.
+pub fn default_model(kind: ProviderKind) -> &'static str {
+    match kind {
+        ProviderKind::Anthropic => "claude-sonnet-4-5",
+        ProviderKind::Openai => "gpt-4.1",
+    }
+}
+
+/// The default cheap model of each provider kind.
+pub fn default_small_model(kind: ProviderKind) -> &'static str {
+    match kind {
+        ProviderKind::Anthropic => "claude-haiku-4-5",
+        ProviderKind::Openai => "gpt-4.1-mini",
+    }
+}
+
+/// Why keel stopped before or during a run; the exit code depends on which.
+#[derive(Debug)]
+pub enum CliError {
+    /// A bad flag, config or environment: exit 2.
+    Usage(String),
+    /// The run could not be done: exit 1.
+    Run(String),
+}
+
+impl CliError {
+    /// The process exit code.
+    pub fn exit_code(&self) -> u8 {
+        match self {
+            Self::Usage(_) => 2,
+            Self::Run(_) => 1,
+        }
+    }
+}
+
+impl fmt::Display for CliError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Usage(message) | Self::Run(message) => f.write_str(message),
+        }
+    }
+}
+
+/// Interactive or headless: they differ in the default approvals.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Mode {
+    /// The REPL.
+    Interactive,
+    /// `keel exec`.
+    Exec,
+}
+
+/// Which session to open.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SessionChoice {
+    /// A new one.
+    New,
+    /// Session ID.
+    Resume(String),
+    /// The newest in the working directory.
+    Latest,
+}
+
+/// Everything resolved, before the agent is built.
+pub struct Setup {
+    /// The working directory (canonical).
+    pub cwd: PathBuf,
+    /// `$KEEL_HOME`.
+    pub keel_home: PathBuf,
+    /// The merged config files.
+    pub config: Config,
+    /// The provider's name as chosen (`anthropic`, `openai` or a config name).
+    pub provider_name: String,
+    /// Its kind.
+    pub provider_kind: ProviderKind,
+    /// The provider.
+    pub provider: Arc<dyn Provider>,
+    /// The model.
+    pub model: String,
+    /// Approvals.
+    pub approvals: ApprovalMode,
+    /// The sandbox.
+    pub sandbox: SandboxMode,
+    /// The iteration limit.
+    pub max_iterations: u32,
+    /// The session store.
+    pub store: Arc<JsonlSessionStore>,
+    /// Paths the file tools may also read.
+    pub allow_read: Vec<PathBuf>,
+}
+
+/// `$KEEL_HOME`, else `~/.keel`.
+pub fn keel_home() -> Result<PathBuf, CliError> {
+    if let Some(home) = std::env::var_os("KEEL_HOME").filter(|v| !v.is_empty()) {
+        return Ok(PathBuf::from(home));
+    }
+    match std::env::var_os("HOME").filter(|v| !v.is_empty()) {
+        Some(home) => Ok(PathBuf::from(home).join(".keel")),
+        None => Err(CliError::Usage(
+            "neither KEEL_HOME nor HOME is set: set KEEL_HOME to a directory for keel's config \
+             and sessions"
+                .into(),
+        )),
+    }
+}
+
+/// The session store under `$KEEL_HOME/sessions`.
+pub fn session_store(keel_home: &Path) -> Arc<JsonlSessionStore> {
+    Arc::new(JsonlSessionStore::new(keel_home.join("sessions")))
+}
+
+fn env(name: &str) -> Option<String> {
+    std::env::var(name).ok().filter(|v| !v.trim().is_empty())
+}
+
+impl Setup {
+    /// Resolves flags, environment and config. `session` decides the working directory when
+    /// resuming (a session goes on where it started).
+    pub fn resolve(
+        options: &Options,
+        mode: Mode,
+        session: &SessionChoice,
+    ) -> Result<Self, CliError> {
+        let keel_home = keel_home()?;
+        let store = session_store(&keel_home);
+        let cwd = working_dir(options, session, &store)?;
+        let config =
+            Config::load(Some(&keel_home), &cwd).map_err(|err| CliError::Usage(err.to_string()))?;
+        let (provider_name, provider_kind, provider) = provider(options, &config)?;
+        let model = options
+            .model
+            .clone()
+            .or_else(|| env("KEEL_MODEL"))
+            .or_else(|| config.model.clone())
+            .unwrap_or_else(|| default_model(provider_kind).to_owned());
+        let approvals = if options.yes {
+            ApprovalMode::Allow
+        } else {
+            options
+                .approvals
+                .or(config.approvals)
+                .unwrap_or(match mode {
+                    Mode::Interactive => ApprovalMode::Ask,
+                    Mode::Exec => ApprovalMode::Deny,
+                })
+        };
+        let sandbox = options
+            .sandbox
+            .map(SandboxMode::from)
+            .or(config.sandbox)
+            .unwrap_or_default();
+        let max_iterations = options
+            .max_iterations
+            .or(config.max_iterations)
+            .unwrap_or(keel_engine::DEFAULT_MAX_ITERATIONS);
+        let mut allow_read = Vec::new();
+        for path in &options.allow_read {
+            let full = std::fs::canonicalize(path).map_err(|err| {
+                CliError::Usage(format!(
+                    "--allow-read {}: {err}; name an existing file or directory",
+                    path.display()
+                ))
+            })?;
+            allow_read.push(full);
+        }
+        Ok(Self {
+            cwd,
+            keel_home,
+            config,
+            provider_name,
+            provider_kind,
+            provider,
+            model,
+            approvals,
+            sandbox,
+            max_iterations,
+            store,
+            allow_read,
+        })
+    }
+
+    /// The sandbox policy for commands.
+    pub fn policy(&self) -> SandboxPolicy {
+        let mut policy = SandboxPolicy::with_mode(self.sandbox);
+        if let Some(secs) = self.config.tools.run_command_max_timeout_secs {
+            policy.max_command_timeout = Duration::from_secs(secs);
+        }
+        // Builds need their caches: cargo's registry and the usual per-user caches.
+        let home = std::env::var_os("HOME").map(PathBuf::from);
+        let cargo_home = std::env::var_os("CARGO_HOME")
+            .map(PathBuf::from)
+            .or_else(|| home.as_ref().map(|h| h.join(".cargo")));
+        policy.writable_roots.extend(cargo_home);
+        if let Some(home) = home {
+            policy.writable_roots.push(home.join(".cache"));
+            policy.writable_roots.push(home.join(".npm"));
+        }
+        policy
+    }
+
+    /// The agent: the built-in tools in the working directory, the system prompt with the
+    /// project's context, the config's rules and hooks (after `extra_hooks`), `approver`.
+    pub fn agent(
+        &self,
+        approver: impl Approver + 'static,
+        extra_hooks: Hooks,
+    ) -> Result<Agent, CliError> {
+        let usage = |message: String| CliError::Usage(message);
+        let mut sandbox = PathSandbox::new(&self.cwd)
+            .map_err(|err| usage(format!("{}: {err}", self.cwd.display())))?;
+        for path in &self.allow_read {
+            sandbox = sandbox
+                .allow_read(path)
+                .map_err(|err| usage(format!("--allow-read {}: {err}", path.display())))?;
+        }
+        let tools = default_tools(&sandbox, &self.policy())
+            .map_err(|err| CliError::Run(format!("the built-in tools: {err}")))?;
+        let config_file = || {
+            self.config
+                .files
+                .iter()
+                .map(|f| f.display().to_string())
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
+        let rules = self
+            .config
+            .permission_rules()
+            .map_err(|err| usage(format!("{}: {err}", config_file())))?;
+        let mut hooks = extra_hooks;
+        hooks.extend(
+            self.config
+                .hooks()
+                .map_err(|err| usage(format!("{}: {err}", config_file())))?,
+        );
+        let root = git2::Repository::discover(&self.cwd)
+            .ok()
+            .and_then(|repo| repo.workdir().map(Path::to_path_buf))
+            .unwrap_or_else(|| self.cwd.clone());
+        let prompt = system_prompt(&gather_context(&root, &self.cwd));
+        Agent::builder(self.provider.clone())
+            .model(&self.model)
+            .system_prompt(prompt)
+            .tools(tools)
+            .max_iterations(self.max_iterations)
+            .approver(approver)
+            .permissions(rules)
+            .hooks(hooks)
+            .session_store(self.store.clone())
+            .build()
+            .map_err(|err| usage(err.to_string()))
+    }
+
+    /// Opens the session `choice` names.
+    pub fn session(&self, agent: &Agent, choice: &SessionChoice) -> Result<Session, CliError> {
+        let result = match choice {
+            SessionChoice::New => agent.session(&self.cwd),
+            SessionChoice::Resume(id) => agent.resume(id),
+            SessionChoice::Latest => agent.resume_latest(&self.cwd),
+        };
+        result.map_err(|err| match choice {
+            SessionChoice::New => CliError::Run(format!("cannot start a session: {err}")),
+            _ => CliError::Usage(format!("cannot resume: {err}")),
+        })
+    }
+}
+
+/// The working directory: the resumed session's, else `-C`, else the current one.
+fn working_dir(
+    options: &Options,
+    session: &SessionChoice,
+    store: &JsonlSessionStore,
+) -> Result<PathBuf, CliError> {
+    let given = match &options.cwd {
+        Some(dir) => dir.clone(),
+        None => std::env::current_dir()
+            .map_err(|err| CliError::Usage(format!("the current directory: {err}")))?,
+    };
+    let dir = match session {
+        SessionChoice::Resume(id) => {
+            let loaded = store
+                .load(id)
+                .map_err(|err| CliError::Usage(format!("cannot resume: {err}")))?;
+            loaded.meta.cwd
+        }
+        _ => given,
+    };
+    let canonical = std::fs::canonicalize(&dir).map_err(|err| {
+        CliError::Usage(format!(
+            "working directory {}: {err}; pass an existing directory with -C",
+            dir.display()
+        ))
+    })?;
+    if !canonical.is_dir() {
+        return Err(CliError::Usage(format!(
+            "working directory {} is not a directory",
+            dir.display()
+        )));
+    }
+    Ok(canonical)
+}
+
+const NO_PROVIDER: &str = "no model provider configured: set ANTHROPIC_API_KEY, or \
+                           OPENAI_BASE_URL for a local server (see keel --help)";
+
+/// The provider the flags, environment and config name.
+fn provider(
+    options: &Options,
+    config: &Config,
+) -> Result<(String, ProviderKind, Arc<dyn Provider>), CliError> {
+    let usage = |message: String| CliError::Usage(message);
+    let named = options
+        .provider
+        .clone()
+        .or_else(|| env("KEEL_PROVIDER"))
+        .or_else(|| config.provider.clone());
+    let (name, kind, table) = match named {
+        Some(name) => match config.providers.get(&name) {
+            Some(table) => (name.clone(), table.kind, Some(table)),
+            None => match ProviderKind::from_name(&name) {
+                Some(kind) => (name, kind, None),
+                None => {
+                    let mut known = vec!["anthropic".to_owned(), "openai".to_owned()];
+                    known.extend(config.providers.keys().cloned());
+                    return Err(usage(format!(
+                        "unknown provider `{name}`: use one of {}, or define [providers.{name}] \
+                         in the config",
+                        known.join(", ")
+                    )));
+                }
+            },
+        },
+        None => {
+            if env("ANTHROPIC_API_KEY").is_some() {
+                ("anthropic".to_owned(), ProviderKind::Anthropic, None)
+            } else if env("OPENAI_BASE_URL").is_some() || env("OPENAI_API_KEY").is_some() {
+                ("openai".to_owned(), ProviderKind::Openai, None)
+            } else {
+                return Err(usage(NO_PROVIDER.into()));
+            }
+        }
+    };
+    let key_var = table
+        .and_then(|t| t.api_key_env.clone())
+        .unwrap_or_else(|| match kind {
+            ProviderKind::Anthropic => "ANTHROPIC_API_KEY".into(),
+            ProviderKind::Openai => "OPENAI_API_KEY".into(),
+        });
+    let key = ApiKey::from_env(&key_var);
+    let base_url = options
+        .base_url
+        .clone()
+        .or_else(|| table.and_then(|t| t.base_url.clone()))
+        .or_else(|| {
+            env(match kind {
+                ProviderKind::Anthropic => "ANTHROPIC_BASE_URL",
+                ProviderKind::Openai => "OPENAI_BASE_URL",
+            })
+        });
+    let bad_url = |url: &str, err: keel_provider::ProviderError| {
+        usage(format!(
+            "bad base URL `{url}` for provider `{name}`: {err}; give one like https://host/v1"
+        ))
+    };
+    let provider: Arc<dyn Provider> = match kind {
+        ProviderKind::Anthropic => {
+            let key = key.ok_or_else(|| {
+                usage(format!(
+                    "provider `{name}` needs an API key: set {key_var} (see keel --help)"
+                ))
+            })?;
+            let mut provider = AnthropicProvider::new(key).map_err(|err| usage(err.to_string()))?;
+            if let Some(url) = &base_url {
+                provider = provider
+                    .with_base_url(url)
+                    .map_err(|err| bad_url(url, err))?;
+            }
+            Arc::new(provider)
+        }
+        ProviderKind::Openai => {
+            let url = base_url.unwrap_or_else(|| "https://api.openai.com/v1".into());
+            if key.is_none() && url.contains("api.openai.com") {
+                return Err(usage(format!(
+                    "provider `{name}` needs an API key for api.openai.com: set {key_var}, or \
+                     OPENAI_BASE_URL for a local server"
+                )));
+            }
+            Arc::new(OpenAiProvider::new(&url, key).map_err(|err| bad_url(&url, err))?)
+        }
+    };
+    Ok((name, kind, provider))
+}

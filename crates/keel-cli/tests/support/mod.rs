@@ -1,0 +1,158 @@
+//! Helpers for running the built `keel` binary against wiremock in temporary repositories.
+
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+
+use keel_provider::{ContentBlock, StopReason, ToolUseResponse, Usage};
+use keel_test_support::render::{anthropic_sse, openai_sse};
+use keel_test_support::scripted::reply;
+use serde_json::Value;
+use tempfile::TempDir;
+
+/// The environment variables keel reads; cleared for every run so the host's never leak in.
+pub const KEEL_VARS: &[&str] = &[
+    "ANTHROPIC_API_KEY",
+    "ANTHROPIC_BASE_URL",
+    "OPENAI_API_KEY",
+    "OPENAI_BASE_URL",
+    "KEEL_PROVIDER",
+    "KEEL_MODEL",
+    "KEEL_HOME",
+    "NO_COLOR",
+];
+
+/// A fake key: what it looks like matters (it must never be printed), not what it opens.
+pub const FAKE_KEY: &str = "sk-ant-test-0123456789secret";
+
+/// A home for one test: `$HOME` and `$KEEL_HOME` in a temp dir.
+pub struct Home {
+    dir: TempDir,
+}
+
+impl Home {
+    pub fn new() -> Self {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(dir.path().join("keel")).unwrap();
+        Self { dir }
+    }
+
+    /// `$HOME`.
+    pub fn path(&self) -> &Path {
+        self.dir.path()
+    }
+
+    /// `$KEEL_HOME`.
+    pub fn keel_home(&self) -> PathBuf {
+        self.dir.path().join("keel")
+    }
+
+    /// Writes `$KEEL_HOME/config.toml`.
+    pub fn write_config(&self, text: &str) {
+        std::fs::write(self.keel_home().join("config.toml"), text).unwrap();
+    }
+
+    /// `keel` with a clean environment: this home, no provider variables, git identity
+    /// from the test repo.
+    pub fn keel(&self) -> Command {
+        let mut command = Command::new(env!("CARGO_BIN_EXE_keel"));
+        for var in KEEL_VARS {
+            command.env_remove(var);
+        }
+        command
+            .env("HOME", self.path())
+            .env("KEEL_HOME", self.keel_home())
+            .env("GIT_CONFIG_NOSYSTEM", "1")
+            .env("NO_COLOR", "1")
+            .stdin(Stdio::null());
+        command
+    }
+
+    /// `keel` talking to `server` as an Anthropic provider.
+    pub fn keel_anthropic(&self, server: &wiremock::MockServer) -> Command {
+        let mut command = self.keel();
+        command
+            .env("ANTHROPIC_API_KEY", FAKE_KEY)
+            .env("ANTHROPIC_BASE_URL", server.uri());
+        command
+    }
+
+    /// `keel` talking to `server` as an OpenAI-compatible provider (no key).
+    pub fn keel_openai(&self, server: &wiremock::MockServer) -> Command {
+        let mut command = self.keel();
+        command.env("OPENAI_BASE_URL", format!("{}/v1", server.uri()));
+        command
+    }
+}
+
+/// Runs `command` off the async runtime (the mock server keeps serving meanwhile).
+pub async fn run(mut command: Command) -> Output {
+    tokio::task::spawn_blocking(move || command.output().unwrap())
+        .await
+        .unwrap()
+}
+
+pub fn stdout(output: &Output) -> String {
+    String::from_utf8_lossy(&output.stdout).into_owned()
+}
+
+pub fn stderr(output: &Output) -> String {
+    String::from_utf8_lossy(&output.stderr).into_owned()
+}
+
+/// A reply with text.
+pub fn text(text: &str) -> ToolUseResponse {
+    with_usage(reply(vec![ContentBlock::text(text)], StopReason::EndTurn))
+}
+
+/// A reply with one tool call.
+pub fn tool_call(id: &str, name: &str, input: Value) -> ToolUseResponse {
+    with_usage(reply(
+        vec![ContentBlock::tool_use(id, name, input)],
+        StopReason::ToolUse,
+    ))
+}
+
+fn with_usage(mut reply: ToolUseResponse) -> ToolUseResponse {
+    reply.usage = Usage {
+        input_tokens: 100,
+        output_tokens: 20,
+        cache_creation_input_tokens: 0,
+        cache_read_input_tokens: 0,
+    };
+    reply
+}
+
+/// A server answering successive Anthropic requests with `replies`.
+pub async fn anthropic_server(replies: &[ToolUseResponse]) -> wiremock::MockServer {
+    keel_test_support::mock::serve_turns(
+        "/v1/messages",
+        replies.iter().map(anthropic_sse).collect(),
+    )
+    .await
+}
+
+/// A server answering successive OpenAI requests with `replies`.
+pub async fn openai_server(replies: &[ToolUseResponse]) -> wiremock::MockServer {
+    keel_test_support::mock::serve_turns(
+        "/v1/chat/completions",
+        replies.iter().map(openai_sse).collect(),
+    )
+    .await
+}
+
+/// Replaces what changes from run to run (session ids, durations, temp paths) so output can
+/// be snapshotted.
+pub fn redact(text: &str, paths: &[(&Path, &str)]) -> String {
+    let mut out = text.to_owned();
+    for (path, name) in paths {
+        out = out.replace(&path.display().to_string(), name);
+    }
+    let id = regex::Regex::new(r"\d{8}T\d{6}-[0-9a-z]{6}").unwrap();
+    let out = id.replace_all(&out, "[session-id]");
+    let ms = regex::Regex::new(r#""duration_ms":\d+"#).unwrap();
+    let out = ms.replace_all(&out, r#""duration_ms":"[ms]""#);
+    let took = regex::Regex::new(r"· \d+(\.\d+)? (ms|s)").unwrap();
+    took.replace_all(&out, "· [time]").into_owned()
+}
