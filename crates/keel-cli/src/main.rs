@@ -11,6 +11,7 @@ mod config;
 mod exec;
 mod output;
 mod render;
+mod repl;
 mod sessions;
 mod setup;
 
@@ -19,7 +20,7 @@ use std::process::ExitCode;
 use clap::Parser;
 
 use crate::cli::{Cli, Command};
-use crate::setup::CliError;
+use crate::setup::{CliError, SessionChoice};
 
 async fn dispatch(cli: Cli) -> Result<u8, CliError> {
     match cli.command {
