@@ -5,6 +5,7 @@ use std::time::Instant;
 
 use futures::StreamExt;
 use keel_engine::{AgentEvent, Hooks, RunOutcome, Stop};
+use keel_provider::ContentBlock;
 use serde_json::Value;
 
 use crate::approve::{AskFn, ModeApprover};
@@ -143,11 +144,16 @@ pub async fn run(options: &Options, args: ExecArgs) -> Result<u8, CliError> {
         futures::pin_mut!(events);
         while let Some(event) = events.next().await {
             match event {
-                AgentEvent::MessageAdded { message } if format == OutputFormat::StreamJson => {
-                    print_json(&message_object(&message, &session_id));
-                }
-                AgentEvent::ToolCallStarted { id, input, .. } => {
-                    calls.insert(id, input);
+                AgentEvent::MessageAdded { message } => {
+                    // Every call's input, also of calls denied before they start.
+                    for block in &message.content {
+                        if let ContentBlock::ToolUse { id, input, .. } = block {
+                            calls.insert(id.clone(), input.clone());
+                        }
+                    }
+                    if format == OutputFormat::StreamJson {
+                        print_json(&message_object(&message, &session_id));
+                    }
                 }
                 AgentEvent::ToolCallFinished {
                     id,

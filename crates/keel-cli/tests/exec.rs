@@ -26,3 +26,548 @@ async fn text_output_prints_the_answer_and_one_progress_line_per_call() {
     let progress = redact(&stderr(&output), &[]);
     insta::assert_snapshot!(progress, @"✓ read_file(notes.txt) · 2 lines · [time]");
 }
+
+/// The output lines as JSON values, with volatile fields replaced.
+fn json_lines(output: &str, repo: &std::path::Path) -> Vec<Value> {
+    let repo = std::fs::canonicalize(repo).unwrap();
+    redact(output, &[(&repo, "[repo]")])
+        .lines()
+        .map(|line| serde_json::from_str(line).unwrap())
+        .collect()
+}
+
+#[tokio::test]
+async fn json_output_is_one_result_object_in_claude_codes_shape() {
+    let repo = TempRepo::new();
+    repo.write("notes.txt", "alpha\n");
+    let home = Home::new();
+    let server = anthropic_server(&[
+        tool_call("toolu_1", "read_file", json!({"path": "notes.txt"})),
+        text("It says alpha."),
+    ])
+    .await;
+    let mut command = home.keel_anthropic(&server);
+    command.current_dir(repo.path()).args([
+        "exec",
+        "--output-format",
+        "json",
+        "What do the notes say?",
+    ]);
+    let output = run(command).await;
+    assert_eq!(output.status.code(), Some(0), "stderr: {}", stderr(&output));
+    assert_eq!(stderr(&output), "", "json mode prints nothing else");
+    let lines = json_lines(&stdout(&output), &repo.path());
+    assert_eq!(lines.len(), 1, "exactly one object: {lines:?}");
+    insta::assert_json_snapshot!("json_result", lines[0]);
+}
+
+#[tokio::test]
+async fn stream_json_prints_init_each_message_and_the_result() {
+    let repo = TempRepo::new();
+    repo.write("notes.txt", "alpha\n");
+    let home = Home::new();
+    let server = anthropic_server(&[
+        tool_call("toolu_1", "read_file", json!({"path": "notes.txt"})),
+        text("It says alpha."),
+    ])
+    .await;
+    let mut command = home.keel_anthropic(&server);
+    command.current_dir(repo.path()).args([
+        "exec",
+        "--output-format",
+        "stream-json",
+        "What do the notes say?",
+    ]);
+    let output = run(command).await;
+    assert_eq!(output.status.code(), Some(0), "stderr: {}", stderr(&output));
+    let lines = json_lines(&stdout(&output), &repo.path());
+    let types: Vec<&str> = lines.iter().map(|l| l["type"].as_str().unwrap()).collect();
+    assert_eq!(
+        types,
+        ["system", "assistant", "user", "assistant", "result"]
+    );
+    insta::assert_json_snapshot!("stream_json", lines);
+}
+
+#[tokio::test]
+async fn the_openai_back_end_gives_the_same_json_result() {
+    let repo = TempRepo::new();
+    repo.write("notes.txt", "alpha\n");
+    let home = Home::new();
+    let server = openai_server(&[
+        tool_call("call_1", "read_file", json!({"path": "notes.txt"})),
+        text("It says alpha."),
+    ])
+    .await;
+    let mut command = home.keel_openai(&server);
+    command.current_dir(repo.path()).args([
+        "exec",
+        "--model",
+        "qwen3:8b",
+        "--output-format",
+        "json",
+        "Notes?",
+    ]);
+    let output = run(command).await;
+    assert_eq!(output.status.code(), Some(0), "stderr: {}", stderr(&output));
+    let result = &json_lines(&stdout(&output), &repo.path())[0];
+    assert_eq!(result["subtype"], "success");
+    assert_eq!(result["result"], "It says alpha.");
+    assert_eq!(result["num_turns"], 2);
+    // A local model has no known price: the cost is null, never guessed.
+    assert_eq!(result["total_cost_usd"], Value::Null);
+    let bodies = keel_test_support::mock::request_bodies(&server).await;
+    assert_eq!(bodies[0]["model"], "qwen3:8b");
+}
+
+#[tokio::test]
+async fn the_prompt_can_come_from_stdin() {
+    let repo = TempRepo::new();
+    let home = Home::new();
+    let server = anthropic_server(&[text("Read you.")]).await;
+    let mut command = home.keel_anthropic(&server);
+    command
+        .current_dir(repo.path())
+        .args(["exec", "-"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped());
+    let output = tokio::task::spawn_blocking(move || {
+        use std::io::Write;
+        let mut child = command.spawn().unwrap();
+        child
+            .stdin
+            .take()
+            .unwrap()
+            .write_all(b"Do you read me\nover two lines?")
+            .unwrap();
+        child.wait_with_output().unwrap()
+    })
+    .await
+    .unwrap();
+    assert_eq!(output.status.code(), Some(0), "stderr: {}", stderr(&output));
+    assert_eq!(stdout(&output), "Read you.\n");
+    let bodies = keel_test_support::mock::request_bodies(&server).await;
+    assert_eq!(
+        bodies[0]["messages"][0]["content"][0]["text"],
+        "Do you read me\nover two lines?"
+    );
+}
+
+#[tokio::test]
+async fn the_iteration_limit_is_error_max_turns_and_exit_1() {
+    let repo = TempRepo::new();
+    repo.write("a.txt", "a\n");
+    let home = Home::new();
+    let server = anthropic_server(&[
+        tool_call("toolu_1", "read_file", json!({"path": "a.txt"})),
+        tool_call("toolu_2", "read_file", json!({"path": "a.txt"})),
+    ])
+    .await;
+    let mut command = home.keel_anthropic(&server);
+    command.current_dir(repo.path()).args([
+        "exec",
+        "--max-iterations",
+        "2",
+        "--output-format",
+        "json",
+        "Loop",
+    ]);
+    let output = run(command).await;
+    assert_eq!(output.status.code(), Some(1));
+    let result = &json_lines(&stdout(&output), &repo.path())[0];
+    assert_eq!(result["subtype"], "error_max_turns");
+    assert_eq!(result["is_error"], true);
+    assert_eq!(result["num_turns"], 2);
+}
+
+#[tokio::test]
+async fn a_recorded_refusal_is_an_error_and_exit_1() {
+    let repo = TempRepo::new();
+    let home = Home::new();
+    let server = keel_test_support::mock::serve_sse(
+        "/v1/messages",
+        keel_test_support::wire::wire_bytes("anthropic/refusal_response.sse"),
+    )
+    .await;
+    let mut command = home.keel_anthropic(&server);
+    command
+        .current_dir(repo.path())
+        .args(["exec", "Do something bad"]);
+    let output = run(command).await;
+    assert_eq!(output.status.code(), Some(1));
+    assert_eq!(stdout(&output), "", "no answer on stdout");
+    let err = stderr(&output);
+    assert!(err.starts_with("keel: the run ended (refused): "), "{err}");
+}
+
+#[tokio::test]
+async fn a_provider_failure_is_error_during_execution_and_exit_1() {
+    let repo = TempRepo::new();
+    let home = Home::new();
+    let server = wiremock::MockServer::start().await;
+    wiremock::Mock::given(wiremock::matchers::method("POST"))
+        .respond_with(keel_test_support::mock::error_response(
+            401,
+            "authentication_error",
+            "invalid x-api-key",
+        ))
+        .mount(&server)
+        .await;
+    let mut command = home.keel_anthropic(&server);
+    command
+        .current_dir(repo.path())
+        .args(["exec", "--output-format", "json", "Hi"]);
+    let output = run(command).await;
+    assert_eq!(output.status.code(), Some(1));
+    let result = &json_lines(&stdout(&output), &repo.path())[0];
+    assert_eq!(result["subtype"], "error_during_execution");
+    assert!(
+        result["result"]
+            .as_str()
+            .unwrap()
+            .contains("invalid x-api-key")
+    );
+    assert!(!stdout(&output).contains(FAKE_KEY) && !stderr(&output).contains(FAKE_KEY));
+}
+
+#[tokio::test]
+async fn no_provider_is_one_line_and_exit_2() {
+    let repo = TempRepo::new();
+    let home = Home::new();
+    let mut command = home.keel();
+    command.current_dir(repo.path()).args(["exec", "Hi"]);
+    let output = run(command).await;
+    assert_eq!(output.status.code(), Some(2));
+    assert_eq!(stdout(&output), "");
+    assert_eq!(
+        stderr(&output),
+        "keel: no model provider configured: set ANTHROPIC_API_KEY, or OPENAI_BASE_URL for a \
+         local server (see keel --help)\n"
+    );
+}
+
+#[tokio::test]
+async fn usage_and_config_errors_are_one_line_and_exit_2() {
+    let repo = TempRepo::new();
+    let home = Home::new();
+    let server = anthropic_server(&[text("unused")]).await;
+    let keel_home = home.keel_home();
+    let cases: Vec<(Vec<&str>, Option<&str>, String)> = vec![
+        (
+            vec!["exec", "Hi"],
+            Some("[providers.local]\nkind = \"openai\"\nbase_uri = \"http://x\"\n"),
+            format!(
+                "keel: {}:3: unknown key `base_uri` in `providers.local`; allowed keys: kind, \
+                 base_url, api_key_env",
+                keel_home.join("config.toml").display()
+            ),
+        ),
+        (
+            vec!["exec", "Hi"],
+            Some("approvals = \"sometimes\"\n"),
+            format!(
+                "keel: {}:1: bad value `sometimes` for `approvals`; allowed values: ask, deny, \
+                 allow",
+                keel_home.join("config.toml").display()
+            ),
+        ),
+        (
+            vec!["exec", "--provider", "mistral", "Hi"],
+            None,
+            "keel: unknown provider `mistral`: use one of anthropic, openai, or define \
+             [providers.mistral] in the config"
+                .into(),
+        ),
+        (
+            vec!["exec", "-C", "/no/such/dir", "Hi"],
+            None,
+            "keel: working directory /no/such/dir: No such file or directory (os error 2); pass \
+             an existing directory with -C"
+                .into(),
+        ),
+        (
+            vec!["exec", "--resume", "20990101T000000-abcdef", "Hi"],
+            None,
+            "keel: cannot resume: no session \"20990101T000000-abcdef\"; `keel sessions` lists \
+             the existing ones"
+                .into(),
+        ),
+        (
+            vec!["exec", "--allow-read", "/no/such/path", "Hi"],
+            None,
+            "keel: --allow-read /no/such/path: No such file or directory (os error 2); name an \
+             existing file or directory"
+                .into(),
+        ),
+        (
+            vec!["exec", "   "],
+            None,
+            "keel: the prompt is empty: say what keel should do".into(),
+        ),
+    ];
+    for (args, config, expected) in cases {
+        match config {
+            Some(text) => home.write_config(text),
+            None => {
+                let _ = std::fs::remove_file(keel_home.join("config.toml"));
+            }
+        }
+        let mut command = home.keel_anthropic(&server);
+        command.current_dir(repo.path()).args(&args);
+        let output = run(command).await;
+        assert_eq!(
+            output.status.code(),
+            Some(2),
+            "{args:?}: {}",
+            stderr(&output)
+        );
+        assert_eq!(stderr(&output), format!("{expected}\n"), "{args:?}");
+    }
+    // Flag errors come from the parser: exit 2 too, naming the flag.
+    let mut command = home.keel_anthropic(&server);
+    command.args(["exec", "--approvals", "maybe", "Hi"]);
+    let output = run(command).await;
+    assert_eq!(output.status.code(), Some(2));
+    assert!(stderr(&output).contains("invalid value 'maybe' for '--approvals <MODE>'"));
+    assert!(
+        keel_test_support::mock::request_bodies(&server)
+            .await
+            .is_empty(),
+        "no model call on a usage error"
+    );
+}
+
+#[tokio::test]
+async fn approvals_deny_refuses_git_commit_and_the_model_is_told() {
+    let repo = TempRepo::new();
+    repo.write("a.txt", "changed\n");
+    let head = repo.head();
+    let home = Home::new();
+    let server = anthropic_server(&[
+        tool_call(
+            "toolu_1",
+            "git_commit",
+            json!({"message": "Commit it", "all": true}),
+        ),
+        text("I could not commit."),
+    ])
+    .await;
+    let mut command = home.keel_anthropic(&server);
+    command
+        .current_dir(repo.path())
+        .args(["exec", "--approvals", "deny", "Commit the change"]);
+    let output = run(command).await;
+    assert_eq!(output.status.code(), Some(0), "stderr: {}", stderr(&output));
+    assert_eq!(repo.head(), head, "no commit was made");
+    let bodies = keel_test_support::mock::request_bodies(&server).await;
+    let result = &bodies[1]["messages"][2]["content"][0];
+    assert_eq!(result["type"], "tool_result");
+    assert_eq!(result["is_error"], true);
+    assert!(
+        result["content"].as_str().unwrap().contains("denied"),
+        "{result}"
+    );
+    assert!(stderr(&output).contains("✗ git_commit(Commit it)"));
+}
+
+#[tokio::test]
+async fn yes_lets_git_commit_run() {
+    let repo = TempRepo::new();
+    repo.write("a.txt", "changed\n");
+    let head = repo.head();
+    let home = Home::new();
+    let server = anthropic_server(&[
+        tool_call(
+            "toolu_1",
+            "git_commit",
+            json!({"message": "Commit it", "all": true}),
+        ),
+        text("Committed."),
+    ])
+    .await;
+    let mut command = home.keel_anthropic(&server);
+    command
+        .current_dir(repo.path())
+        .args(["exec", "-y", "Commit"]);
+    let output = run(command).await;
+    assert_eq!(output.status.code(), Some(0), "stderr: {}", stderr(&output));
+    assert_ne!(repo.head(), head);
+    assert!(repo.head_message().starts_with("Commit it"));
+}
+
+#[tokio::test]
+async fn allow_read_opens_one_outside_directory_to_the_file_tools() {
+    let repo = TempRepo::new();
+    let outside = tempfile::tempdir().unwrap();
+    std::fs::write(outside.path().join("spec.md"), "the spec\n").unwrap();
+    let spec = outside.path().join("spec.md").display().to_string();
+    let home = Home::new();
+    let replies = [
+        tool_call("toolu_1", "read_file", json!({"path": spec})),
+        text("Done."),
+    ];
+    for (flag, expect_error) in [(true, false), (false, true)] {
+        let server = anthropic_server(&replies).await;
+        let mut command = home.keel_anthropic(&server);
+        command.current_dir(repo.path()).arg("exec");
+        if flag {
+            command.arg("--allow-read").arg(outside.path());
+        }
+        command.arg("Read the spec");
+        let output = run(command).await;
+        assert_eq!(output.status.code(), Some(0), "stderr: {}", stderr(&output));
+        let bodies = keel_test_support::mock::request_bodies(&server).await;
+        let result = &bodies[1]["messages"][2]["content"][0];
+        let is_error = result["is_error"].as_bool().unwrap_or(false);
+        assert_eq!(is_error, expect_error, "flag {flag}: {result}");
+        if flag {
+            assert!(result["content"].as_str().unwrap().contains("the spec"));
+        }
+    }
+}
+
+#[tokio::test]
+async fn resume_continues_a_saved_session_with_its_history() {
+    let repo = TempRepo::new();
+    let home = Home::new();
+    let server = anthropic_server(&[text("My name is keel."), text("You asked my name.")]).await;
+    let mut first = home.keel_anthropic(&server);
+    first
+        .current_dir(repo.path())
+        .args(["exec", "--output-format", "json", "What is your name?"]);
+    let output = run(first).await;
+    assert_eq!(output.status.code(), Some(0), "stderr: {}", stderr(&output));
+    let result: Value = serde_json::from_slice(&output.stdout).unwrap();
+    let id = result["session_id"].as_str().unwrap().to_owned();
+
+    // From another directory: a resumed session goes on where it started.
+    let mut second = home.keel_anthropic(&server);
+    second.current_dir(home.path()).args([
+        "exec",
+        "--resume",
+        &id,
+        "--output-format",
+        "json",
+        "What did I ask?",
+    ]);
+    let output = run(second).await;
+    assert_eq!(output.status.code(), Some(0), "stderr: {}", stderr(&output));
+    let result: Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(result["session_id"], id.as_str());
+    assert_eq!(result["result"], "You asked my name.");
+    let bodies = keel_test_support::mock::request_bodies(&server).await;
+    let texts: Vec<&str> = bodies[1]["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["content"][0]["text"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        texts,
+        ["What is your name?", "My name is keel.", "What did I ask?"]
+    );
+
+    // --continue picks the newest session of the directory.
+    let server = anthropic_server(&[text("Third.")]).await;
+    let mut third = home.keel_anthropic(&server);
+    third.current_dir(repo.path()).args([
+        "exec",
+        "--continue",
+        "--output-format",
+        "json",
+        "And now?",
+    ]);
+    let output = run(third).await;
+    assert_eq!(output.status.code(), Some(0), "stderr: {}", stderr(&output));
+    let result: Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(result["session_id"], id.as_str());
+
+    // `keel sessions` lists it, and no file under KEEL_HOME holds the key.
+    let mut list = home.keel();
+    list.arg("sessions");
+    let output = run(list).await;
+    assert_eq!(output.status.code(), Some(0));
+    let listing = stdout(&output);
+    assert_eq!(listing.lines().count(), 1, "{listing}");
+    assert!(listing.starts_with(&id));
+    assert!(listing.contains("What is your name?"));
+    assert!(listing.contains("completed"));
+    for entry in std::fs::read_dir(home.keel_home().join("sessions")).unwrap() {
+        let text = std::fs::read_to_string(entry.unwrap().path()).unwrap();
+        assert!(!text.contains(FAKE_KEY));
+    }
+}
+
+#[tokio::test]
+async fn a_named_provider_from_the_config_and_read_only_sandbox() {
+    let repo = TempRepo::new();
+    let home = Home::new();
+    let server = openai_server(&[text("Hello from the local model.")]).await;
+    home.write_config(&format!(
+        "provider = \"local\"\nmodel = \"llama3\"\nsandbox = \"read-only\"\n\n\
+         [providers.local]\nkind = \"openai\"\nbase_url = \"{}/v1\"\napi_key_env = \"LOCAL_KEY\"\n",
+        server.uri()
+    ));
+    let mut command = home.keel();
+    command
+        .current_dir(repo.path())
+        .env("LOCAL_KEY", "local-secret-key")
+        .args(["exec", "--output-format", "stream-json", "Hi"]);
+    let output = run(command).await;
+    assert_eq!(output.status.code(), Some(0), "stderr: {}", stderr(&output));
+    let lines = json_lines(&stdout(&output), &repo.path());
+    assert_eq!(lines[0]["provider"], "local");
+    assert_eq!(lines[0]["model"], "llama3");
+    assert_eq!(lines[0]["sandbox"], "read-only");
+    let tools: Vec<&str> = lines[0]["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t.as_str().unwrap())
+        .collect();
+    assert!(
+        !tools.contains(&"write_file") && tools.contains(&"read_file"),
+        "{tools:?}"
+    );
+    let requests = server.received_requests().await.unwrap();
+    assert_eq!(
+        requests[0].headers.get("authorization").unwrap(),
+        "Bearer local-secret-key"
+    );
+    // Flags beat the config: --model wins.
+    let server2 = openai_server(&[text("ok")]).await;
+    home.write_config(&format!(
+        "provider = \"local\"\nmodel = \"llama3\"\n[providers.local]\nkind = \"openai\"\nbase_url = \"{}/v1\"\n",
+        server2.uri()
+    ));
+    let mut command = home.keel();
+    command
+        .current_dir(repo.path())
+        .args(["exec", "--model", "other", "Hi"]);
+    let output = run(command).await;
+    assert_eq!(output.status.code(), Some(0), "stderr: {}", stderr(&output));
+    let bodies = keel_test_support::mock::request_bodies(&server2).await;
+    assert_eq!(bodies[0]["model"], "other");
+}
+
+#[tokio::test]
+async fn version_and_help() {
+    let home = Home::new();
+    let mut command = home.keel();
+    command.arg("--version");
+    let output = run(command).await;
+    assert_eq!(output.status.code(), Some(0));
+    assert_eq!(
+        stdout(&output),
+        format!("keel {}\n", env!("CARGO_PKG_VERSION"))
+    );
+    let mut command = home.keel();
+    command.arg("--help");
+    let output = run(command).await;
+    insta::assert_snapshot!("help", stdout(&output));
+    let mut command = home.keel();
+    command.args(["exec", "--help"]);
+    let output = run(command).await;
+    insta::assert_snapshot!("exec_help", stdout(&output));
+}
