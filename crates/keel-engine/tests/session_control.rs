@@ -1,0 +1,139 @@
+//! What hosts steer between runs: the model, compaction on demand, and the messages a run
+//! adds, reported as they are added.
+
+// Tests report failures by panicking.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use std::sync::Arc;
+
+use futures::StreamExt;
+use keel_engine::compaction::SUMMARY_HEADER;
+use keel_engine::history::check_pairing;
+use keel_engine::{
+    Agent, AgentEvent, CompactionError, CompactionPolicy, MemorySessionStore, SessionStore, Stop,
+};
+use keel_provider::{ContentBlock, Role};
+use keel_sandbox::{PathSandbox, SandboxPolicy, default_tools};
+use keel_test_support::scripted::ScriptedProvider;
+use serde_json::json;
+
+fn agent(model: ScriptedProvider, dir: &std::path::Path) -> (Agent, Arc<MemorySessionStore>) {
+    let store = Arc::new(MemorySessionStore::new());
+    let agent = Agent::builder(Arc::new(model))
+        .model("claude-sonnet-4-5")
+        .tools(default_tools(&PathSandbox::new(dir).unwrap(), &SandboxPolicy::default()).unwrap())
+        .session_store(store.clone())
+        .compaction(CompactionPolicy {
+            keep_recent_messages: 2,
+            ..CompactionPolicy::default()
+        })
+        .build()
+        .unwrap();
+    (agent, store)
+}
+
+#[tokio::test]
+async fn each_added_message_is_reported_in_order() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("a.txt"), "alpha\n").unwrap();
+    let model = ScriptedProvider::new()
+        .then_tool_call("call_1", "read_file", json!({"path": "a.txt"}))
+        .then_text("It says alpha.");
+    let (agent, _) = agent(model, dir.path());
+    let mut session = agent.session(dir.path()).unwrap();
+    let events: Vec<AgentEvent> = session.run_streaming("Read a.txt").collect().await;
+    let added: Vec<_> = events
+        .iter()
+        .filter_map(|e| match e {
+            AgentEvent::MessageAdded { message } => Some(message.clone()),
+            _ => None,
+        })
+        .collect();
+    // Everything after the prompt, exactly as the history holds it.
+    assert_eq!(added.as_slice(), &session.history()[1..]);
+    let roles: Vec<Role> = added.iter().map(|m| m.role).collect();
+    assert_eq!(roles, [Role::Assistant, Role::User, Role::Assistant]);
+    assert!(matches!(
+        &added[1].content[0],
+        ContentBlock::ToolResult { tool_use_id, is_error: false, .. } if tool_use_id == "call_1"
+    ));
+    // A result is reported after its call finished, and the run's end comes last.
+    let finished = events
+        .iter()
+        .position(|e| matches!(e, AgentEvent::ToolCallFinished { .. }))
+        .unwrap();
+    let results = events
+        .iter()
+        .position(
+            |e| matches!(e, AgentEvent::MessageAdded { message } if message.role == Role::User),
+        )
+        .unwrap();
+    assert!(finished < results);
+    assert!(matches!(events.last(), Some(AgentEvent::Finished(_))));
+}
+
+#[tokio::test]
+async fn set_model_changes_the_next_request_and_keeps_the_history() {
+    let dir = tempfile::tempdir().unwrap();
+    let model = Arc::new(ScriptedProvider::new().then_text("one").then_text("two"));
+    let agent = Agent::builder(model.clone())
+        .model("claude-sonnet-4-5")
+        .build()
+        .unwrap();
+    let mut session = agent.session(dir.path()).unwrap();
+    assert_eq!(session.model(), "claude-sonnet-4-5");
+    session.run("first").await;
+    session.set_model("claude-haiku-4-5");
+    assert_eq!(session.model(), "claude-haiku-4-5");
+    let outcome = session.run("second").await;
+    assert_eq!(outcome.text, "two");
+    let requests = model.requests();
+    assert_eq!(requests[0].model, "claude-sonnet-4-5");
+    assert_eq!(requests[1].model, "claude-haiku-4-5");
+    assert_eq!(requests[1].messages.len(), 3);
+    // The agent the session came from is unchanged.
+    assert_eq!(agent.model(), "claude-sonnet-4-5");
+}
+
+#[tokio::test]
+async fn compact_now_summarizes_older_turns_and_logs_the_result() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("a.txt"), "alpha\n").unwrap();
+    let model = ScriptedProvider::new()
+        .then_tool_call("call_1", "read_file", json!({"path": "a.txt"}))
+        .then_text("It says alpha.")
+        .then_text("Second answer.")
+        .then_text("Summary: a.txt was read; it says alpha.");
+    let (agent, store) = agent(model, dir.path());
+    let mut session = agent.session(dir.path()).unwrap();
+    assert_eq!(session.run("Read a.txt").await.stop, Stop::Completed);
+    assert_eq!(session.run("And again?").await.stop, Stop::Completed);
+    let before = session.history().len();
+    let compacted = session.compact_now().await.unwrap();
+    assert!(
+        compacted.after_tokens < compacted.before_tokens,
+        "{compacted:?}"
+    );
+    assert!(session.history().len() < before);
+    check_pairing(session.history()).unwrap();
+    let all_text: String = session.history().iter().map(|m| m.text()).collect();
+    assert!(all_text.contains(SUMMARY_HEADER), "{all_text}");
+    assert!(all_text.contains("Summary: a.txt was read"), "{all_text}");
+    // The original request stays verbatim.
+    assert_eq!(session.history()[0].text(), "Read a.txt");
+    // The session file holds the compacted history: a resume sees the same.
+    let loaded = store.load(session.id()).unwrap();
+    assert_eq!(loaded.messages.as_slice(), session.history());
+}
+
+#[tokio::test]
+async fn compact_now_on_a_short_history_says_there_is_nothing_to_compact() {
+    let dir = tempfile::tempdir().unwrap();
+    let (agent, _) = agent(ScriptedProvider::new().then_text("hi"), dir.path());
+    let mut session = agent.session(dir.path()).unwrap();
+    session.run("hello").await;
+    let history = session.history().to_vec();
+    let err = session.compact_now().await.unwrap_err();
+    assert!(matches!(err, CompactionError::NothingToCompact), "{err}");
+    assert_eq!(session.history(), history.as_slice(), "nothing lost");
+}
