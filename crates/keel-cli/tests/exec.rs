@@ -1,5 +1,8 @@
 //! `keel exec` run as a process against wiremock, in temporary git repositories.
 
+// Tests report failures by panicking.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
 mod support;
 
 use keel_test_support::git::TempRepo;

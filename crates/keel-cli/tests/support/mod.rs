@@ -1,6 +1,7 @@
 //! Helpers for running the built `keel` binary against wiremock in temporary repositories.
 
-#![allow(dead_code)]
+// Test helpers: a setup failure is a test failure. Each test binary uses a part of them.
+#![allow(dead_code, clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
