@@ -574,3 +574,53 @@ async fn version_and_help() {
     let output = run(command).await;
     insta::assert_snapshot!("exec_help", stdout(&output));
 }
+
+#[tokio::test]
+async fn permission_rules_and_hooks_from_the_project_config_apply() {
+    let repo = TempRepo::new();
+    repo.write("a.txt", "changed\n");
+    let head = repo.head();
+    // The project allows git_commit even though exec denies gated calls, and a hook blocks
+    // every write_file with exit 2 and a reason the model reads.
+    repo.write(
+        ".keel/config.toml",
+        "[permissions]\nallow = [\"git_commit\"]\n\n[[hooks]]\nevent = \"PreToolUse\"\n\
+         matcher = \"write_file\"\ncommand = \"echo 'no writes today' >&2; exit 2\"\n",
+    );
+    let home = Home::new();
+    let server = anthropic_server(&[
+        tool_call(
+            "toolu_1",
+            "write_file",
+            json!({"path": "b.txt", "content": "new\n"}),
+        ),
+        tool_call(
+            "toolu_2",
+            "git_commit",
+            json!({"message": "Commit it", "all": true}),
+        ),
+        text("Done."),
+    ])
+    .await;
+    let mut command = home.keel_anthropic(&server);
+    command
+        .current_dir(repo.path())
+        .args(["exec", "Write and commit"]);
+    let output = run(command).await;
+    assert_eq!(output.status.code(), Some(0), "stderr: {}", stderr(&output));
+    assert!(
+        !repo.path().join("b.txt").exists(),
+        "the hook blocked the write"
+    );
+    assert_ne!(repo.head(), head, "the allow rule let the commit run");
+    let bodies = keel_test_support::mock::request_bodies(&server).await;
+    let blocked = &bodies[1]["messages"][2]["content"][0];
+    assert_eq!(blocked["is_error"], true);
+    assert!(
+        blocked["content"]
+            .as_str()
+            .unwrap()
+            .contains("no writes today"),
+        "{blocked}"
+    );
+}
