@@ -29,17 +29,8 @@ async fn dispatch(cli: Cli) -> Result<u8, CliError> {
             sessions::list(limit, &mut std::io::stdout().lock())?;
             Ok(0)
         }
-        Some(Command::Resume { id }) => {
-            let mut options = cli.options;
-            options.resume = Some(id);
-            Err(CliError::Usage(format!(
-                "interactive resume of {} is not available yet",
-                options.resume.unwrap_or_default()
-            )))
-        }
-        None => Err(CliError::Usage(
-            "the interactive session is not available yet".into(),
-        )),
+        Some(Command::Resume { id }) => repl::run(&cli.options, SessionChoice::Resume(id)).await,
+        None => repl::run(&cli.options, exec::session_choice(&cli.options)).await,
     }
 }
 

@@ -25,14 +25,6 @@ pub fn default_model(kind: ProviderKind) -> &'static str {
     }
 }
 
-/// The default cheap model of each provider kind.
-pub fn default_small_model(kind: ProviderKind) -> &'static str {
-    match kind {
-        ProviderKind::Anthropic => "claude-haiku-4-5",
-        ProviderKind::Openai => "gpt-4.1-mini",
-    }
-}
-
 /// Why keel stopped before or during a run; the exit code depends on which.
 #[derive(Debug)]
 pub enum CliError {
@@ -90,8 +82,6 @@ pub struct Setup {
     pub config: Config,
     /// The provider's name as chosen (`anthropic`, `openai` or a config name).
     pub provider_name: String,
-    /// Its kind.
-    pub provider_kind: ProviderKind,
     /// The provider.
     pub provider: Arc<dyn Provider>,
     /// The model.
@@ -187,7 +177,6 @@ impl Setup {
             keel_home,
             config,
             provider_name,
-            provider_kind,
             provider,
             model,
             approvals,

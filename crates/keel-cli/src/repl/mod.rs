@@ -1,9 +1,177 @@
-//! The interactive session (being written).
+//! The interactive session: read a line, run it (or a slash command), print what happens,
+//! again, until Ctrl-D, `/exit` or two Ctrl-C in a row at the prompt.
+//!
+//! The parts: [`input`] reads lines (the prompt with its history, and approval questions);
+//! [`turn`] runs one prompt, printing its events, Ctrl-C cancelling it; [`commands`] holds the
+//! slash commands; [`view`] prints, with colours and the spinner, and [`diff`] paints diffs;
+//! [`snapshot`] keeps files' contents from before a write, for its diff; [`worktree`] is
+//! `/diff` and [`totals`] is `/cost`.
 
+mod commands;
+mod diff;
+mod input;
+mod snapshot;
+mod totals;
+mod turn;
+mod view;
+mod worktree;
+
+use std::sync::Arc;
+
+use futures::FutureExt;
+use keel_engine::{Agent, HookEvent, Hooks, Session};
+
+use self::input::{Input, Line};
+use self::snapshot::{SnapshotHook, Snapshots, WRITE_TOOLS};
+use self::totals::Totals;
+use self::view::{Style, View};
+use self::worktree::Baseline;
+use crate::approve::ModeApprover;
 use crate::cli::Options;
-use crate::setup::{CliError, SessionChoice};
+use crate::setup::{CliError, Mode, SessionChoice, Setup};
+
+/// The prompt.
+const PROMPT: &str = "keel> ";
+
+/// Whether the loop goes on after a command.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Flow {
+    /// Read the next line.
+    Continue,
+    /// Leave.
+    Exit,
+}
+
+/// Everything the loop works with.
+struct Repl {
+    setup: Setup,
+    agent: Agent,
+    session: Session,
+    input: Input,
+    view: View,
+    snapshots: Snapshots,
+    totals: Totals,
+    /// Where the session started, for `/diff`; or why there is no such place.
+    baseline: Result<Baseline, String>,
+    /// Whether the session store's failure has been shown.
+    persistence_warned: bool,
+}
 
 /// Runs the interactive session; returns the exit code.
-pub async fn run(_options: &Options, _choice: SessionChoice) -> Result<u8, CliError> {
-    Err(CliError::Usage("the interactive session is not written yet".into()))
+pub async fn run(options: &Options, choice: SessionChoice) -> Result<u8, CliError> {
+    let setup = Setup::resolve(options, Mode::Interactive, &choice)?;
+    // From here on Ctrl-C never kills keel: it cancels a run, or is read at the prompt (where
+    // the terminal is in raw mode and Ctrl-C is a key).
+    let _ = tokio::signal::ctrl_c().now_or_never();
+    let view = View::new(Style::detect());
+    let input = Input::open(&setup.keel_home.join("history"), &view)?;
+    let snapshots = Snapshots::default();
+    let mut hooks = Hooks::new();
+    hooks
+        .add(
+            HookEvent::PreToolUse,
+            Some(WRITE_TOOLS),
+            Arc::new(SnapshotHook::new(snapshots.clone())),
+        )
+        .map_err(|err| CliError::Run(format!("the diff hook: {err}")))?;
+    let approver = ModeApprover::new(setup.approvals, Some(input.ask_fn(view.clone())));
+    let agent = setup.agent(approver, hooks)?;
+    let session = setup.session(&agent, &choice)?;
+    let baseline = worktree::baseline(&setup.cwd, session.id());
+    let mut repl = Repl {
+        setup,
+        agent,
+        session,
+        input,
+        view,
+        snapshots,
+        totals: Totals::default(),
+        baseline,
+        persistence_warned: false,
+    };
+    repl.banner(choice != SessionChoice::New);
+    repl.read_loop().await
+}
+
+impl Repl {
+    /// The first lines: version, model, provider, directory, session; then what to do.
+    fn banner(&self, resumed: bool) {
+        let style = self.view.style();
+        let mut session = format!("session {}", self.session.id());
+        if resumed {
+            let messages = self.session.history().len();
+            session.push_str(&format!(
+                " (resumed, {messages} message{})",
+                if messages == 1 { "" } else { "s" }
+            ));
+        }
+        let banner = format!(
+            "{} · {} · {} · {} · {session}",
+            style.bold(&format!("keel {}", env!("CARGO_PKG_VERSION"))),
+            self.session.model(),
+            self.setup.provider_name,
+            self.setup.cwd.display(),
+        );
+        self.view.line(&banner);
+        self.view.notice(
+            "Type a request, or /help for commands. Ctrl-C cancels a running turn; Ctrl-D exits.",
+        );
+    }
+
+    /// Reads and runs lines until the person leaves.
+    async fn read_loop(&mut self) -> Result<u8, CliError> {
+        let mut interrupts = 0u32;
+        loop {
+            self.view.before_prompt();
+            let line = self.input.read_line(PROMPT).await.map_err(CliError::Run)?;
+            let text = match line {
+                Line::Text(text) => text,
+                Line::Eof => break,
+                Line::Interrupted => {
+                    interrupts += 1;
+                    if interrupts >= 2 {
+                        break;
+                    }
+                    self.view
+                        .notice("(press Ctrl-C again or Ctrl-D to exit; /help lists commands)");
+                    continue;
+                }
+            };
+            interrupts = 0;
+            let text = text.trim();
+            if text.is_empty() {
+                continue;
+            }
+            if let Some(problem) = self.input.remember(text) {
+                self.view.warning(&problem);
+            }
+            match commands::parse(text) {
+                Some(command) => {
+                    if self.command(command).await == Flow::Exit {
+                        break;
+                    }
+                }
+                None => self.prompt(text).await,
+            }
+        }
+        self.view.end_line();
+        Ok(0)
+    }
+
+    /// Runs a prompt.
+    async fn prompt(&mut self, text: &str) {
+        let outcome = turn::run(&mut self.session, text, &self.view, &self.snapshots).await;
+        match outcome {
+            Some(outcome) => self.totals.add(&outcome.usage, outcome.cost_usd),
+            None => self.view.error("the run ended without an outcome"),
+        }
+        if let Some(error) = self.session.persistence_error()
+            && !self.persistence_warned
+        {
+            self.persistence_warned = true;
+            self.view.warning(&format!(
+                "warning: the session was not fully saved: {error}"
+            ));
+        }
+    }
 }

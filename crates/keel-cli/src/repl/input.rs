@@ -1,0 +1,183 @@
+//! Reading from the person: the line editor (rustyline) with its history file, used for the
+//! prompt and, through an [`AskFn`], for approval questions.
+
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, PoisonError};
+
+use rustyline::error::ReadlineError;
+use rustyline::history::{DefaultHistory, History};
+use rustyline::{
+    Cmd, ConditionalEventHandler, Config, Editor, Event, EventContext, EventHandler, KeyEvent,
+    Movement, RepeatCount,
+};
+
+use super::view::View;
+use crate::approve::AskFn;
+use crate::setup::CliError;
+
+/// How many lines the history keeps.
+const HISTORY_SIZE: usize = 1000;
+
+/// What the person did at a prompt.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Line {
+    /// Typed a line and pressed Enter.
+    Text(String),
+    /// Pressed Ctrl-C on an empty line (on a line with text, Ctrl-C clears it).
+    Interrupted,
+    /// Pressed Ctrl-D on an empty line (or stdin ended).
+    Eof,
+}
+
+/// The prompt's history, and where it is saved while that works. Its lock is held while any
+/// line is read, so that one editor at a time reads the terminal.
+struct Lines {
+    history: DefaultHistory,
+    file: Option<PathBuf>,
+}
+
+/// The line editor's settings and the prompt's history.
+///
+/// A line editor exists only while a line is read: rustyline sets its own `SIGINT` handler
+/// for as long as an editor lives, which would keep Ctrl-C from cancelling a run. Between
+/// lines the handler keel installed is back.
+pub struct Input {
+    config: Config,
+    lines: Arc<Mutex<Lines>>,
+}
+
+impl Input {
+    /// The prompt's editor settings, with the history in `history` (created, readable only by
+    /// its owner, if missing). A history that cannot be read or written is a warning on
+    /// `view`, not an error: the session goes on without it.
+    pub fn open(history: &Path, view: &View) -> Result<Self, CliError> {
+        let config = Config::builder()
+            .max_history_size(HISTORY_SIZE)
+            .and_then(|builder| builder.history_ignore_dups(true))
+            .map(|builder| builder.history_ignore_space(true).auto_add_history(false))
+            .map_err(|err| CliError::Run(format!("the line editor: {err}")))?
+            .build();
+        let mut lines = DefaultHistory::with_config(&config);
+        let usable = match prepare_history(history) {
+            Ok(()) => match lines.load(history) {
+                Ok(()) => true,
+                Err(err) => {
+                    view.warning(&format!(
+                        "cannot read the history {}: {err}; this session's lines are not saved",
+                        history.display()
+                    ));
+                    false
+                }
+            },
+            Err(err) => {
+                view.warning(&format!(
+                    "cannot create the history {}: {err}; this session's lines are not saved",
+                    history.display()
+                ));
+                false
+            }
+        };
+        Ok(Self {
+            config,
+            lines: Arc::new(Mutex::new(Lines {
+                history: lines,
+                file: usable.then(|| history.to_path_buf()),
+            })),
+        })
+    }
+
+    /// Reads one line after `prompt`, with the history, on a blocking thread. An error is one
+    /// line saying what failed.
+    pub async fn read_line(&self, prompt: &str) -> Result<Line, String> {
+        let config = self.config.clone();
+        let lines = self.lines.clone();
+        let prompt = prompt.to_owned();
+        let read = tokio::task::spawn_blocking(move || {
+            let mut lines = lines.lock().unwrap_or_else(PoisonError::into_inner);
+            let history =
+                std::mem::replace(&mut lines.history, DefaultHistory::with_config(&config));
+            let mut editor = Editor::<(), _>::with_history(config.clone(), history)?;
+            editor.bind_sequence(
+                KeyEvent::ctrl('C'),
+                EventHandler::Conditional(Box::new(CtrlCClearsTheLine)),
+            );
+            let line = editor.readline(&prompt);
+            lines.history =
+                std::mem::replace(editor.history_mut(), DefaultHistory::with_config(&config));
+            line
+        })
+        .await
+        .map_err(|err| format!("the line editor stopped: {err}"))?;
+        match read {
+            Ok(line) => Ok(Line::Text(line)),
+            Err(ReadlineError::Interrupted) => Ok(Line::Interrupted),
+            Err(ReadlineError::Eof) => Ok(Line::Eof),
+            Err(err) => Err(format!("cannot read the terminal: {err}")),
+        }
+    }
+
+    /// Adds `line` to the history and saves the file; a failure to save is returned once, as
+    /// a line to show, and the file is left alone from then on.
+    pub fn remember(&self, line: &str) -> Option<String> {
+        let mut lines = self.lines.lock().unwrap_or_else(PoisonError::into_inner);
+        if lines.history.add(line).is_err() {
+            return None;
+        }
+        let path = lines.file.clone()?;
+        match lines.history.save(&path) {
+            Ok(()) => None,
+            Err(err) => {
+                lines.file = None;
+                Some(format!(
+                    "cannot save the history {}: {err}; lines are no longer saved",
+                    path.display()
+                ))
+            }
+        }
+    }
+
+    /// Asks approval questions with a line editor like the prompt's (without its history):
+    /// the spinner is cleared and the line ended first; Ctrl-C or Ctrl-D answers `None` (the
+    /// call is denied).
+    pub fn ask_fn(&self, view: View) -> AskFn {
+        let config = self.config.clone();
+        let lines = self.lines.clone();
+        Arc::new(move |question: &str| {
+            // Held while asking, so that the prompt cannot be read at the same time even if
+            // the run stopped waiting for this answer.
+            let _terminal = lines.lock().unwrap_or_else(PoisonError::into_inner);
+            view.before_prompt();
+            let mut editor = Editor::<(), DefaultHistory>::with_config(config.clone()).ok()?;
+            editor.readline(question).ok()
+        })
+    }
+}
+
+/// Ctrl-C at the prompt: clears the line when there is text, else is Ctrl-C.
+struct CtrlCClearsTheLine;
+
+impl ConditionalEventHandler for CtrlCClearsTheLine {
+    fn handle(&self, _: &Event, _: RepeatCount, _: bool, ctx: &EventContext<'_>) -> Option<Cmd> {
+        (!ctx.line().is_empty()).then_some(Cmd::Kill(Movement::WholeLine))
+    }
+}
+
+/// Creates the history file, and its directory, when missing; only its owner may read it
+/// (the prompts may hold secrets).
+fn prepare_history(path: &Path) -> std::io::Result<()> {
+    if let Some(dir) = path.parent() {
+        std::fs::create_dir_all(dir)?;
+    }
+    let mut options = std::fs::OpenOptions::new();
+    options.write(true).create_new(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        options.mode(0o600);
+    }
+    match options.open(path) {
+        Ok(_) => Ok(()),
+        Err(err) if err.kind() == std::io::ErrorKind::AlreadyExists => Ok(()),
+        Err(err) => Err(err),
+    }
+}

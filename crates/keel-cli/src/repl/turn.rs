@@ -1,0 +1,195 @@
+//! One prompt, run to its end: the run's events printed as they come (answer text, tool
+//! lines, diffs of written files, the spinner), and Ctrl-C turned into a cancellation.
+
+use std::collections::HashMap;
+use std::path::Path;
+
+use futures::StreamExt;
+use keel_engine::{AgentEvent, RunOutcome, Session, Stop};
+use keel_provider::{ContentBlock, Role};
+use serde_json::Value;
+
+use super::diff::file_diff;
+use super::snapshot::{Snapshots, target};
+use super::view::View;
+use crate::render::{describe_call, finished_line, human_duration};
+
+/// What the spinner says while the model is being waited for.
+const THINKING: &str = "thinking…";
+
+/// Runs `prompt` in `session`, printing as it goes; `None` if the run ended without an
+/// outcome (it never should). Ctrl-C cancels the run, which then ends as soon as the model
+/// call or tool running stops; the session stays usable.
+pub async fn run(
+    session: &mut Session,
+    prompt: &str,
+    view: &View,
+    snapshots: &Snapshots,
+) -> Option<RunOutcome> {
+    let cancel = session.cancel_handle();
+    let cwd = session.cwd().to_path_buf();
+    let mut printer = Printer {
+        view,
+        snapshots,
+        cwd: &cwd,
+        calls: HashMap::new(),
+        streamed: false,
+    };
+    let mut outcome = None;
+    {
+        let events = session.run_streaming(prompt);
+        futures::pin_mut!(events);
+        let interrupt = tokio::signal::ctrl_c();
+        futures::pin_mut!(interrupt);
+        let mut can_interrupt = true;
+        let mut cancelling = false;
+        loop {
+            tokio::select! {
+                event = events.next() => match event {
+                    Some(AgentEvent::Finished(done)) => outcome = Some(done),
+                    Some(event) => printer.event(event),
+                    None => break,
+                },
+                signal = &mut interrupt, if can_interrupt => {
+                    if signal.is_err() {
+                        // No SIGINT handler could be installed: nothing to wait for.
+                        can_interrupt = false;
+                        continue;
+                    }
+                    cancel.cancel();
+                    if !cancelling {
+                        cancelling = true;
+                        view.warning("cancelling…");
+                    }
+                    interrupt.set(tokio::signal::ctrl_c());
+                }
+            }
+        }
+    }
+    view.stop_spinner();
+    view.end_line();
+    snapshots.clear();
+    if let Some(done) = &outcome {
+        printer.outcome(done);
+    }
+    outcome
+}
+
+/// Prints one run's events.
+struct Printer<'a> {
+    view: &'a View,
+    snapshots: &'a Snapshots,
+    cwd: &'a Path,
+    /// Each call's tool and input, by id: from the model's message (calls answered without
+    /// running have no start event) and from the start event.
+    calls: HashMap<String, (String, Value)>,
+    /// Whether any answer text was printed.
+    streamed: bool,
+}
+
+impl Printer<'_> {
+    /// Prints what `event` says, if anything.
+    fn event(&mut self, event: AgentEvent) {
+        let view = self.view;
+        match event {
+            AgentEvent::TurnStarted { .. } => view.spin(THINKING),
+            AgentEvent::TextDelta { text } if !text.is_empty() => {
+                self.streamed = true;
+                view.text(&text);
+            }
+            AgentEvent::MessageAdded { message } if message.role == Role::Assistant => {
+                for block in message.content {
+                    if let ContentBlock::ToolUse {
+                        id, name, input, ..
+                    } = block
+                    {
+                        self.calls.insert(id, (name, input));
+                    }
+                }
+            }
+            AgentEvent::ToolCallStarted { id, name, input } => {
+                view.spin(&describe_call(&name, &input));
+                self.calls.insert(id, (name, input));
+            }
+            AgentEvent::ToolCallFinished {
+                id,
+                name,
+                output,
+                is_error,
+                duration,
+            } => {
+                let input = self
+                    .calls
+                    .get(&id)
+                    .map(|(_, input)| input.clone())
+                    .unwrap_or_else(|| Value::Object(serde_json::Map::new()));
+                view.tool_line(
+                    &finished_line(&name, &input, &output, is_error, duration),
+                    is_error,
+                );
+                if !is_error && (name == "write_file" || name == "patch_file") {
+                    self.show_change(&input);
+                }
+            }
+            AgentEvent::ApprovalRequested { .. } | AgentEvent::IterationWarning { .. } => {
+                // The question itself is asked, and says it, through the approver.
+                view.stop_spinner();
+            }
+            AgentEvent::Compacted {
+                before_tokens,
+                after_tokens,
+            } => view.notice(&format!(
+                "compacted the conversation: ~{before_tokens} → ~{after_tokens} tokens"
+            )),
+            AgentEvent::Retrying {
+                attempt,
+                wait,
+                error,
+            } => view.warning(&format!(
+                "retrying ({attempt}) in {}: {error}",
+                human_duration(wait)
+            )),
+            AgentEvent::Warning { message } => view.warning(&format!("warning: {message}")),
+            _ => {}
+        }
+    }
+
+    /// The diff of the file a write tool changed.
+    fn show_change(&self, input: &Value) {
+        let Some(path) = target(self.cwd, input) else {
+            return;
+        };
+        let Some(change) = self.snapshots.change(&path) else {
+            return;
+        };
+        let shown = path
+            .strip_prefix(self.cwd)
+            .unwrap_or(&path)
+            .display()
+            .to_string();
+        let lines = file_diff(
+            self.view.style(),
+            &shown,
+            change.old.as_deref(),
+            &change.new,
+        );
+        self.view.lines(&lines);
+    }
+
+    /// How the run ended, when the streamed text has not said it.
+    fn outcome(&self, outcome: &RunOutcome) {
+        let view = self.view;
+        match &outcome.stop {
+            Stop::Completed if !self.streamed => view.line(&outcome.text),
+            Stop::Completed => {}
+            Stop::Cancelled | Stop::MaxIterations => view.warning(&one_line(&outcome.text)),
+            Stop::Refused { .. } | Stop::Failed { .. } => view.error(&one_line(&outcome.text)),
+            _ => view.warning(&one_line(&outcome.text)),
+        }
+    }
+}
+
+/// `text` on one line.
+fn one_line(text: &str) -> String {
+    text.split_whitespace().collect::<Vec<_>>().join(" ")
+}

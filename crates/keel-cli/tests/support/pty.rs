@@ -1,0 +1,158 @@
+//! The `keel` binary driven in a real pseudo-terminal, as a person would: type a line, read
+//! what it prints, press Ctrl-C or Ctrl-D.
+//!
+//! expectrl's own `expect` spins on a non-blocking read; this polls with short sleeps instead,
+//! so that several tests waiting at once leave the CPU to the programs they test.
+
+#![allow(dead_code)]
+
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use expectrl::{Regex, WaitStatus};
+
+/// How long to wait for any expected output.
+pub const TIMEOUT: Duration = Duration::from_secs(10);
+/// The interactive prompt.
+pub const PROMPT: &str = "keel> ";
+/// How long to sleep between polls.
+const POLL: Duration = Duration::from_millis(15);
+
+/// A running `keel` on a pseudo-terminal.
+pub struct Pty {
+    session: expectrl::Session,
+    /// Everything read so far, escape sequences removed.
+    transcript: String,
+}
+
+/// `text` without ANSI escape sequences and carriage returns: what a person would read.
+pub fn plain(text: &str) -> String {
+    let escapes =
+        regex::Regex::new(r"\x1b(\[[0-9;?]*[ -/]*[@-~]|\][^\x07]*\x07|[=>()][0-9A-Za-z]?)")
+            .unwrap();
+    escapes.replace_all(text, "").replace('\r', "")
+}
+
+impl Pty {
+    /// Starts `command` on a new pseudo-terminal (80 columns), as its controlling terminal.
+    pub fn spawn(mut command: Command) -> Self {
+        // The terminal is stdin, stdout and stderr.
+        command
+            .stdin(Stdio::inherit())
+            .stdout(Stdio::inherit())
+            .stderr(Stdio::inherit())
+            .env("TERM", "xterm");
+        let session = expectrl::Session::spawn(command).unwrap();
+        Self {
+            session,
+            transcript: String::new(),
+        }
+    }
+
+    /// Reads whatever is there now into the transcript; whether the terminal was closed.
+    fn drain(&mut self) -> bool {
+        match self.session.check(Regex("(?s).+")) {
+            Ok(found) => {
+                if let Some(bytes) = found.get(0) {
+                    self.transcript
+                        .push_str(&plain(&String::from_utf8_lossy(bytes)));
+                }
+                false
+            }
+            Err(expectrl::Error::Eof) => true,
+            // Linux reports a closed terminal as EIO.
+            Err(expectrl::Error::IO(err)) if err.raw_os_error() == Some(5) => true,
+            Err(err) => panic!("reading the terminal: {err}"),
+        }
+    }
+
+    /// Waits until keel prints `text`; returns what it printed before (escape sequences
+    /// removed). Panics with everything printed so far after [`TIMEOUT`].
+    pub fn expect(&mut self, text: &str) -> String {
+        let deadline = Instant::now() + TIMEOUT;
+        loop {
+            match self.session.check(text) {
+                Ok(found) if found.get(0).is_some() => {
+                    let before = plain(&String::from_utf8_lossy(found.before()));
+                    self.transcript.push_str(&before);
+                    self.transcript.push_str(text);
+                    return before;
+                }
+                Ok(_) => {}
+                Err(err) => {
+                    self.drain();
+                    panic!(
+                        "keel's terminal closed ({err}) before it printed {text:?}; it printed:\n{}",
+                        self.transcript
+                    );
+                }
+            }
+            if Instant::now() > deadline {
+                self.drain();
+                panic!(
+                    "keel did not print {text:?} within {TIMEOUT:?}; it printed:\n{}",
+                    self.transcript
+                );
+            }
+            std::thread::sleep(POLL);
+        }
+    }
+
+    /// Waits for the prompt.
+    pub fn prompt(&mut self) -> String {
+        self.expect(PROMPT)
+    }
+
+    /// Types `text`, without Enter.
+    pub fn send(&mut self, text: &str) {
+        self.session.send(text).unwrap();
+    }
+
+    /// Types `line` and Enter.
+    pub fn send_line(&mut self, line: &str) {
+        self.session.send(format!("{line}\r")).unwrap();
+    }
+
+    /// Presses Ctrl-C.
+    pub fn ctrl_c(&mut self) {
+        self.session.send([3u8]).unwrap();
+    }
+
+    /// Presses Ctrl-D.
+    pub fn ctrl_d(&mut self) {
+        self.session.send([4u8]).unwrap();
+    }
+
+    /// Everything printed so far, escape sequences removed.
+    pub fn transcript(&self) -> &str {
+        &self.transcript
+    }
+
+    /// Waits for keel to exit; returns its exit code and everything it printed.
+    pub fn wait(mut self) -> (i32, String) {
+        let deadline = Instant::now() + TIMEOUT;
+        loop {
+            let closed = self.drain();
+            match self.session.get_process().status().unwrap() {
+                WaitStatus::StillAlive => {}
+                WaitStatus::Exited(_, code) => {
+                    if !closed {
+                        self.drain();
+                    }
+                    return (code, self.transcript);
+                }
+                other => panic!(
+                    "keel ended with {other:?}; it printed:\n{}",
+                    self.transcript
+                ),
+            }
+            if Instant::now() > deadline {
+                panic!(
+                    "keel did not exit within {TIMEOUT:?}; it printed:\n{}",
+                    self.transcript
+                );
+            }
+            std::thread::sleep(POLL);
+        }
+    }
+}
