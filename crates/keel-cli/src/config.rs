@@ -306,27 +306,23 @@ fn explain(key: &str, message: &str) -> String {
         }
     };
     let place = place_of(key);
+    // "unknown field `x`, expected one of `a`, `b`" -> ("`x`", "a, b").
+    let name_and_allowed = |rest: &'_ str| {
+        let (name, expected) = rest.split_once(", expected").unwrap_or((rest, ""));
+        let expected = expected
+            .trim_start_matches(" one of ")
+            .trim_start_matches(' ');
+        (name.to_owned(), allowed(expected))
+    };
     if let Some(rest) = message.strip_prefix("unknown field ") {
         // The path ends with the unknown key itself.
         let place = place_of(key.rsplit_once('.').map_or("", |(parent, _)| parent));
-        let (name, expected) = rest.split_once(", expected").unwrap_or((rest, ""));
-        let expected = expected
-            .trim_start_matches(" one of ")
-            .trim_start_matches(' ');
-        return format!(
-            "unknown key {name} {place}; allowed keys: {}",
-            allowed(expected)
-        );
+        let (name, allowed) = name_and_allowed(rest);
+        return format!("unknown key {name} {place}; allowed keys: {allowed}");
     }
     if let Some(rest) = message.strip_prefix("unknown variant ") {
-        let (name, expected) = rest.split_once(", expected").unwrap_or((rest, ""));
-        let expected = expected
-            .trim_start_matches(" one of ")
-            .trim_start_matches(' ');
-        return format!(
-            "bad value {name} for `{key}`; allowed values: {}",
-            allowed(expected)
-        );
+        let (name, allowed) = name_and_allowed(rest);
+        return format!("bad value {name} for `{key}`; allowed values: {allowed}");
     }
     if let Some(field) = message.strip_prefix("missing field ") {
         return format!("missing key {field} {place}");

@@ -5,13 +5,12 @@ use std::time::Instant;
 
 use futures::StreamExt;
 use keel_engine::{AgentEvent, Hooks, RunOutcome, Stop};
-use keel_provider::ContentBlock;
 use serde_json::Value;
 
 use crate::approve::{AskFn, ModeApprover};
 use crate::cli::{ExecArgs, Options, OutputFormat};
 use crate::output::{InitInfo, init_object, message_object, result_object};
-use crate::render::{finished_line, human_duration};
+use crate::render::{CallInputs, finished_line, human_duration};
 use crate::setup::{CliError, Mode, SessionChoice, Setup};
 
 /// Which session the flags ask for.
@@ -138,22 +137,15 @@ pub async fn run(options: &Options, args: ExecArgs) -> Result<u8, CliError> {
     });
     let session_id = session.id().to_owned();
     let mut outcome: Option<RunOutcome> = None;
-    let mut calls = std::collections::HashMap::new();
+    let mut calls = CallInputs::default();
     {
         let events = session.run_streaming(&prompt);
         futures::pin_mut!(events);
         while let Some(event) = events.next().await {
+            calls.observe(&event);
             match event {
-                AgentEvent::MessageAdded { message } => {
-                    // Every call's input, also of calls denied before they start.
-                    for block in &message.content {
-                        if let ContentBlock::ToolUse { id, input, .. } = block {
-                            calls.insert(id.clone(), input.clone());
-                        }
-                    }
-                    if format == OutputFormat::StreamJson {
-                        print_json(&message_object(&message, &session_id));
-                    }
+                AgentEvent::MessageAdded { message } if format == OutputFormat::StreamJson => {
+                    print_json(&message_object(&message, &session_id));
                 }
                 AgentEvent::ToolCallFinished {
                     id,
@@ -162,7 +154,7 @@ pub async fn run(options: &Options, args: ExecArgs) -> Result<u8, CliError> {
                     is_error,
                     duration,
                 } if format == OutputFormat::Text => {
-                    let input = calls.remove(&id).unwrap_or(Value::Null);
+                    let input = calls.take(&id);
                     progress(&finished_line(&name, &input, &output, is_error, duration));
                 }
                 AgentEvent::Warning { message } if format == OutputFormat::Text => {

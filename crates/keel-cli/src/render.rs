@@ -1,7 +1,10 @@
 //! One-line descriptions of tool calls and their results, for progress lines and prompts.
 
+use std::collections::HashMap;
 use std::time::Duration;
 
+use keel_engine::AgentEvent;
+use keel_provider::ContentBlock;
 use serde_json::Value;
 
 /// The longest argument or summary shown on a line, in characters.
@@ -90,6 +93,37 @@ pub fn human_duration(duration: Duration) -> String {
     } else {
         let secs = duration.as_secs();
         format!("{} min {} s", secs / 60, secs % 60)
+    }
+}
+
+/// Each tool call's input by id, as a run's events show it: from the model's message (a call
+/// answered without running, e.g. denied, has no start event) and from the start event.
+#[derive(Debug, Default)]
+pub struct CallInputs(HashMap<String, Value>);
+
+impl CallInputs {
+    /// Records the inputs `event` shows, if any.
+    pub fn observe(&mut self, event: &AgentEvent) {
+        match event {
+            AgentEvent::MessageAdded { message } => {
+                for block in &message.content {
+                    if let ContentBlock::ToolUse { id, input, .. } = block {
+                        self.0.insert(id.clone(), input.clone());
+                    }
+                }
+            }
+            AgentEvent::ToolCallStarted { id, input, .. } => {
+                self.0.insert(id.clone(), input.clone());
+            }
+            _ => {}
+        }
+    }
+
+    /// The input of call `id` (an empty object if it was never seen), forgotten from now on.
+    pub fn take(&mut self, id: &str) -> Value {
+        self.0
+            .remove(id)
+            .unwrap_or_else(|| Value::Object(serde_json::Map::new()))
     }
 }
 

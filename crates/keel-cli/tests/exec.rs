@@ -39,51 +39,50 @@ fn json_lines(output: &str, repo: &std::path::Path) -> Vec<Value> {
         .collect()
 }
 
-#[tokio::test]
-async fn json_output_is_one_result_object_in_claude_codes_shape() {
+/// The model reads notes.txt and answers; keel runs with `args` (after `exec`) over the wire
+/// format `openai` names. Returns the output lines as JSON, the exit code, stderr and the
+/// request bodies.
+async fn notes_run(openai: bool, args: &[&str]) -> (Vec<Value>, Option<i32>, String, Vec<Value>) {
     let repo = TempRepo::new();
     repo.write("notes.txt", "alpha\n");
     let home = Home::new();
-    let server = anthropic_server(&[
+    let replies = [
         tool_call("toolu_1", "read_file", json!({"path": "notes.txt"})),
         text("It says alpha."),
-    ])
-    .await;
-    let mut command = home.keel_anthropic(&server);
-    command.current_dir(repo.path()).args([
-        "exec",
-        "--output-format",
-        "json",
-        "What do the notes say?",
-    ]);
+    ];
+    let (server, mut command) = if openai {
+        let server = openai_server(&replies).await;
+        let command = home.keel_openai(&server);
+        (server, command)
+    } else {
+        let server = anthropic_server(&replies).await;
+        let command = home.keel_anthropic(&server);
+        (server, command)
+    };
+    command
+        .current_dir(repo.path())
+        .arg("exec")
+        .args(args)
+        .arg("What do the notes say?");
     let output = run(command).await;
-    assert_eq!(output.status.code(), Some(0), "stderr: {}", stderr(&output));
-    assert_eq!(stderr(&output), "", "json mode prints nothing else");
     let lines = json_lines(&stdout(&output), &repo.path());
+    let bodies = keel_test_support::mock::request_bodies(&server).await;
+    (lines, output.status.code(), stderr(&output), bodies)
+}
+
+#[tokio::test]
+async fn json_output_is_one_result_object_in_claude_codes_shape() {
+    let (lines, code, stderr, _) = notes_run(false, &["--output-format", "json"]).await;
+    assert_eq!(code, Some(0), "stderr: {stderr}");
+    assert_eq!(stderr, "", "json mode prints nothing else");
     assert_eq!(lines.len(), 1, "exactly one object: {lines:?}");
     insta::assert_json_snapshot!("json_result", lines[0]);
 }
 
 #[tokio::test]
 async fn stream_json_prints_init_each_message_and_the_result() {
-    let repo = TempRepo::new();
-    repo.write("notes.txt", "alpha\n");
-    let home = Home::new();
-    let server = anthropic_server(&[
-        tool_call("toolu_1", "read_file", json!({"path": "notes.txt"})),
-        text("It says alpha."),
-    ])
-    .await;
-    let mut command = home.keel_anthropic(&server);
-    command.current_dir(repo.path()).args([
-        "exec",
-        "--output-format",
-        "stream-json",
-        "What do the notes say?",
-    ]);
-    let output = run(command).await;
-    assert_eq!(output.status.code(), Some(0), "stderr: {}", stderr(&output));
-    let lines = json_lines(&stdout(&output), &repo.path());
+    let (lines, code, stderr, _) = notes_run(false, &["--output-format", "stream-json"]).await;
+    assert_eq!(code, Some(0), "stderr: {stderr}");
     let types: Vec<&str> = lines.iter().map(|l| l["type"].as_str().unwrap()).collect();
     assert_eq!(
         types,
@@ -94,32 +93,15 @@ async fn stream_json_prints_init_each_message_and_the_result() {
 
 #[tokio::test]
 async fn the_openai_back_end_gives_the_same_json_result() {
-    let repo = TempRepo::new();
-    repo.write("notes.txt", "alpha\n");
-    let home = Home::new();
-    let server = openai_server(&[
-        tool_call("call_1", "read_file", json!({"path": "notes.txt"})),
-        text("It says alpha."),
-    ])
-    .await;
-    let mut command = home.keel_openai(&server);
-    command.current_dir(repo.path()).args([
-        "exec",
-        "--model",
-        "qwen3:8b",
-        "--output-format",
-        "json",
-        "Notes?",
-    ]);
-    let output = run(command).await;
-    assert_eq!(output.status.code(), Some(0), "stderr: {}", stderr(&output));
-    let result = &json_lines(&stdout(&output), &repo.path())[0];
+    let (lines, code, stderr, bodies) =
+        notes_run(true, &["--model", "qwen3:8b", "--output-format", "json"]).await;
+    assert_eq!(code, Some(0), "stderr: {stderr}");
+    let result = &lines[0];
     assert_eq!(result["subtype"], "success");
     assert_eq!(result["result"], "It says alpha.");
     assert_eq!(result["num_turns"], 2);
     // A local model has no known price: the cost is null, never guessed.
     assert_eq!(result["total_cost_usd"], Value::Null);
-    let bodies = keel_test_support::mock::request_bodies(&server).await;
     assert_eq!(bodies[0]["model"], "qwen3:8b");
 }
 

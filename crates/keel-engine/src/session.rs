@@ -269,19 +269,7 @@ impl Session {
     /// estimated tokens before and after, and the usage of the summary call.
     pub async fn compact_now(&mut self) -> Result<Compacted, CompactionError> {
         let cancel = self.start_run();
-        let request = self.request();
-        let compaction = tokio::select! {
-            biased;
-            () = cancel.cancelled() => return Err(CompactionError::Cancelled),
-            result = compact(
-                self.agent.provider.as_ref(),
-                &self.agent.model,
-                request.system.as_deref(),
-                &request.tools,
-                &self.history,
-                &self.agent.compaction,
-            ) => result?,
-        };
+        let compaction = self.summarize(&cancel).await?;
         let cost_usd = self.apply_compaction(&compaction);
         Ok(Compacted {
             before_tokens: compaction.before_tokens,
@@ -289,6 +277,23 @@ impl Session {
             usage: compaction.usage,
             cost_usd,
         })
+    }
+
+    /// Asks the model for a compacted history, unless `cancel` fires first.
+    async fn summarize(&self, cancel: &CancellationToken) -> Result<Compaction, CompactionError> {
+        let request = self.request();
+        tokio::select! {
+            biased;
+            () = cancel.cancelled() => Err(CompactionError::Cancelled),
+            result = compact(
+                self.agent.provider.as_ref(),
+                &self.agent.model,
+                request.system.as_deref(),
+                &request.tools,
+                &self.history,
+                &self.agent.compaction,
+            ) => result,
+        }
     }
 
     /// Puts `compaction`'s history in place and logs it; returns the summary call's cost.
@@ -577,20 +582,8 @@ impl Session {
         sink: &Sink,
         state: &mut RunState,
     ) -> Option<Stop> {
-        let request = self.request();
-        let result = tokio::select! {
-            biased;
-            () = cancel.cancelled() => return Some(Stop::Cancelled),
-            result = compact(
-                self.agent.provider.as_ref(),
-                &self.agent.model,
-                request.system.as_deref(),
-                &request.tools,
-                &self.history,
-                &self.agent.compaction,
-            ) => result,
-        };
-        match result {
+        match self.summarize(cancel).await {
+            Err(CompactionError::Cancelled) => return Some(Stop::Cancelled),
             Ok(compaction) => {
                 state.usage.add(&compaction.usage);
                 let cost = self.apply_compaction(&compaction);

@@ -1,18 +1,16 @@
 //! One prompt, run to its end: the run's events printed as they come (answer text, tool
 //! lines, diffs of written files, the spinner), and Ctrl-C turned into a cancellation.
 
-use std::collections::HashMap;
 use std::path::Path;
 
 use futures::StreamExt;
 use keel_engine::{AgentEvent, RunOutcome, Session, Stop};
-use keel_provider::{ContentBlock, Role};
 use serde_json::Value;
 
 use super::diff::file_diff;
 use super::snapshot::{Snapshots, target};
 use super::view::View;
-use crate::render::{describe_call, finished_line, human_duration};
+use crate::render::{CallInputs, describe_call, finished_line, human_duration};
 
 /// What the spinner says while the model is being waited for.
 const THINKING: &str = "thinking…";
@@ -32,7 +30,7 @@ pub async fn run(
         view,
         snapshots,
         cwd: &cwd,
-        calls: HashMap::new(),
+        calls: CallInputs::default(),
         streamed: false,
     };
     let mut outcome = None;
@@ -80,9 +78,8 @@ struct Printer<'a> {
     view: &'a View,
     snapshots: &'a Snapshots,
     cwd: &'a Path,
-    /// Each call's tool and input, by id: from the model's message (calls answered without
-    /// running have no start event) and from the start event.
-    calls: HashMap<String, (String, Value)>,
+    /// Each call's input, by id.
+    calls: CallInputs,
     /// Whether any answer text was printed.
     streamed: bool,
 }
@@ -91,25 +88,15 @@ impl Printer<'_> {
     /// Prints what `event` says, if anything.
     fn event(&mut self, event: AgentEvent) {
         let view = self.view;
+        self.calls.observe(&event);
         match event {
             AgentEvent::TurnStarted { .. } => view.spin(THINKING),
             AgentEvent::TextDelta { text } if !text.is_empty() => {
                 self.streamed = true;
                 view.text(&text);
             }
-            AgentEvent::MessageAdded { message } if message.role == Role::Assistant => {
-                for block in message.content {
-                    if let ContentBlock::ToolUse {
-                        id, name, input, ..
-                    } = block
-                    {
-                        self.calls.insert(id, (name, input));
-                    }
-                }
-            }
-            AgentEvent::ToolCallStarted { id, name, input } => {
+            AgentEvent::ToolCallStarted { name, input, .. } => {
                 view.spin(&describe_call(&name, &input));
-                self.calls.insert(id, (name, input));
             }
             AgentEvent::ToolCallFinished {
                 id,
@@ -118,11 +105,7 @@ impl Printer<'_> {
                 is_error,
                 duration,
             } => {
-                let input = self
-                    .calls
-                    .get(&id)
-                    .map(|(_, input)| input.clone())
-                    .unwrap_or_else(|| Value::Object(serde_json::Map::new()));
+                let input = self.calls.take(&id);
                 view.tool_line(
                     &finished_line(&name, &input, &output, is_error, duration),
                     is_error,
