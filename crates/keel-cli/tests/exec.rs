@@ -324,61 +324,44 @@ async fn usage_and_config_errors_are_one_line_and_exit_2() {
 }
 
 #[tokio::test]
-async fn approvals_deny_refuses_git_commit_and_the_model_is_told() {
-    let repo = TempRepo::new();
-    repo.write("a.txt", "changed\n");
-    let head = repo.head();
-    let home = Home::new();
-    let server = anthropic_server(&[
-        tool_call(
-            "toolu_1",
-            "git_commit",
-            json!({"message": "Commit it", "all": true}),
-        ),
-        text("I could not commit."),
-    ])
-    .await;
-    let mut command = home.keel_anthropic(&server);
-    command
-        .current_dir(repo.path())
-        .args(["exec", "--approvals", "deny", "Commit the change"]);
-    let output = run(command).await;
-    assert_eq!(output.status.code(), Some(0), "stderr: {}", stderr(&output));
-    assert_eq!(repo.head(), head, "no commit was made");
-    let bodies = keel_test_support::mock::request_bodies(&server).await;
-    let result = &bodies[1]["messages"][2]["content"][0];
-    assert_eq!(result["type"], "tool_result");
-    assert_eq!(result["is_error"], true);
-    assert!(
-        result["content"].as_str().unwrap().contains("denied"),
-        "{result}"
-    );
-    assert!(stderr(&output).contains("✗ git_commit(Commit it)"));
-}
-
-#[tokio::test]
-async fn yes_lets_git_commit_run() {
-    let repo = TempRepo::new();
-    repo.write("a.txt", "changed\n");
-    let head = repo.head();
-    let home = Home::new();
-    let server = anthropic_server(&[
-        tool_call(
-            "toolu_1",
-            "git_commit",
-            json!({"message": "Commit it", "all": true}),
-        ),
-        text("Committed."),
-    ])
-    .await;
-    let mut command = home.keel_anthropic(&server);
-    command
-        .current_dir(repo.path())
-        .args(["exec", "-y", "Commit"]);
-    let output = run(command).await;
-    assert_eq!(output.status.code(), Some(0), "stderr: {}", stderr(&output));
-    assert_ne!(repo.head(), head);
-    assert!(repo.head_message().starts_with("Commit it"));
+async fn approvals_deny_refuses_git_commit_and_yes_lets_it_run() {
+    for (flags, commits) in [(&["--approvals", "deny"][..], false), (&["-y"][..], true)] {
+        let repo = TempRepo::new();
+        repo.write("a.txt", "changed\n");
+        let head = repo.head();
+        let home = Home::new();
+        let server = anthropic_server(&[
+            tool_call(
+                "toolu_1",
+                "git_commit",
+                json!({"message": "Commit it", "all": true}),
+            ),
+            text("Done."),
+        ])
+        .await;
+        let mut command = home.keel_anthropic(&server);
+        command
+            .current_dir(repo.path())
+            .arg("exec")
+            .args(flags)
+            .arg("Commit the change");
+        let output = run(command).await;
+        assert_eq!(output.status.code(), Some(0), "stderr: {}", stderr(&output));
+        let bodies = keel_test_support::mock::request_bodies(&server).await;
+        let result = &bodies[1]["messages"][2]["content"][0];
+        assert_eq!(result["type"], "tool_result");
+        if commits {
+            assert_ne!(repo.head(), head, "{flags:?}: the commit was made");
+            assert!(repo.head_message().starts_with("Commit it"));
+            assert!(stderr(&output).contains("✓ git_commit(Commit it)"));
+        } else {
+            assert_eq!(repo.head(), head, "{flags:?}: no commit was made");
+            assert_eq!(result["is_error"], true);
+            let content = result["content"].as_str().unwrap();
+            assert!(content.contains("denied"), "{result}");
+            assert!(stderr(&output).contains("✗ git_commit(Commit it)"));
+        }
+    }
 }
 
 #[tokio::test]
