@@ -36,6 +36,7 @@ pub struct Agent {
     pub(crate) hooks: Hooks,
     pub(crate) permissions: Arc<PermissionRules>,
     pub(crate) compaction: CompactionPolicy,
+    pub(crate) output_token_budget: Option<u64>,
 }
 
 impl std::fmt::Debug for Agent {
@@ -67,6 +68,7 @@ impl Agent {
             hooks: Hooks::new(),
             permissions: PermissionRules::default(),
             compaction: CompactionPolicy::default(),
+            output_token_budget: None,
         }
     }
 
@@ -151,9 +153,20 @@ pub struct AgentBuilder {
     hooks: Hooks,
     permissions: PermissionRules,
     compaction: CompactionPolicy,
+    output_token_budget: Option<u64>,
 }
 
 impl AgentBuilder {
+    /// The most output tokens one run may write (default: no budget). Checked before each
+    /// model call: once the run has written this many, it ends with [`Stop::TokenBudget`]
+    /// (the calls of the last reply are still answered).
+    ///
+    /// [`Stop::TokenBudget`]: crate::Stop::TokenBudget
+    pub fn output_token_budget(mut self, budget: u64) -> Self {
+        self.output_token_budget = Some(budget);
+        self
+    }
+
     /// When the history is compacted (default: at 85 % of the model's context window, as the
     /// catalog knows it; never for a model it does not know unless a window is set here).
     pub fn compaction(mut self, policy: CompactionPolicy) -> Self {
@@ -256,6 +269,7 @@ impl AgentBuilder {
             hooks: self.hooks,
             permissions: Arc::new(self.permissions),
             compaction: self.compaction,
+            output_token_budget: self.output_token_budget,
         })
     }
 }

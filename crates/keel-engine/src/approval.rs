@@ -46,6 +46,19 @@ pub trait Approver: Send + Sync {
     }
 }
 
+/// A shared approver approves as the one it holds: a host hands the same approver to an agent
+/// and to the sub-agents it spawns.
+#[async_trait::async_trait]
+impl<A: Approver + ?Sized> Approver for Arc<A> {
+    async fn approve(&self, request: &ApprovalRequest) -> Decision {
+        (**self).approve(request).await
+    }
+
+    async fn continue_after_warning(&self, used: u32, limit: u32) -> bool {
+        (**self).continue_after_warning(used, limit).await
+    }
+}
+
 /// Allows everything (`--approvals allow`, `-y`).
 #[derive(Debug, Clone, Copy, Default)]
 pub struct AllowAll;

@@ -17,6 +17,14 @@ pub enum Stop {
     MaxIterations,
     /// The run was cancelled.
     Cancelled,
+    /// The run's output-token budget ([`AgentBuilder::output_token_budget`](crate::AgentBuilder::output_token_budget))
+    /// was used up; checked before each model call.
+    TokenBudget {
+        /// Output tokens written by the run.
+        used: u64,
+        /// The budget.
+        budget: u64,
+    },
     /// The model declined the request.
     Refused {
         /// What the model said, or why the provider refused.
@@ -30,12 +38,14 @@ pub enum Stop {
 }
 
 impl Stop {
-    /// A short name: `completed`, `max_iterations`, `cancelled`, `refused`, `failed`.
+    /// A short name: `completed`, `max_iterations`, `cancelled`, `token_budget`, `refused`,
+    /// `failed`.
     pub fn name(&self) -> &'static str {
         match self {
             Self::Completed => "completed",
             Self::MaxIterations => "max_iterations",
             Self::Cancelled => "cancelled",
+            Self::TokenBudget { .. } => "token_budget",
             Self::Refused { .. } => "refused",
             Self::Failed { .. } => "failed",
         }

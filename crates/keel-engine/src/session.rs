@@ -430,6 +430,14 @@ impl Session {
             if state.iterations >= limit {
                 return Stop::MaxIterations;
             }
+            if let Some(budget) = self.agent.output_token_budget
+                && state.usage.output_tokens >= budget
+            {
+                return Stop::TokenBudget {
+                    used: state.usage.output_tokens,
+                    budget,
+                };
+            }
             if !state.warned && limit > 1 && state.iterations >= warn_at {
                 state.warned = true;
                 emit(
@@ -959,6 +967,18 @@ fn final_text(stop: &Stop, state: &RunState, max_tokens: u32) -> String {
             "Cancelled after {} model call(s); the session can go on with the next prompt.{failures}",
             state.iterations
         ),
+        Stop::TokenBudget { used, budget } => {
+            let last = if state.last_text.trim().is_empty() {
+                String::new()
+            } else {
+                format!(" Its last message: {}", state.last_text.trim())
+            };
+            format!(
+                "Stopped after {} model call(s): the output-token budget of {budget} was used up \
+                 ({used} written); the task may be unfinished.{failures}{last}",
+                state.iterations
+            )
+        }
         Stop::Refused { reason } => reason.clone(),
         Stop::Failed { error } => format!(
             "The run failed: {error}. The session is saved; send another prompt to go on.{failures}"

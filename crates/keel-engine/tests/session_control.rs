@@ -137,3 +137,53 @@ async fn compact_now_on_a_short_history_says_there_is_nothing_to_compact() {
     assert!(matches!(err, CompactionError::NothingToCompact), "{err}");
     assert_eq!(session.history(), history.as_slice(), "nothing lost");
 }
+
+#[tokio::test]
+async fn the_output_token_budget_ends_the_run_before_the_next_call() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("a.txt"), "alpha\n").unwrap();
+    // Each scripted reply reports some output tokens; the budget is used up after the first.
+    let model = Arc::new(
+        ScriptedProvider::new()
+            .then_tool_call("call_1", "read_file", json!({"path": "a.txt"}))
+            .then_tool_call("call_2", "read_file", json!({"path": "a.txt"}))
+            .then_text("never asked"),
+    );
+    let agent = Agent::builder(model.clone())
+        .model("claude-sonnet-4-5")
+        .tools(
+            default_tools(
+                &PathSandbox::new(dir.path()).unwrap(),
+                &SandboxPolicy::default(),
+            )
+            .unwrap(),
+        )
+        .output_token_budget(1)
+        .build()
+        .unwrap();
+    let mut session = agent.session(dir.path()).unwrap();
+    let outcome = session.run("Read a.txt").await;
+    let Stop::TokenBudget { used, budget } = outcome.stop else {
+        panic!("{:?}", outcome.stop);
+    };
+    assert_eq!(budget, 1);
+    assert!(used >= 1);
+    assert_eq!(
+        outcome.iterations, 1,
+        "no call after the budget was used up"
+    );
+    assert_eq!(model.requests().len(), 1);
+    assert!(
+        outcome
+            .text
+            .contains("output-token budget of 1 was used up"),
+        "{}",
+        outcome.text
+    );
+    // The call of the last reply was still answered.
+    check_pairing(session.history()).unwrap();
+    assert_eq!(
+        keel_test_support::scripted::tool_results(session.history()).len(),
+        1
+    );
+}
