@@ -93,6 +93,11 @@ pub struct Options {
     /// Continue session ID (see `keel sessions`).
     #[arg(long, value_name = "ID", global = true)]
     pub resume: Option<String>,
+
+    /// Leave out the delegation tools (code, spawn_agent, run_team, use_skill) and the skills
+    /// index.
+    #[arg(long, global = true)]
+    pub no_delegation: bool,
 }
 
 /// `--sandbox` values.
@@ -132,6 +137,26 @@ pub enum Command {
         /// The session's id (see `keel sessions`).
         id: String,
     },
+    /// List the sub-agents (.keel/agents, .claude/agents, $KEEL_HOME/agents).
+    Agents,
+    /// Run sub-agent NAME on TASK headless and print its answer.
+    Agent {
+        /// The agent's name (see `keel agents`).
+        name: String,
+        /// What it should do.
+        task: String,
+    },
+    /// List the teams (.keel/teams, $KEEL_HOME/teams).
+    Teams,
+    /// Run team NAME's pipeline on TASK headless and print the result.
+    Team {
+        /// The team's name (see `keel teams`).
+        name: String,
+        /// The request.
+        task: String,
+    },
+    /// List the skills (.keel/skills, .claude/skills, $KEEL_HOME/skills).
+    Skills,
 }
 
 /// `keel exec`.

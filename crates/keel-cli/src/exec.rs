@@ -109,7 +109,11 @@ pub async fn run(options: &Options, args: ExecArgs) -> Result<u8, CliError> {
         }
         _ => None,
     };
-    let agent = setup.agent(ModeApprover::new(setup.approvals, ask), Hooks::new())?;
+    let wired = setup.agent(ModeApprover::new(setup.approvals, ask), Hooks::new())?;
+    for warning in wired.delegates.iter().flat_map(|d| d.warnings.iter()) {
+        progress(&format!("keel: warning: {warning}"));
+    }
+    let agent = wired.agent;
     let mut session = setup.session(&agent, &choice)?;
     let started = Instant::now();
     let format = args.output_format;

@@ -8,6 +8,7 @@
 mod approve;
 mod cli;
 mod config;
+mod delegates;
 mod exec;
 mod output;
 mod render;
@@ -30,6 +31,13 @@ async fn dispatch(cli: Cli) -> Result<u8, CliError> {
             Ok(0)
         }
         Some(Command::Resume { id }) => repl::run(&cli.options, SessionChoice::Resume(id)).await,
+        Some(
+            command @ (Command::Agents
+            | Command::Agent { .. }
+            | Command::Teams
+            | Command::Team { .. }
+            | Command::Skills),
+        ) => delegates::command(&cli.options, command).await,
         None => repl::run(&cli.options, exec::session_choice(&cli.options)).await,
     }
 }

@@ -14,8 +14,11 @@ use keel_engine::{
 use keel_provider::{AnthropicProvider, ApiKey, OpenAiProvider, Provider};
 use keel_sandbox::{PathSandbox, SandboxMode, SandboxPolicy, default_tools};
 
+use keel_agents::{Delegation, Models};
+
 use crate::cli::Options;
 use crate::config::{ApprovalMode, Config, ProviderKind};
+use crate::delegates::Delegates;
 
 /// The default model of each provider kind.
 pub fn default_model(kind: ProviderKind) -> &'static str {
@@ -72,6 +75,14 @@ pub enum SessionChoice {
     Latest,
 }
 
+/// An agent and, with delegation on, what it can delegate to.
+pub struct Wired {
+    /// The agent.
+    pub agent: Agent,
+    /// Sub-agents, teams and skills (`None` with `--no-delegation`).
+    pub delegates: Option<Arc<Delegates>>,
+}
+
 /// Everything resolved, before the agent is built.
 pub struct Setup {
     /// The working directory (canonical).
@@ -96,6 +107,8 @@ pub struct Setup {
     pub store: Arc<JsonlSessionStore>,
     /// Paths the file tools may also read.
     pub allow_read: Vec<PathBuf>,
+    /// Whether the agent gets the delegation tools.
+    pub delegation: bool,
 }
 
 /// `$KEEL_HOME`, else `~/.keel`.
@@ -184,6 +197,7 @@ impl Setup {
             max_iterations,
             store,
             allow_read,
+            delegation: !options.no_delegation,
         })
     }
 
@@ -207,12 +221,14 @@ impl Setup {
     }
 
     /// The agent: the built-in tools in the working directory, the system prompt with the
-    /// project's context, the config's rules and hooks (after `extra_hooks`), `approver`.
+    /// project's context, the config's rules and hooks (after `extra_hooks`), `approver`;
+    /// with delegation on, also `code`, `spawn_agent`, `run_team`, `use_skill` and the skills
+    /// index in the system prompt.
     pub fn agent(
         &self,
         approver: impl Approver + 'static,
         extra_hooks: Hooks,
-    ) -> Result<Agent, CliError> {
+    ) -> Result<Wired, CliError> {
         let usage = |message: String| CliError::Usage(message);
         let mut sandbox = PathSandbox::new(&self.cwd)
             .map_err(|err| usage(format!("{}: {err}", self.cwd.display())))?;
@@ -221,7 +237,14 @@ impl Setup {
                 .allow_read(path)
                 .map_err(|err| usage(format!("--allow-read {}: {err}", path.display())))?;
         }
-        let tools = default_tools(&sandbox, &self.policy())
+        // The user's skills may point at files beside them.
+        let user_skills = self.keel_home.join("skills");
+        if self.delegation && user_skills.is_dir() {
+            sandbox = sandbox
+                .allow_read(&user_skills)
+                .map_err(|err| CliError::Run(format!("{}: {err}", user_skills.display())))?;
+        }
+        let base = default_tools(&sandbox, &self.policy())
             .map_err(|err| CliError::Run(format!("the built-in tools: {err}")))?;
         let config_file = || {
             self.config
@@ -245,8 +268,26 @@ impl Setup {
             .ok()
             .and_then(|repo| repo.workdir().map(Path::to_path_buf))
             .unwrap_or_else(|| self.cwd.clone());
-        let prompt = system_prompt(&gather_context(&root, &self.cwd));
-        Agent::builder(self.provider.clone())
+        let mut prompt = system_prompt(&gather_context(&root, &self.cwd));
+        let approver: Arc<dyn Approver> = Arc::new(approver);
+        let (tools, delegates) = if self.delegation {
+            let delegation = Delegation::new(self.provider.clone(), self.models())
+                .approver(approver.clone())
+                .permissions(rules.clone())
+                .hooks(hooks.clone());
+            let delegates = Delegates::discover(self, &root, &base, delegation);
+            let tools = delegates
+                .register(base, self)
+                .map_err(|err| CliError::Run(format!("the delegation tools: {err}")))?;
+            if let Some(section) = delegates.skills.prompt_section() {
+                prompt.push_str("\n\n");
+                prompt.push_str(&section);
+            }
+            (tools, Some(Arc::new(delegates)))
+        } else {
+            (base, None)
+        };
+        let agent = Agent::builder(self.provider.clone())
             .model(&self.model)
             .system_prompt(prompt)
             .tools(tools)
@@ -256,7 +297,19 @@ impl Setup {
             .hooks(hooks)
             .session_store(self.store.clone())
             .build()
-            .map_err(|err| usage(err.to_string()))
+            .map_err(|err| usage(err.to_string()))?;
+        Ok(Wired { agent, delegates })
+    }
+
+    /// The models delegation chooses from: the model, and `small_model` (or a cheap one of
+    /// the same provider).
+    pub fn models(&self) -> Models {
+        let small = self
+            .config
+            .small_model
+            .clone()
+            .unwrap_or_else(|| Models::small_for(&self.model));
+        Models::new(self.model.clone(), small)
     }
 
     /// Opens the session `choice` names.

@@ -439,3 +439,57 @@ async fn colours_paint_diffs_and_resuming_says_so() {
     });
     assert_eq!(code, 0, "{transcript}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn delegation_slash_commands_list_and_run_agents_and_teams() {
+    let repo = TempRepo::new();
+    repo.write(
+        ".keel/agents/planner.md",
+        "---\ndescription: Plans the work\n---\nYou plan.\n",
+    );
+    repo.write(
+        ".keel/teams/duo.yaml",
+        "description: Two plans\nagents: [planner, planner]\n",
+    );
+    repo.write(".keel/skills/release.md", "How to cut a release.\n");
+    let home = Home::new();
+    let server = anthropic_server(&[text("PLAN A"), text("PLAN B"), text("PLAN C")]).await;
+    let mut command = home.keel_anthropic(&server);
+    command.current_dir(repo.path());
+    let (code, transcript) = blocking(|| {
+        let mut keel = Pty::spawn(command);
+        keel.prompt();
+        keel.send_line("/agents");
+        keel.expect("planner  [default; all tools]  Plans the work");
+        keel.prompt();
+        keel.send_line("/teams");
+        keel.expect("duo  [planner → planner]  Two plans");
+        keel.prompt();
+        keel.send_line("/skills");
+        keel.expect("release  How to cut a release.");
+        keel.prompt();
+        keel.send_line("/agent planner");
+        keel.expect("usage: /agent NAME TASK");
+        keel.prompt();
+        keel.send_line("/agent planner Plan the flag");
+        keel.expect("[agent planner: 1 steps, 20 output tokens]");
+        keel.expect("PLAN A");
+        keel.prompt();
+        keel.send_line("/team duo Plan twice");
+        keel.expect("PLAN C");
+        keel.prompt();
+        keel.ctrl_d();
+        keel.wait()
+    });
+    assert_eq!(code, 0, "{transcript}");
+    let bodies = request_bodies(&server).await;
+    assert_eq!(bodies.len(), 3);
+    assert_eq!(
+        bodies[0]["messages"][0]["content"][0]["text"],
+        "Plan the flag"
+    );
+    assert_eq!(
+        bodies[2]["messages"][0]["content"][0]["text"],
+        "Plan twice\n\n## Output of the previous agent (planner)\n\nPLAN B"
+    );
+}

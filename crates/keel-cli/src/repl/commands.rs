@@ -5,8 +5,10 @@ use keel_sandbox::GitSession;
 
 use super::worktree;
 use super::{Flow, Repl};
+use crate::delegates::{Delegates, report_lines};
 use crate::sessions;
 use crate::setup::SessionChoice;
+use tokio_util::sync::CancellationToken;
 
 /// How many sessions `/sessions` lists.
 const SESSIONS_SHOWN: usize = 20;
@@ -30,6 +32,16 @@ pub enum Command {
     Model(Option<String>),
     /// `/sessions`.
     Sessions,
+    /// `/agents`.
+    Agents,
+    /// `/agent NAME TASK`.
+    Agent(Option<String>),
+    /// `/teams`.
+    Teams,
+    /// `/team NAME TASK`.
+    Team(Option<String>),
+    /// `/skills`.
+    Skills,
     /// `/exit` or `/quit`.
     Exit,
     /// Anything else that starts with `/`: the word as typed.
@@ -55,6 +67,11 @@ pub const HELP: &[(&str, &str)] = &[
     ("/clear", "start a new session (same model)"),
     ("/model [NAME]", "show the model, or switch to NAME"),
     ("/sessions", "list recent sessions"),
+    ("/agents", "list the sub-agents"),
+    ("/agent NAME TASK", "run sub-agent NAME on TASK"),
+    ("/teams", "list the teams"),
+    ("/team NAME TASK", "run team NAME's pipeline on TASK"),
+    ("/skills", "list the skills"),
     ("/exit, /quit", "leave keel (or Ctrl-D)"),
 ];
 
@@ -74,6 +91,11 @@ pub fn parse(line: &str) -> Option<Command> {
         "clear" => Command::Clear,
         "model" => Command::Model(argument),
         "sessions" => Command::Sessions,
+        "agents" => Command::Agents,
+        "agent" => Command::Agent(argument),
+        "teams" => Command::Teams,
+        "team" => Command::Team(argument),
+        "skills" => Command::Skills,
         "exit" | "quit" => Command::Exit,
         other => Command::Unknown(format!("/{other}")),
     })
@@ -96,6 +118,11 @@ impl Repl {
                     .notice(&format!("model: {name} (from the next request on)"));
             }
             Command::Sessions => self.sessions(),
+            Command::Agents => self.list(Delegates::agent_lines),
+            Command::Teams => self.list(Delegates::team_lines),
+            Command::Skills => self.list(Delegates::skill_lines),
+            Command::Agent(argument) => self.delegate(false, argument).await,
+            Command::Team(argument) => self.delegate(true, argument).await,
             Command::Exit => return Flow::Exit,
             Command::Unknown(name) => self
                 .view
@@ -202,6 +229,96 @@ impl Repl {
                     .notice(&format!("new session {}", self.session.id()));
             }
             Err(err) => self.view.error(&err.to_string()),
+        }
+    }
+
+    /// `/agents`, `/teams`, `/skills`: the lines `lines` makes.
+    fn list(&self, lines: fn(&Delegates) -> Vec<String>) {
+        match &self.delegates {
+            Some(delegates) => self.view.lines(&lines(delegates)),
+            None => self.view.error("delegation is off (--no-delegation)"),
+        }
+    }
+
+    /// `/agent NAME TASK` and `/team NAME TASK`: a sub-agent or a team run now, its calls and
+    /// answer printed; Ctrl-C cancels it.
+    async fn delegate(&mut self, team: bool, argument: Option<String>) {
+        let usage = if team {
+            "/team NAME TASK"
+        } else {
+            "/agent NAME TASK"
+        };
+        let Some(delegates) = self.delegates.clone() else {
+            self.view.error("delegation is off (--no-delegation)");
+            return;
+        };
+        let Some((name, task)) = argument
+            .as_deref()
+            .and_then(|a| a.split_once(' '))
+            .map(|(n, t)| (n.to_owned(), t.trim().to_owned()))
+            .filter(|(_, t)| !t.is_empty())
+        else {
+            self.view.error(&format!("usage: {usage}"));
+            return;
+        };
+        let cancel = CancellationToken::new();
+        self.view.spin(&format!("{name} working…"));
+        let cwd = self.setup.cwd.clone();
+        let run = async {
+            if team {
+                match delegates.teams.get(&name) {
+                    Some(definition) => {
+                        let report = delegates
+                            .runner
+                            .run_team(definition, &task, &cwd, &cancel)
+                            .await;
+                        let mut lines: Vec<String> = Vec::new();
+                        for step in &report.steps {
+                            match &step.result {
+                                Ok(run) => {
+                                    lines.extend(report_lines(&step.agent, run));
+                                    self.totals.add(&run.usage, run.cost_usd);
+                                }
+                                Err(error) => lines.push(format!("✗ {}: {error}", step.agent)),
+                            }
+                        }
+                        lines.push(
+                            report
+                                .output()
+                                .unwrap_or("(no agent produced output)")
+                                .to_owned(),
+                        );
+                        Ok(lines)
+                    }
+                    None => Err(format!("no team named `{name}`; /teams lists them")),
+                }
+            } else {
+                match delegates.runner.run(&name, &task, &cwd, &cancel).await {
+                    Ok(run) => {
+                        self.totals.add(&run.usage, run.cost_usd);
+                        let mut lines = report_lines(&name, &run);
+                        lines.push(run.output.clone());
+                        Ok(lines)
+                    }
+                    Err(err) => Err(err.to_string()),
+                }
+            }
+        };
+        futures::pin_mut!(run);
+        let result = tokio::select! {
+            result = &mut run => result,
+            signal = tokio::signal::ctrl_c() => {
+                if signal.is_ok() {
+                    cancel.cancel();
+                    self.view.warning("cancelling…");
+                }
+                run.await
+            }
+        };
+        self.view.stop_spinner();
+        match result {
+            Ok(lines) => self.view.lines(&lines),
+            Err(error) => self.view.error(&error),
         }
     }
 

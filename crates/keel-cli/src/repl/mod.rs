@@ -28,6 +28,7 @@ use self::view::{Style, View};
 use self::worktree::Baseline;
 use crate::approve::ModeApprover;
 use crate::cli::Options;
+use crate::delegates::Delegates;
 use crate::setup::{CliError, Mode, SessionChoice, Setup};
 
 /// The prompt.
@@ -55,6 +56,8 @@ struct Repl {
     baseline: Result<Baseline, String>,
     /// Whether the session store's failure has been shown.
     persistence_warned: bool,
+    /// Sub-agents, teams and skills (`None` with `--no-delegation`).
+    delegates: Option<Arc<Delegates>>,
 }
 
 /// Runs the interactive session; returns the exit code.
@@ -75,7 +78,8 @@ pub async fn run(options: &Options, choice: SessionChoice) -> Result<u8, CliErro
         )
         .map_err(|err| CliError::Run(format!("the diff hook: {err}")))?;
     let approver = ModeApprover::new(setup.approvals, Some(input.ask_fn(view.clone())));
-    let agent = setup.agent(approver, hooks)?;
+    let wired = setup.agent(approver, hooks)?;
+    let agent = wired.agent;
     let session = setup.session(&agent, &choice)?;
     let baseline = worktree::baseline(&setup.cwd, session.id());
     let mut repl = Repl {
@@ -88,8 +92,12 @@ pub async fn run(options: &Options, choice: SessionChoice) -> Result<u8, CliErro
         totals: Totals::default(),
         baseline,
         persistence_warned: false,
+        delegates: wired.delegates,
     };
     repl.banner(choice != SessionChoice::New);
+    for warning in repl.delegates.iter().flat_map(|d| d.warnings.iter()) {
+        repl.view.warning(&format!("warning: {warning}"));
+    }
     repl.read_loop().await
 }
 

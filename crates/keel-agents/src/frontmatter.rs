@@ -1,0 +1,149 @@
+//! Markdown files with an optional YAML front matter block, as agents and skills are written,
+//! and the folders they are found in.
+
+use std::path::{Path, PathBuf};
+
+use serde::de::DeserializeOwned;
+
+use crate::error::AgentsError;
+
+/// A Markdown file split into its front matter (YAML, parsed) and its body.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Document<T> {
+    /// The front matter, if the file has one.
+    pub front: Option<T>,
+    /// Everything after it, with `\n` line ends, trimmed.
+    pub body: String,
+}
+
+/// Splits `text` (CRLF tolerated) into front matter and body and parses the front matter as
+/// `T`. A file that opens with `---` must close the block with a `---` line.
+pub fn parse<T: DeserializeOwned>(path: &Path, text: &str) -> Result<Document<T>, AgentsError> {
+    let text = text
+        .strip_prefix('\u{feff}')
+        .unwrap_or(text)
+        .replace("\r\n", "\n");
+    let invalid = |reason: String| AgentsError::Invalid {
+        path: path.to_path_buf(),
+        reason,
+    };
+    let Some(rest) = text.strip_prefix("---\n") else {
+        return Ok(Document {
+            front: None,
+            body: text.trim().to_owned(),
+        });
+    };
+    let (yaml, body) = if let Some(body) = rest.strip_prefix("---\n") {
+        ("", body)
+    } else {
+        match rest.find("\n---\n") {
+            Some(end) => (&rest[..end], &rest[end + 5..]),
+            None => match rest.strip_suffix("\n---") {
+                Some(yaml) => (yaml, ""),
+                None => {
+                    return Err(invalid(
+                        "the front matter opened with `---` is never closed by a `---` line".into(),
+                    ));
+                }
+            },
+        }
+    };
+    let front = if yaml.trim().is_empty() {
+        None
+    } else {
+        Some(serde_yaml_ng::from_str(yaml).map_err(|err| invalid(format!("front matter: {err}")))?)
+    };
+    Ok(Document {
+        front,
+        body: body.trim().to_owned(),
+    })
+}
+
+/// The `.md` files directly in `dir`, sorted, leaving out `drafts/` and files whose name says
+/// they are not definitions (README, CHANGELOG, LICENSE). A missing directory has none.
+pub fn markdown_files(dir: &Path) -> Result<Vec<PathBuf>, AgentsError> {
+    let entries = match std::fs::read_dir(dir) {
+        Ok(entries) => entries,
+        Err(err) if err.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(err) => return Err(AgentsError::io(dir, err)),
+    };
+    let mut files = Vec::new();
+    for entry in entries {
+        let path = entry.map_err(|err| AgentsError::io(dir, err))?.path();
+        if path.is_file()
+            && path
+                .extension()
+                .is_some_and(|e| e.eq_ignore_ascii_case("md"))
+            && !is_not_a_definition(&path)
+        {
+            files.push(path);
+        }
+    }
+    files.sort();
+    Ok(files)
+}
+
+/// README, CHANGELOG and LICENSE files document a folder; they define nothing.
+pub fn is_not_a_definition(path: &Path) -> bool {
+    let stem = path
+        .file_stem()
+        .map(|s| s.to_string_lossy().to_ascii_uppercase())
+        .unwrap_or_default();
+    matches!(
+        stem.as_str(),
+        "README" | "CHANGELOG" | "LICENSE" | "LICENCE" | "CONTRIBUTING"
+    )
+}
+
+/// The file's stem: the name a definition gets when its front matter gives none.
+pub fn stem(path: &Path) -> String {
+    path.file_stem()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_default()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[derive(Debug, PartialEq, serde::Deserialize)]
+    struct Front {
+        name: String,
+    }
+
+    fn doc(text: &str) -> Result<Document<Front>, String> {
+        parse(Path::new("a.md"), text).map_err(|e| e.to_string())
+    }
+
+    #[test]
+    fn front_matter_and_body_split_with_crlf_too() {
+        let d = doc("---\r\nname: x\r\n---\r\nBody\r\nline\r\n").unwrap();
+        assert_eq!(d.front, Some(Front { name: "x".into() }));
+        assert_eq!(d.body, "Body\nline");
+        let d = doc("Just a body\n").unwrap();
+        assert_eq!(d.front, None);
+        assert_eq!(d.body, "Just a body");
+        let d = doc("---\nname: y\n---").unwrap();
+        assert_eq!(d.body, "");
+        let d = doc("---\n---\nbody").unwrap();
+        assert_eq!((d.front, d.body.as_str()), (None, "body"));
+    }
+
+    #[test]
+    fn broken_front_matter_is_an_error_naming_the_file() {
+        assert_eq!(
+            doc("---\nname: x\nbody").unwrap_err(),
+            "a.md: the front matter opened with `---` is never closed by a `---` line"
+        );
+        assert!(
+            doc("---\nname: [x\n---\n")
+                .unwrap_err()
+                .starts_with("a.md: front matter: ")
+        );
+        assert!(
+            doc("---\nnom: x\n---\n")
+                .unwrap_err()
+                .contains("missing field `name`")
+        );
+    }
+}

@@ -1,0 +1,78 @@
+//! # keel-agents
+//!
+//! Delegation: an agent hands a focused job to a fresh agent and gets back what happened.
+//!
+//! - [`CodeTool`] (`code`): stateless delegation for any host: "do this coding task in that
+//!   directory", a fresh session with the default tools, a log file, the final text.
+//! - Sub-agents ([`AgentDefinitions`], [`SpawnAgentTool`] `spawn_agent`): named agents defined
+//!   in Markdown files, run with only their task, narrowed tools, a step cap and a token
+//!   budget, under the parent's approver and sandbox.
+//! - Teams ([`TeamDefinitions`], [`RunTeamTool`] `run_team`): agents in a pipeline, each one's
+//!   output the next one's task.
+//! - Skills ([`SkillIndex`], [`UseSkillTool`] `use_skill`): instructions loaded on demand.
+//!
+//! Every delegated run shares a [`Delegation`]: the parent's provider, models, approver,
+//! permission rules and hooks, so a delegated run can never do what its parent may not. A
+//! delegated run never fails its caller's loop: whatever happens comes back as text.
+//!
+//! ```
+//! use std::sync::Arc;
+//! use keel_agents::{
+//!     AgentDefinition, AgentDefinitions, Delegation, Models, SubAgentLimits, SubAgentRunner,
+//! };
+//! use keel_tool::ToolRegistry;
+//! use keel_test_support::scripted::ScriptedProvider;
+//!
+//! # tokio::runtime::Runtime::new()?.block_on(async {
+//! // A scripted model stands in for the provider.
+//! let model = Arc::new(ScriptedProvider::new().then_text("Looks fine to me."));
+//! let reviewer = AgentDefinition {
+//!     name: "reviewer".into(),
+//!     description: "Reviews a change".into(),
+//!     tools: Some(vec!["grep".into()]),
+//!     model: Some("fast".into()),
+//!     max_steps: None,
+//!     system_prompt: "You review code.".into(),
+//!     path: "reviewer.md".into(),
+//! };
+//! let runner = SubAgentRunner::new(
+//!     Delegation::new(model.clone(), Models::new("claude-sonnet-4-5", "claude-haiku-4-5")),
+//!     Arc::new(AgentDefinitions::from_definitions(vec![reviewer])),
+//!     ToolRegistry::new(), // the parent's tools: the sub-agent gets at most these
+//!     SubAgentLimits::default(),
+//! );
+//! let cwd = std::env::temp_dir();
+//! let cancel = Default::default();
+//! let report = runner.run("reviewer", "Review the last commit", &cwd, &cancel).await?;
+//! assert_eq!(report.output, "Looks fine to me.");
+//! assert_eq!(report.error, None);
+//! // The sub-agent saw only its own prompt and task, on the small model.
+//! let request = &model.requests()[0];
+//! assert_eq!(request.model, "claude-haiku-4-5");
+//! assert_eq!(request.system.as_deref(), Some("You review code."));
+//! assert_eq!(request.messages.len(), 1);
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! # })?;
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+
+// Modules, one concept each.
+mod code;
+mod delegation;
+mod error;
+pub mod frontmatter;
+mod run;
+mod skills;
+mod subagents;
+mod teams;
+
+pub use code::{CodeArgs, CodeModel, CodeTool};
+pub use delegation::{Delegation, Models};
+pub use error::AgentsError;
+pub use run::{CallRecord, RunReport, run_to_end};
+pub use skills::{SkillIndex, SkillSummary, UseSkillArgs, UseSkillTool};
+pub use subagents::{
+    AgentDefinition, AgentDefinitions, SpawnAgentArgs, SpawnAgentTool, SubAgentLimits,
+    SubAgentRunner, render_report,
+};
+pub use teams::{RunTeamArgs, RunTeamTool, TeamDefinition, TeamDefinitions, TeamReport, TeamStep};

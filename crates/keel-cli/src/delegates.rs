@@ -1,0 +1,272 @@
+//! What the agent can delegate to (sub-agents, teams, skills, the `code` tool), and the
+//! `keel agents|agent|teams|team|skills` commands.
+
+use std::io::Write;
+use std::path::Path;
+use std::sync::Arc;
+
+use keel_agents::{
+    AgentDefinitions, CodeTool, Delegation, RunReport, RunTeamTool, SkillIndex, SpawnAgentTool,
+    SubAgentLimits, SubAgentRunner, TeamDefinitions, TeamReport, UseSkillTool,
+};
+use keel_engine::Hooks;
+use keel_tool::{RegistryError, ToolRegistry};
+use tokio_util::sync::CancellationToken;
+
+use crate::approve::ModeApprover;
+use crate::cli::{Command, Options};
+use crate::render::describe_call;
+use crate::setup::{CliError, Mode, SessionChoice, Setup};
+
+/// Sub-agents, teams and skills found for a project, and the runner of its sub-agents.
+pub struct Delegates {
+    /// Runs sub-agents and teams.
+    pub runner: Arc<SubAgentRunner>,
+    /// The teams.
+    pub teams: Arc<TeamDefinitions>,
+    /// The skills.
+    pub skills: Arc<SkillIndex>,
+    /// Definitions skipped, each naming its file and the problem.
+    pub warnings: Vec<String>,
+    delegation: Delegation,
+}
+
+impl Delegates {
+    /// Finds the definitions of the project at `root` and the user's; sub-agents get at most
+    /// `base`, the main agent's own tools.
+    pub fn discover(
+        setup: &Setup,
+        root: &Path,
+        base: &ToolRegistry,
+        delegation: Delegation,
+    ) -> Self {
+        let home = Some(setup.keel_home.as_path());
+        let (agents, mut warnings) =
+            AgentDefinitions::discover(&AgentDefinitions::standard_dirs(root, home));
+        let (teams, more) = TeamDefinitions::discover(&TeamDefinitions::standard_dirs(root, home));
+        warnings.extend(more);
+        let (skills, more) = SkillIndex::discover(&SkillIndex::standard_dirs(root, home));
+        warnings.extend(more);
+        let runner = SubAgentRunner::new(
+            delegation.clone(),
+            Arc::new(agents),
+            base.clone(),
+            SubAgentLimits::default(),
+        );
+        Self {
+            runner: Arc::new(runner),
+            teams: Arc::new(teams),
+            skills: Arc::new(skills),
+            warnings,
+            delegation,
+        }
+    }
+
+    /// `tools` with `code`, `spawn_agent`, `run_team` and `use_skill` added.
+    pub fn register(
+        &self,
+        tools: ToolRegistry,
+        setup: &Setup,
+    ) -> Result<ToolRegistry, RegistryError> {
+        let code = CodeTool::new(self.delegation.clone(), setup.keel_home.join("logs"))
+            .sandbox_policy(setup.policy())
+            .max_iterations(setup.max_iterations);
+        tools
+            .with(code)?
+            .with(SpawnAgentTool::new(self.runner.clone()))?
+            .with(RunTeamTool::new(self.runner.clone(), self.teams.clone()))?
+            .with(UseSkillTool::new(self.skills.clone()))
+    }
+
+    /// One line per sub-agent: name, model, tools, description.
+    pub fn agent_lines(&self) -> Vec<String> {
+        let agents = self.runner.definitions().all();
+        if agents.is_empty() {
+            return vec![
+                "no agents: define one in .keel/agents/<name>.md (front matter \
+                         `description`, optional `tools`, `model`, `max_steps`; the body is \
+                         its system prompt)"
+                    .into(),
+            ];
+        }
+        agents
+            .iter()
+            .map(|agent| {
+                let tools = agent
+                    .tools
+                    .as_ref()
+                    .map_or_else(|| "all tools".to_owned(), |t| t.join(","));
+                format!(
+                    "{}  [{}; {}]  {}",
+                    agent.name,
+                    agent.model.as_deref().unwrap_or("default"),
+                    tools,
+                    agent.description
+                )
+            })
+            .collect()
+    }
+
+    /// One line per team: name, pipeline, description.
+    pub fn team_lines(&self) -> Vec<String> {
+        if self.teams.is_empty() {
+            return vec![
+                "no teams: define one in .keel/teams/<name>.yaml (`name`, \
+                         `description`, `agents: [a, b, c]`)"
+                    .into(),
+            ];
+        }
+        self.teams
+            .all()
+            .iter()
+            .map(|team| {
+                format!(
+                    "{}  [{}]  {}",
+                    team.name,
+                    team.agents.join(" → "),
+                    team.description
+                )
+            })
+            .collect()
+    }
+
+    /// One line per skill: name, description.
+    pub fn skill_lines(&self) -> Vec<String> {
+        if self.skills.is_empty() {
+            return vec![
+                "no skills: add .keel/skills/<name>/SKILL.md or \
+                         .keel/skills/<name>.md"
+                    .into(),
+            ];
+        }
+        self.skills
+            .skills()
+            .iter()
+            .map(|skill| format!("{}  {}", skill.name, skill.description))
+            .collect()
+    }
+}
+
+/// A sub-agent run as lines: its tool calls, then a summary.
+pub fn report_lines(agent: &str, report: &RunReport) -> Vec<String> {
+    let mut lines: Vec<String> = report
+        .calls
+        .iter()
+        .map(|call| {
+            format!(
+                "{} {} {}",
+                if call.is_error { "✗" } else { "✓" },
+                agent,
+                describe_call(&call.name, &call.input)
+            )
+        })
+        .collect();
+    let mut summary = format!(
+        "[agent {agent}: {} steps, {} output tokens",
+        report.steps,
+        report.tokens()
+    );
+    if let Some(error) = &report.error {
+        summary.push_str(&format!(", error: {error}"));
+    }
+    summary.push(']');
+    lines.push(summary);
+    lines
+}
+
+/// Runs `keel agents|agent|teams|team|skills`; returns the exit code.
+pub async fn command(options: &Options, command: Command) -> Result<u8, CliError> {
+    let setup = Setup::resolve(options, Mode::Exec, &SessionChoice::New)?;
+    if !setup.delegation {
+        return Err(CliError::Usage(
+            "--no-delegation leaves nothing to list or run here".into(),
+        ));
+    }
+    let wired = setup.agent(ModeApprover::new(setup.approvals, None), Hooks::new())?;
+    let delegates = wired
+        .delegates
+        .ok_or_else(|| CliError::Run("delegation is off".into()))?;
+    let mut err = std::io::stderr().lock();
+    for warning in &delegates.warnings {
+        let _ = writeln!(err, "keel: warning: {warning}");
+    }
+    drop(err);
+    let cancel = CancellationToken::new();
+    let on_ctrl_c = cancel.clone();
+    let ctrl_c = tokio::spawn(async move {
+        if tokio::signal::ctrl_c().await.is_ok() {
+            on_ctrl_c.cancel();
+        }
+    });
+    let (out, progress, code) = match command {
+        Command::Agents => (delegates.agent_lines(), Vec::new(), 0),
+        Command::Teams => (delegates.team_lines(), Vec::new(), 0),
+        Command::Skills => (delegates.skill_lines(), Vec::new(), 0),
+        Command::Agent { name, task } => {
+            let report = delegates
+                .runner
+                .run(&name, &task, &setup.cwd, &cancel)
+                .await
+                .map_err(|err| CliError::Usage(err.to_string()))?;
+            let code = u8::from(report.error.is_some());
+            (
+                vec![report.output.clone()],
+                report_lines(&name, &report),
+                code,
+            )
+        }
+        Command::Team { name, task } => {
+            let team = delegates.teams.get(&name).ok_or_else(|| {
+                let known: Vec<&str> = delegates
+                    .teams
+                    .all()
+                    .iter()
+                    .map(|t| t.name.as_str())
+                    .collect();
+                CliError::Usage(format!(
+                    "no team named `{name}`; known: {}",
+                    if known.is_empty() {
+                        "none".to_owned()
+                    } else {
+                        known.join(", ")
+                    }
+                ))
+            })?;
+            let report = delegates
+                .runner
+                .run_team(team, &task, &setup.cwd, &cancel)
+                .await;
+            let code = u8::from(!team_succeeded(&report));
+            let output = report
+                .output()
+                .unwrap_or("(no agent produced output)")
+                .to_owned();
+            let progress = report
+                .render()
+                .lines()
+                .skip_while(|l| !l.starts_with("[team "))
+                .map(str::to_owned)
+                .collect();
+            (vec![output], progress, code)
+        }
+        _ => (Vec::new(), Vec::new(), 2),
+    };
+    ctrl_c.abort();
+    let mut err = std::io::stderr().lock();
+    for line in progress {
+        let _ = writeln!(err, "{line}");
+    }
+    let mut stdout = std::io::stdout().lock();
+    for line in out {
+        let _ = writeln!(stdout, "{line}");
+    }
+    Ok(code)
+}
+
+/// Whether every agent of a team run ran and completed.
+pub fn team_succeeded(report: &TeamReport) -> bool {
+    report
+        .steps
+        .iter()
+        .all(|step| step.result.as_ref().is_ok_and(|r| r.error.is_none()))
+}
