@@ -10,14 +10,13 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use keel_agents::{CodeTool, Delegation, Models};
-use keel_provider::{
-    AnthropicProvider, ApiKey, ContentBlock, Provider, RetryPolicy, StopReason, ToolCall,
-    ToolInput, ToolUseResponse, Usage,
-};
+use keel_provider::{AnthropicProvider, ApiKey, Provider, RetryPolicy, ToolCall, ToolInput};
 use keel_test_support::git::TempRepo;
-use keel_test_support::mock::{error_response, request_bodies, serve_turns, sse_response};
+use keel_test_support::mock::{
+    error_response, request_bodies, serve_anthropic_replies as anthropic_server, sse_response,
+};
 use keel_test_support::render::anthropic_sse;
-use keel_test_support::scripted::reply;
+use keel_test_support::scripted::{text_reply as text, tool_reply as tool_call};
 use keel_tool::{ToolContext, ToolOutput, ToolRegistry};
 use serde_json::{Value, json};
 use tempfile::TempDir;
@@ -26,34 +25,6 @@ use wiremock::{Mock, MockServer};
 
 const DEFAULT_MODEL: &str = "claude-sonnet-4-5";
 const SMALL_MODEL: &str = "claude-haiku-4-5";
-
-/// A reply saying `text`, with a round usage.
-fn text(text: &str) -> ToolUseResponse {
-    with_usage(reply(vec![ContentBlock::text(text)], StopReason::EndTurn))
-}
-
-/// A reply calling one tool, with a round usage.
-fn tool_call(id: &str, name: &str, input: Value) -> ToolUseResponse {
-    with_usage(reply(
-        vec![ContentBlock::tool_use(id, name, input)],
-        StopReason::ToolUse,
-    ))
-}
-
-fn with_usage(mut reply: ToolUseResponse) -> ToolUseResponse {
-    reply.usage = Usage {
-        input_tokens: 100,
-        output_tokens: 20,
-        cache_creation_input_tokens: 0,
-        cache_read_input_tokens: 0,
-    };
-    reply
-}
-
-/// A server answering successive requests with `replies`, as Anthropic would.
-async fn anthropic_server(replies: &[ToolUseResponse]) -> MockServer {
-    serve_turns("/v1/messages", replies.iter().map(anthropic_sse).collect()).await
-}
 
 fn provider(server: &MockServer) -> Arc<dyn Provider> {
     Arc::new(

@@ -12,38 +12,13 @@ use keel_agents::{
     SubAgentRunner, TeamDefinitions,
 };
 use keel_engine::{Agent, Stop};
-use keel_provider::{AnthropicProvider, ApiKey, ContentBlock, StopReason, ToolUseResponse, Usage};
+use keel_provider::{AnthropicProvider, ApiKey, ContentBlock, StopReason, ToolUseResponse};
 use keel_sandbox::{PathSandbox, SandboxPolicy, default_tools};
 use keel_test_support::git::TempRepo;
-use keel_test_support::mock::{request_bodies, serve_turns};
-use keel_test_support::render::anthropic_sse;
-use keel_test_support::scripted::reply;
+use keel_test_support::mock::{request_bodies, serve_anthropic_replies as server};
+use keel_test_support::scripted::{REPLY_USAGE, reply, text_reply as text, tool_reply as call};
 use serde_json::{Value, json};
 use wiremock::MockServer;
-
-fn with_usage(mut reply: ToolUseResponse) -> ToolUseResponse {
-    reply.usage = Usage {
-        input_tokens: 50,
-        output_tokens: 20,
-        ..Usage::default()
-    };
-    reply
-}
-
-fn text(text: &str) -> ToolUseResponse {
-    with_usage(reply(vec![ContentBlock::text(text)], StopReason::EndTurn))
-}
-
-fn call(id: &str, name: &str, input: Value) -> ToolUseResponse {
-    with_usage(reply(
-        vec![ContentBlock::tool_use(id, name, input)],
-        StopReason::ToolUse,
-    ))
-}
-
-async fn server(replies: &[ToolUseResponse]) -> MockServer {
-    serve_turns("/v1/messages", replies.iter().map(anthropic_sse).collect()).await
-}
 
 fn write_agent(dir: &Path, name: &str, front: &str, body: &str) {
     let agents = dir.join(".keel/agents");
@@ -501,7 +476,11 @@ async fn spawns_in_one_turn_run_together_up_to_the_bound() {
         let model = Arc::new(CountingModel {
             parent: std::sync::Mutex::new(
                 [
-                    with_usage(reply(spawns, StopReason::ToolUse)),
+                    {
+                        let mut spawning = reply(spawns, StopReason::ToolUse);
+                        spawning.usage = REPLY_USAGE;
+                        spawning
+                    },
                     text("all waited"),
                 ]
                 .into(),

@@ -54,3 +54,23 @@ pub async fn serve_turns(route: &str, bodies: Vec<String>) -> MockServer {
     }
     server
 }
+
+/// Starts a server that answers successive Anthropic Messages requests with `replies`,
+/// rendered as Anthropic event streams.
+pub async fn serve_anthropic_replies(replies: &[keel_provider::ToolUseResponse]) -> MockServer {
+    serve_turns(
+        "/v1/messages",
+        replies.iter().map(crate::render::anthropic_sse).collect(),
+    )
+    .await
+}
+
+/// Starts a server that answers successive Chat Completions requests with `replies`,
+/// rendered as OpenAI event streams.
+pub async fn serve_openai_replies(replies: &[keel_provider::ToolUseResponse]) -> MockServer {
+    serve_turns(
+        "/v1/chat/completions",
+        replies.iter().map(crate::render::openai_sse).collect(),
+    )
+    .await
+}

@@ -181,3 +181,29 @@ pub fn tool_results(history: &[keel_provider::Message]) -> Vec<(String, bool)> {
         })
         .collect()
 }
+
+/// The usage every reply made by [`text_reply`] and [`tool_reply`] reports: 100 tokens in,
+/// 20 out, so tests can count tokens and costs.
+pub const REPLY_USAGE: Usage = Usage {
+    input_tokens: 100,
+    output_tokens: 20,
+    cache_creation_input_tokens: 0,
+    cache_read_input_tokens: 0,
+};
+
+/// A reply saying `text` and ending the turn, with [`REPLY_USAGE`].
+pub fn text_reply(text: &str) -> ToolUseResponse {
+    let mut reply = reply(vec![ContentBlock::text(text)], StopReason::EndTurn);
+    reply.usage = REPLY_USAGE;
+    reply
+}
+
+/// A reply calling one tool, with [`REPLY_USAGE`].
+pub fn tool_reply(id: &str, name: &str, input: Value) -> ToolUseResponse {
+    let mut reply = reply(
+        vec![ContentBlock::tool_use(id, name, input)],
+        StopReason::ToolUse,
+    );
+    reply.usage = REPLY_USAGE;
+    reply
+}

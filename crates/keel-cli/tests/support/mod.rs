@@ -1,15 +1,17 @@
 //! Helpers for running the built `keel` binary against wiremock in temporary repositories.
 
 // Test helpers: a setup failure is a test failure. Each test binary uses a part of them.
-#![allow(dead_code, clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+#![allow(
+    dead_code,
+    unused_imports,
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic
+)]
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 
-use keel_provider::{ContentBlock, StopReason, ToolUseResponse, Usage};
-use keel_test_support::render::{anthropic_sse, openai_sse};
-use keel_test_support::scripted::reply;
-use serde_json::Value;
 use tempfile::TempDir;
 
 /// The environment variables keel reads; cleared for every run so the host's never leak in.
@@ -102,46 +104,10 @@ pub fn stderr(output: &Output) -> String {
     String::from_utf8_lossy(&output.stderr).into_owned()
 }
 
-/// A reply with text.
-pub fn text(text: &str) -> ToolUseResponse {
-    with_usage(reply(vec![ContentBlock::text(text)], StopReason::EndTurn))
-}
-
-/// A reply with one tool call.
-pub fn tool_call(id: &str, name: &str, input: Value) -> ToolUseResponse {
-    with_usage(reply(
-        vec![ContentBlock::tool_use(id, name, input)],
-        StopReason::ToolUse,
-    ))
-}
-
-fn with_usage(mut reply: ToolUseResponse) -> ToolUseResponse {
-    reply.usage = Usage {
-        input_tokens: 100,
-        output_tokens: 20,
-        cache_creation_input_tokens: 0,
-        cache_read_input_tokens: 0,
-    };
-    reply
-}
-
-/// A server answering successive Anthropic requests with `replies`.
-pub async fn anthropic_server(replies: &[ToolUseResponse]) -> wiremock::MockServer {
-    keel_test_support::mock::serve_turns(
-        "/v1/messages",
-        replies.iter().map(anthropic_sse).collect(),
-    )
-    .await
-}
-
-/// A server answering successive OpenAI requests with `replies`.
-pub async fn openai_server(replies: &[ToolUseResponse]) -> wiremock::MockServer {
-    keel_test_support::mock::serve_turns(
-        "/v1/chat/completions",
-        replies.iter().map(openai_sse).collect(),
-    )
-    .await
-}
+pub use keel_test_support::mock::{
+    serve_anthropic_replies as anthropic_server, serve_openai_replies as openai_server,
+};
+pub use keel_test_support::scripted::{text_reply as text, tool_reply as tool_call};
 
 /// Replaces what changes from run to run (session ids, durations, temp paths) so output can
 /// be snapshotted.
