@@ -11,6 +11,7 @@ use crate::compaction::CompactionPolicy;
 use crate::error::EngineError;
 use crate::history::repair_pairing;
 use crate::hooks::Hooks;
+use crate::notify::Notifier;
 use crate::permissions::PermissionRules;
 use crate::session::Session;
 use crate::session_store::{SessionMeta, SessionStore};
@@ -37,6 +38,7 @@ pub struct Agent {
     pub(crate) permissions: Arc<PermissionRules>,
     pub(crate) compaction: CompactionPolicy,
     pub(crate) output_token_budget: Option<u64>,
+    pub(crate) notifier: Option<Arc<dyn Notifier>>,
 }
 
 impl std::fmt::Debug for Agent {
@@ -69,6 +71,7 @@ impl Agent {
             permissions: PermissionRules::default(),
             compaction: CompactionPolicy::default(),
             output_token_budget: None,
+            notifier: None,
         }
     }
 
@@ -154,9 +157,18 @@ pub struct AgentBuilder {
     permissions: PermissionRules,
     compaction: CompactionPolicy,
     output_token_budget: Option<u64>,
+    notifier: Option<Arc<dyn Notifier>>,
 }
 
 impl AgentBuilder {
+    /// Where notices from outside the conversation come from (e.g. finished background
+    /// tasks): before each model request, the session takes its notices and adds them to the
+    /// conversation as a user message.
+    pub fn notifier(mut self, notifier: Arc<dyn Notifier>) -> Self {
+        self.notifier = Some(notifier);
+        self
+    }
+
     /// The most output tokens one run may write (default: no budget). Checked before each
     /// model call: once the run has written this many, it ends with [`Stop::TokenBudget`]
     /// (the calls of the last reply are still answered).
@@ -270,6 +282,7 @@ impl AgentBuilder {
             permissions: Arc::new(self.permissions),
             compaction: self.compaction,
             output_token_budget: self.output_token_budget,
+            notifier: self.notifier,
         })
     }
 }

@@ -167,8 +167,8 @@ pub enum AgentEvent {
         message: String,
     },
     /// A message was added to the history: a reply of the model (also one cut short by a
-    /// cancellation), the results of its tool calls, or a `Stop` hook's reason. The prompt
-    /// itself is not reported.
+    /// cancellation), the results of its tool calls, a `Stop` hook's reason, or notices from
+    /// the [`Notifier`](crate::Notifier). The prompt itself is not reported.
     MessageAdded {
         /// The message as it is now in the history.
         message: Message,

@@ -43,6 +43,7 @@ mod error;
 mod events;
 pub mod history;
 pub mod hooks;
+mod notify;
 pub mod permissions;
 pub mod prompt;
 mod session;
@@ -60,6 +61,7 @@ pub use hooks::{
     Hook, HookConfig, HookConfigError, HookEvent, HookInput, HookOutcome, HookReport, Hooks,
     PermissionDecision,
 };
+pub use notify::Notifier;
 pub use permissions::{PermissionError, PermissionRule, PermissionRules, Verdict};
 pub use prompt::{
     GitSummary, InstructionFile, ProjectContext, SYSTEM_PROMPT, gather_context, system_prompt,

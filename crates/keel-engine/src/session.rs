@@ -316,6 +316,23 @@ impl Session {
         cost
     }
 
+    /// Adds the notices waiting for this session, if any, as one user message.
+    async fn take_notices(&mut self, sink: &Sink) {
+        let Some(notifier) = self.agent.notifier.clone() else {
+            return;
+        };
+        let notices = notifier.take(&self.id).await;
+        if notices.is_empty() {
+            return;
+        }
+        let blocks = notices
+            .into_iter()
+            .map(|notice| ContentBlock::text(format!("[notification] {notice}")))
+            .collect();
+        self.add_message(Message::new(Role::User, blocks), sink);
+        self.persist();
+    }
+
     /// Appends a message the model or the tools produced, and reports it.
     fn add_message(&mut self, message: Message, sink: &Sink) {
         if sink.is_some() {
@@ -464,6 +481,7 @@ impl Session {
                 },
             );
             repair_pairing(&mut self.history);
+            self.take_notices(sink).await;
             let mut request = self.request();
             let estimate = estimate_tokens(
                 request.system.as_deref(),

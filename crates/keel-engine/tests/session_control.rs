@@ -187,3 +187,103 @@ async fn the_output_token_budget_ends_the_run_before_the_next_call() {
         1
     );
 }
+
+/// Hands out each queued notice once, from the `from_call`-th take on (as if the task behind
+/// it finished while the first model call ran).
+#[derive(Default)]
+struct QueueNotifier {
+    queued: std::sync::Mutex<Vec<(String, String)>>,
+    calls: std::sync::atomic::AtomicUsize,
+    from_call: usize,
+}
+
+#[async_trait::async_trait]
+impl keel_engine::Notifier for QueueNotifier {
+    async fn take(&self, session_id: &str) -> Vec<String> {
+        let call = self.calls.fetch_add(1, std::sync::atomic::Ordering::SeqCst) + 1;
+        if call < self.from_call {
+            return Vec::new();
+        }
+        let mut queued = self.queued.lock().unwrap();
+        let (mine, others): (Vec<_>, Vec<_>) = queued
+            .drain(..)
+            .partition(|(session, _)| session == session_id);
+        *queued = others;
+        mine.into_iter().map(|(_, notice)| notice).collect()
+    }
+}
+
+#[tokio::test]
+async fn notices_are_added_before_the_next_request_exactly_once() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("a.txt"), "alpha\n").unwrap();
+    let model = Arc::new(
+        ScriptedProvider::new()
+            .then_tool_call("call_1", "read_file", json!({"path": "a.txt"}))
+            .then_text("Noted.")
+            .then_text("Still noted."),
+    );
+    let notifier = Arc::new(QueueNotifier {
+        from_call: 2,
+        ..QueueNotifier::default()
+    });
+    let (store_agent, store) = agent(ScriptedProvider::new(), dir.path());
+    drop(store_agent);
+    let agent = Agent::builder(model.clone())
+        .model("claude-sonnet-4-5")
+        .tools(
+            default_tools(
+                &PathSandbox::new(dir.path()).unwrap(),
+                &SandboxPolicy::default(),
+            )
+            .unwrap(),
+        )
+        .session_store(store.clone())
+        .notifier(notifier.clone())
+        .build()
+        .unwrap();
+    let mut session = agent.session(dir.path()).unwrap();
+    notifier
+        .queued
+        .lock()
+        .unwrap()
+        .push(("another-session".into(), "not yours".into()));
+    let id = session.id().to_owned();
+    notifier
+        .queued
+        .lock()
+        .unwrap()
+        .push((id.clone(), "Task t1 completed (exit 0) in 2s.".into()));
+    session.run("Read a.txt").await;
+    session.run("And now?").await;
+    let requests = model.requests();
+    let notices = |request: &keel_provider::CompletionRequest| {
+        request
+            .messages
+            .iter()
+            .filter(|m| m.text().contains("[notification] Task t1 completed"))
+            .count()
+    };
+    assert_eq!(notices(&requests[0]), 0);
+    assert_eq!(notices(&requests[1]), 1, "added before the next request");
+    let last = requests[1].messages.last().unwrap();
+    assert_eq!(last.role, Role::User);
+    assert_eq!(
+        last.text(),
+        "[notification] Task t1 completed (exit 0) in 2s."
+    );
+    assert_eq!(
+        notices(&requests[2]),
+        1,
+        "kept in the history, not added again"
+    );
+    assert!(
+        !requests
+            .iter()
+            .any(|r| r.messages.iter().any(|m| m.text().contains("not yours")))
+    );
+    check_pairing(session.history()).unwrap();
+    // Saved with the session: a resume sees it.
+    let loaded = store.load(&id).unwrap();
+    assert_eq!(loaded.messages.as_slice(), session.history());
+}
