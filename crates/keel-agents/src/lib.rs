@@ -64,6 +64,7 @@ pub mod frontmatter;
 mod run;
 mod skills;
 mod subagents;
+pub mod tasks;
 mod teams;
 
 pub use code::{CodeArgs, CodeModel, CodeTool};

@@ -16,6 +16,7 @@ use crate::delegation::Delegation;
 use crate::error::AgentsError;
 use crate::frontmatter;
 use crate::run::{RunReport, run_to_end};
+use crate::tasks::{TaskLauncher, task_tools};
 
 /// The tool every sub-agent has, whatever its list says.
 const ALWAYS: &str = "read_file";
@@ -235,6 +236,8 @@ pub struct SubAgentRunner {
     /// The depth of the agent that owns this runner: 0 for the main agent.
     depth: u32,
     slots: Arc<Semaphore>,
+    /// Background tasks, and the sub-agents allowed to start them.
+    tasks: Option<(TaskLauncher, Arc<[String]>)>,
 }
 
 impl SubAgentRunner {
@@ -252,7 +255,15 @@ impl SubAgentRunner {
             parent_tools,
             limits,
             depth: 0,
+            tasks: None,
         }
+    }
+
+    /// Lets the sub-agents named in `allowed` start background tasks with `launcher` (by
+    /// default none may: only the main agent).
+    pub fn with_tasks(mut self, launcher: TaskLauncher, allowed: Vec<String>) -> Self {
+        self.tasks = Some((launcher, allowed.into()));
+        self
     }
 
     /// The definitions.
@@ -283,8 +294,19 @@ impl SubAgentRunner {
                 limits: self.limits,
                 depth: self.depth + 1,
                 slots: self.slots.clone(),
+                tasks: self.tasks.clone(),
             };
             registry.register(SpawnAgentTool::new(Arc::new(child)))?;
+        }
+        if let Some((launcher, allowed)) = &self.tasks
+            && allowed.contains(&definition.name)
+        {
+            let tools = task_tools(launcher, &definition.name)?;
+            for name in tools.names() {
+                if let Some(tool) = tools.get(name) {
+                    registry.register_dyn(tool)?;
+                }
+            }
         }
         Ok(registry)
     }

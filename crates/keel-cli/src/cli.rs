@@ -94,10 +94,14 @@ pub struct Options {
     #[arg(long, value_name = "ID", global = true)]
     pub resume: Option<String>,
 
-    /// Leave out the delegation tools (code, spawn_agent, run_team, use_skill) and the skills
-    /// index.
+    /// Leave out the delegation tools (code, spawn_agent, run_team, use_skill, the task tools)
+    /// and the skills index.
     #[arg(long, global = true)]
     pub no_delegation: bool,
+
+    /// In exec: do not wait for background tasks still running when the model ends its turn.
+    #[arg(long, global = true)]
+    pub no_wait_tasks: bool,
 }
 
 /// `--sandbox` values.
@@ -157,6 +161,41 @@ pub enum Command {
     },
     /// List the skills (.keel/skills, .claude/skills, $KEEL_HOME/skills).
     Skills,
+    /// List the background tasks (id, status, age, runner, workdir, task), or act on one.
+    Tasks {
+        /// What to do with a task.
+        #[command(subcommand)]
+        action: Option<TasksAction>,
+    },
+    /// Supervise background task ID (keel starts this itself).
+    #[command(hide = true)]
+    TaskRun {
+        /// The task's id.
+        id: String,
+    },
+}
+
+/// `keel tasks` actions.
+#[derive(Debug, Subcommand)]
+pub enum TasksAction {
+    /// Every field of task ID and the end of its output.
+    Show {
+        /// The task's id.
+        id: String,
+    },
+    /// Task ID's whole log.
+    Logs {
+        /// The task's id.
+        id: String,
+        /// Keep printing what is added until the task ends.
+        #[arg(short = 'f', long)]
+        follow: bool,
+    },
+    /// Cancel task ID: its process group is killed.
+    Cancel {
+        /// The task's id.
+        id: String,
+    },
 }
 
 /// `keel exec`.

@@ -89,6 +89,31 @@ pub struct ToolsConfig {
     pub run_command_max_timeout_secs: Option<u64>,
 }
 
+/// A `[tasks.runners.NAME]` table.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RunnerConfig {
+    /// The program and its arguments; `{task}` becomes the task's text (one argument, no
+    /// shell), `{workdir}` its directory.
+    pub command: Vec<String>,
+}
+
+/// The `[tasks]` table.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TasksConfig {
+    /// Tasks running at once beyond which `start_task` refuses (default 8).
+    pub max_running: Option<usize>,
+    /// A task's timeout in seconds (default 3600).
+    pub timeout_secs: Option<u64>,
+    /// Sub-agents that may start tasks (the main agent always may).
+    #[serde(default)]
+    pub allowed_agents: Vec<String>,
+    /// External runners, by name.
+    #[serde(default)]
+    pub runners: BTreeMap<String, RunnerConfig>,
+}
+
 /// One file as written.
 #[derive(Debug, Clone, Default, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -107,6 +132,8 @@ struct ConfigFile {
     hooks: Vec<HookConfig>,
     #[serde(default)]
     tools: ToolsConfig,
+    #[serde(default)]
+    tasks: TasksConfig,
 }
 
 /// The configuration of both files, merged.
@@ -132,6 +159,8 @@ pub struct Config {
     pub hooks: Vec<HookConfig>,
     /// Tool settings.
     pub tools: ToolsConfig,
+    /// Background tasks.
+    pub tasks: TasksConfig,
     /// The files read, in order.
     pub files: Vec<PathBuf>,
 }
@@ -199,6 +228,7 @@ impl Config {
             permissions,
             hooks,
             tools,
+            tasks,
         } = file;
         self.provider = provider.or(self.provider.take());
         self.model = model.or(self.model.take());
@@ -213,6 +243,10 @@ impl Config {
         self.tools.run_command_max_timeout_secs = tools
             .run_command_max_timeout_secs
             .or(self.tools.run_command_max_timeout_secs);
+        self.tasks.max_running = tasks.max_running.or(self.tasks.max_running);
+        self.tasks.timeout_secs = tasks.timeout_secs.or(self.tasks.timeout_secs);
+        self.tasks.allowed_agents.extend(tasks.allowed_agents);
+        self.tasks.runners.extend(tasks.runners);
     }
 
     /// The permission rules of both files.
@@ -270,6 +304,25 @@ fn parse(path: &Path, text: &str) -> Result<ConfigFile, ConfigError> {
 fn check(file: &ConfigFile) -> Result<(), String> {
     if file.max_iterations == Some(0) {
         return Err("`max_iterations` must be at least 1".into());
+    }
+    if file.tasks.max_running == Some(0) {
+        return Err("`tasks.max_running` must be at least 1".into());
+    }
+    if file.tasks.timeout_secs == Some(0) {
+        return Err("`tasks.timeout_secs` must be at least 1".into());
+    }
+    for (name, runner) in &file.tasks.runners {
+        if runner.command.first().is_none_or(|p| p.trim().is_empty()) {
+            return Err(format!(
+                "`tasks.runners.{name}.command` is empty: give the program and its arguments"
+            ));
+        }
+        if !runner.command.iter().any(|a| a.contains("{task}")) {
+            return Err(format!(
+                "`tasks.runners.{name}.command` never passes the task: put \"{{task}}\" where \
+                 the task's text goes"
+            ));
+        }
     }
     if file.tools.run_command_max_timeout_secs == Some(0) {
         return Err("`tools.run_command_max_timeout_secs` must be at least 1".into());
@@ -381,6 +434,13 @@ command = "./check.sh"
 
 [tools]
 run_command_max_timeout_secs = 600
+
+[tasks]
+max_running = 3
+allowed_agents = ["worker"]
+
+[tasks.runners.claude]
+command = ["claude", "-p", "{task}", "--output-format", "json"]
 "#,
         )
         .unwrap();
@@ -392,6 +452,9 @@ run_command_max_timeout_secs = 600
         assert_eq!(file.permissions.deny, vec!["run_command(rm *)"]);
         assert_eq!(file.hooks.len(), 1);
         assert_eq!(file.tools.run_command_max_timeout_secs, Some(600));
+        assert_eq!(file.tasks.max_running, Some(3));
+        assert_eq!(file.tasks.allowed_agents, ["worker"]);
+        assert_eq!(file.tasks.runners["claude"].command[2], "{task}");
     }
 
     #[test]

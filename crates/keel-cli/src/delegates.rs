@@ -5,6 +5,7 @@ use std::io::Write;
 use std::path::Path;
 use std::sync::Arc;
 
+use keel_agents::tasks::{TaskLauncher, task_tools};
 use keel_agents::{
     AgentDefinitions, CodeTool, Delegation, RunReport, RunTeamTool, SkillIndex, SpawnAgentTool,
     SubAgentLimits, SubAgentRunner, TeamDefinitions, TeamReport, UseSkillTool,
@@ -28,6 +29,8 @@ pub struct Delegates {
     pub skills: Arc<SkillIndex>,
     /// Definitions skipped, each naming its file and the problem.
     pub warnings: Vec<String>,
+    /// Background tasks.
+    pub tasks: Option<TaskLauncher>,
     delegation: Delegation,
 }
 
@@ -47,17 +50,29 @@ impl Delegates {
         warnings.extend(more);
         let (skills, more) = SkillIndex::discover(&SkillIndex::standard_dirs(root, home));
         warnings.extend(more);
-        let runner = SubAgentRunner::new(
+        let mut runner = SubAgentRunner::new(
             delegation.clone(),
             Arc::new(agents),
             base.clone(),
             SubAgentLimits::default(),
         );
+        let tasks = match crate::tasks::launcher(&setup.keel_home, &setup.config) {
+            Ok(launcher) => {
+                runner =
+                    runner.with_tasks(launcher.clone(), setup.config.tasks.allowed_agents.clone());
+                Some(launcher)
+            }
+            Err(err) => {
+                warnings.push(format!("background tasks are off: {err}"));
+                None
+            }
+        };
         Self {
             runner: Arc::new(runner),
             teams: Arc::new(teams),
             skills: Arc::new(skills),
             warnings,
+            tasks,
             delegation,
         }
     }
@@ -71,11 +86,20 @@ impl Delegates {
         let code = CodeTool::new(self.delegation.clone(), setup.keel_home.join("logs"))
             .sandbox_policy(setup.policy())
             .max_iterations(setup.max_iterations);
-        tools
+        let mut tools = tools
             .with(code)?
             .with(SpawnAgentTool::new(self.runner.clone()))?
             .with(RunTeamTool::new(self.runner.clone(), self.teams.clone()))?
-            .with(UseSkillTool::new(self.skills.clone()))
+            .with(UseSkillTool::new(self.skills.clone()))?;
+        if let Some(launcher) = &self.tasks {
+            let task_tools = task_tools(launcher, "main")?;
+            for name in task_tools.names() {
+                if let Some(tool) = task_tools.get(name) {
+                    tools.register_dyn(tool)?;
+                }
+            }
+        }
+        Ok(tools)
     }
 
     /// One line per sub-agent: name, model, tools, description.
@@ -128,6 +152,20 @@ impl Delegates {
                 )
             })
             .collect()
+    }
+
+    /// One line per background task, newest first.
+    pub fn task_lines(&self) -> Vec<String> {
+        let Some(launcher) = &self.tasks else {
+            return vec!["background tasks are off".into()];
+        };
+        match launcher.store().list(20) {
+            Ok(records) if records.is_empty() => {
+                vec!["no tasks yet; the model starts them with start_task".into()]
+            }
+            Ok(records) => records.iter().map(crate::tasks::task_line).collect(),
+            Err(err) => vec![format!("cannot read the tasks: {err}")],
+        }
     }
 
     /// One line per skill: name, description.

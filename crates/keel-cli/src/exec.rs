@@ -4,7 +4,8 @@ use std::io::{IsTerminal, Read, Write};
 use std::time::Instant;
 
 use futures::StreamExt;
-use keel_engine::{AgentEvent, Hooks, RunOutcome, Stop};
+use keel_agents::tasks::TaskLauncher;
+use keel_engine::{AgentEvent, Hooks, RunOutcome, Session, Stop};
 use serde_json::Value;
 
 use crate::approve::{AskFn, ModeApprover};
@@ -139,45 +140,26 @@ pub async fn run(options: &Options, args: ExecArgs) -> Result<u8, CliError> {
             cancel.cancel();
         }
     });
-    let session_id = session.id().to_owned();
-    let mut outcome: Option<RunOutcome> = None;
-    let mut calls = CallInputs::default();
+    let mut outcome = stream_run(&mut session, &prompt, format).await;
+    let tasks = wired.delegates.as_ref().and_then(|d| d.tasks.clone());
+    if let (Some(launcher), false, Some(first)) = (tasks, options.no_wait_tasks, &outcome)
+        && first.stop == Stop::Completed
     {
-        let events = session.run_streaming(&prompt);
-        futures::pin_mut!(events);
-        while let Some(event) = events.next().await {
-            calls.observe(&event);
-            match event {
-                AgentEvent::MessageAdded { message } if format == OutputFormat::StreamJson => {
-                    print_json(&message_object(&message, &session_id));
-                }
-                AgentEvent::ToolCallFinished {
-                    id,
-                    name,
-                    output,
-                    is_error,
-                    duration,
-                } if format == OutputFormat::Text => {
-                    let input = calls.take(&id);
-                    progress(&finished_line(&name, &input, &output, is_error, duration));
-                }
-                AgentEvent::Warning { message } if format == OutputFormat::Text => {
-                    progress(&format!("warning: {message}"));
-                }
-                AgentEvent::Retrying {
-                    attempt,
-                    wait,
-                    error,
-                } if format == OutputFormat::Text => progress(&format!(
-                    "retrying ({attempt}) in {}: {error}",
-                    human_duration(wait)
-                )),
-                AgentEvent::Finished(done) => outcome = Some(done),
-                _ => {}
-            }
+        // Tasks the model started and left running: wait for them, then let it react.
+        if wait_for_tasks(&launcher, session.id(), format).await {
+            let more = stream_run(&mut session, TASKS_ENDED_PROMPT, format).await;
+            outcome = more.map(|mut last| {
+                last.iterations += first.iterations;
+                let mut usage = first.usage;
+                usage.add(&last.usage);
+                last.usage = usage;
+                last.cost_usd = first.cost_usd.zip(last.cost_usd).map(|(a, b)| a + b);
+                last
+            });
         }
     }
     ctrl_c.abort();
+    let session_id = session.id().to_owned();
     let outcome =
         outcome.ok_or_else(|| CliError::Run("the run ended without an outcome".into()))?;
     if let Some(error) = session.persistence_error() {
@@ -206,6 +188,83 @@ pub async fn run(options: &Options, args: ExecArgs) -> Result<u8, CliError> {
     } else {
         1
     })
+}
+
+/// The prompt of the turn after the background tasks ended.
+const TASKS_ENDED_PROMPT: &str = "The background tasks you started have ended; their \
+notifications are above. Check their results and finish the request.";
+
+/// Waits until the tasks `session_id` started have all ended (each has its own timeout).
+/// Returns whether there were any.
+async fn wait_for_tasks(launcher: &TaskLauncher, session_id: &str, format: OutputFormat) -> bool {
+    let mut waited = false;
+    loop {
+        let active = match launcher.store().active_for_session(session_id) {
+            Ok(active) => active,
+            Err(err) => {
+                progress(&format!("keel: warning: cannot read the tasks: {err}"));
+                return waited;
+            }
+        };
+        if active.is_empty() {
+            return waited;
+        }
+        if !waited && format == OutputFormat::Text {
+            let ids: Vec<&str> = active.iter().map(|t| t.id.as_str()).collect();
+            progress(&format!(
+                "waiting for {} background task(s): {} (--no-wait-tasks skips this)",
+                active.len(),
+                ids.join(", ")
+            ));
+        }
+        waited = true;
+        tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+    }
+}
+
+/// Runs `prompt`, printing its events as `format` says; the run's outcome.
+async fn stream_run(
+    session: &mut Session,
+    prompt: &str,
+    format: OutputFormat,
+) -> Option<RunOutcome> {
+    let session_id = session.id().to_owned();
+    let mut outcome: Option<RunOutcome> = None;
+    let mut calls = CallInputs::default();
+    let events = session.run_streaming(prompt);
+    futures::pin_mut!(events);
+    while let Some(event) = events.next().await {
+        calls.observe(&event);
+        match event {
+            AgentEvent::MessageAdded { message } if format == OutputFormat::StreamJson => {
+                print_json(&message_object(&message, &session_id));
+            }
+            AgentEvent::ToolCallFinished {
+                id,
+                name,
+                output,
+                is_error,
+                duration,
+            } if format == OutputFormat::Text => {
+                let input = calls.take(&id);
+                progress(&finished_line(&name, &input, &output, is_error, duration));
+            }
+            AgentEvent::Warning { message } if format == OutputFormat::Text => {
+                progress(&format!("warning: {message}"));
+            }
+            AgentEvent::Retrying {
+                attempt,
+                wait,
+                error,
+            } if format == OutputFormat::Text => progress(&format!(
+                "retrying ({attempt}) in {}: {error}",
+                human_duration(wait)
+            )),
+            AgentEvent::Finished(done) => outcome = Some(done),
+            _ => {}
+        }
+    }
+    outcome
 }
 
 /// The name `--sandbox` takes for `mode`.

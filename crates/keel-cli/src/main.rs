@@ -15,6 +15,7 @@ mod render;
 mod repl;
 mod sessions;
 mod setup;
+mod tasks;
 
 use std::process::ExitCode;
 
@@ -24,6 +25,12 @@ use crate::cli::{Cli, Command};
 use crate::setup::{CliError, SessionChoice};
 
 async fn dispatch(cli: Cli) -> Result<u8, CliError> {
+    // Tasks whose supervisor died are marked interrupted at every start.
+    if !matches!(cli.command, Some(Command::TaskRun { .. }))
+        && let Ok(home) = setup::keel_home()
+    {
+        tasks::recover(&home);
+    }
     match cli.command {
         Some(Command::Exec(args)) => exec::run(&cli.options, args).await,
         Some(Command::Sessions { limit }) => {
@@ -38,6 +45,8 @@ async fn dispatch(cli: Cli) -> Result<u8, CliError> {
             | Command::Team { .. }
             | Command::Skills),
         ) => delegates::command(&cli.options, command).await,
+        Some(Command::Tasks { action }) => tasks::command(action).await,
+        Some(Command::TaskRun { id }) => tasks::task_run(&id).await,
         None => repl::run(&cli.options, exec::session_choice(&cli.options)).await,
     }
 }

@@ -14,6 +14,7 @@ use keel_engine::{
 use keel_provider::{AnthropicProvider, ApiKey, OpenAiProvider, Provider};
 use keel_sandbox::{PathSandbox, SandboxMode, SandboxPolicy, default_tools};
 
+use keel_agents::tasks::TaskNotifier;
 use keel_agents::{Delegation, Models};
 
 use crate::cli::Options;
@@ -287,7 +288,7 @@ impl Setup {
         } else {
             (base, None)
         };
-        let agent = Agent::builder(self.provider.clone())
+        let mut builder = Agent::builder(self.provider.clone())
             .model(&self.model)
             .system_prompt(prompt)
             .tools(tools)
@@ -295,9 +296,11 @@ impl Setup {
             .approver(approver)
             .permissions(rules)
             .hooks(hooks)
-            .session_store(self.store.clone())
-            .build()
-            .map_err(|err| usage(err.to_string()))?;
+            .session_store(self.store.clone());
+        if let Some(launcher) = delegates.as_ref().and_then(|d| d.tasks.as_ref()) {
+            builder = builder.notifier(Arc::new(TaskNotifier::new(launcher.store().clone())));
+        }
+        let agent = builder.build().map_err(|err| usage(err.to_string()))?;
         Ok(Wired { agent, delegates })
     }
 

@@ -42,6 +42,8 @@ pub enum Command {
     Team(Option<String>),
     /// `/skills`.
     Skills,
+    /// `/tasks`.
+    Tasks,
     /// `/exit` or `/quit`.
     Exit,
     /// Anything else that starts with `/`: the word as typed.
@@ -72,6 +74,7 @@ pub const HELP: &[(&str, &str)] = &[
     ("/teams", "list the teams"),
     ("/team NAME TASK", "run team NAME's pipeline on TASK"),
     ("/skills", "list the skills"),
+    ("/tasks", "list the background tasks"),
     ("/exit, /quit", "leave keel (or Ctrl-D)"),
 ];
 
@@ -96,6 +99,7 @@ pub fn parse(line: &str) -> Option<Command> {
         "teams" => Command::Teams,
         "team" => Command::Team(argument),
         "skills" => Command::Skills,
+        "tasks" => Command::Tasks,
         "exit" | "quit" => Command::Exit,
         other => Command::Unknown(format!("/{other}")),
     })
@@ -121,6 +125,7 @@ impl Repl {
             Command::Agents => self.list(Delegates::agent_lines),
             Command::Teams => self.list(Delegates::team_lines),
             Command::Skills => self.list(Delegates::skill_lines),
+            Command::Tasks => self.list(Delegates::task_lines),
             Command::Agent(argument) => self.delegate(false, argument).await,
             Command::Team(argument) => self.delegate(true, argument).await,
             Command::Exit => return Flow::Exit,

@@ -34,6 +34,10 @@ use crate::setup::{CliError, Mode, SessionChoice, Setup};
 /// The prompt.
 const PROMPT: &str = "keel> ";
 
+/// The prompt of the turn keel starts when background tasks ended.
+const TASKS_ENDED_PROMPT: &str = "Background tasks you started have ended; their notifications \
+are above. Check their results and tell me what they did.";
+
 /// Whether the loop goes on after a command.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Flow {
@@ -58,6 +62,8 @@ struct Repl {
     persistence_warned: bool,
     /// Sub-agents, teams and skills (`None` with `--no-delegation`).
     delegates: Option<Arc<Delegates>>,
+    /// Ended tasks already announced.
+    seen_tasks: std::collections::HashSet<String>,
 }
 
 /// Runs the interactive session; returns the exit code.
@@ -93,6 +99,7 @@ pub async fn run(options: &Options, choice: SessionChoice) -> Result<u8, CliErro
         baseline,
         persistence_warned: false,
         delegates: wired.delegates,
+        seen_tasks: std::collections::HashSet::new(),
     };
     repl.banner(choice != SessionChoice::New);
     for warning in repl.delegates.iter().flat_map(|d| d.warnings.iter()) {
@@ -130,6 +137,12 @@ impl Repl {
     async fn read_loop(&mut self) -> Result<u8, CliError> {
         let mut interrupts = 0u32;
         loop {
+            // Tasks of this session that ended while the model worked: say so, and let the
+            // model react at once.
+            if self.tasks_ended() {
+                self.prompt(TASKS_ENDED_PROMPT).await;
+                continue;
+            }
             self.view.before_prompt();
             let line = self.input.read_line(PROMPT).await.map_err(CliError::Run)?;
             let text = match line {
@@ -164,6 +177,28 @@ impl Repl {
         }
         self.view.end_line();
         Ok(0)
+    }
+
+    /// Whether tasks of this session ended since the last look; their notices are printed.
+    fn tasks_ended(&mut self) -> bool {
+        let Some(launcher) = self.delegates.as_ref().and_then(|d| d.tasks.as_ref()) else {
+            return false;
+        };
+        let Ok(records) = launcher.store().list(50) else {
+            return false;
+        };
+        let mut ended = false;
+        for record in records {
+            if record.parent_session.as_deref() == Some(self.session.id())
+                && record.status.is_terminal()
+                && record.notified_at.is_none()
+                && self.seen_tasks.insert(record.id.clone())
+            {
+                self.view.notice(&keel_agents::tasks::notice(&record));
+                ended = true;
+            }
+        }
+        ended
     }
 
     /// Runs a prompt.

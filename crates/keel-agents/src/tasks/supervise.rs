@@ -1,0 +1,320 @@
+//! The supervisor of one task: starts its runner in a process group of its own, keeps its
+//! whole log and the tails, kills the group on timeout or cancellation, and records the real
+//! exit status and a summary.
+
+use std::collections::VecDeque;
+use std::path::Path;
+use std::process::Stdio;
+use std::time::Duration;
+
+use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncWriteExt, BufReader};
+use tracing::Instrument;
+
+use super::process::{kill_group, start_time};
+use super::runner::Runners;
+use super::{TaskEnd, TaskError, TaskRecord, TaskStatus, TaskStore};
+
+/// Lines of output kept in `output_tail`.
+pub const OUTPUT_TAIL_LINES: usize = 100;
+/// Lines of errors kept in `error_tail`.
+pub const ERROR_TAIL_LINES: usize = 40;
+/// How often the supervisor looks for a cancellation in the store.
+const CANCEL_POLL: Duration = Duration::from_millis(200);
+/// The longest summary, in characters.
+const SUMMARY_CHARS: usize = 2000;
+
+/// The last `max` lines seen.
+#[derive(Debug, Default)]
+struct Tail {
+    lines: VecDeque<String>,
+    max: usize,
+}
+
+impl Tail {
+    fn new(max: usize) -> Self {
+        Self {
+            lines: VecDeque::new(),
+            max,
+        }
+    }
+
+    fn push(&mut self, line: String) {
+        if self.lines.len() == self.max {
+            self.lines.pop_front();
+        }
+        self.lines.push_back(line);
+    }
+
+    fn text(&self) -> String {
+        self.lines.iter().cloned().collect::<Vec<_>>().join("\n")
+    }
+}
+
+/// Copies `stream` line by line into the log (with `prefix`) and the tail.
+async fn pump(
+    stream: impl AsyncRead + Unpin,
+    prefix: &str,
+    log: &tokio::sync::Mutex<tokio::fs::File>,
+    tail: &mut Tail,
+) {
+    let mut lines = BufReader::new(stream).lines();
+    loop {
+        match lines.next_line().await {
+            Ok(Some(line)) => {
+                let mut log = log.lock().await;
+                // A log that cannot be written costs the log, not the task.
+                let _ = log.write_all(format!("{prefix}{line}\n").as_bytes()).await;
+                tail.push(line);
+            }
+            Ok(None) => break,
+            Err(err) => {
+                tail.push(format!("(output unreadable: {err})"));
+                break;
+            }
+        }
+    }
+}
+
+/// What a runner's output says it did: the `result` of a JSON object it printed (keel's and
+/// Claude Code's `--output-format json`), else the end of its output.
+pub fn summarize(output_tail: &str) -> Option<String> {
+    let from_json = |text: &str| {
+        serde_json::from_str::<serde_json::Value>(text.trim())
+            .ok()
+            .and_then(|value| value.get("result")?.as_str().map(str::to_owned))
+    };
+    let summary = output_tail
+        .lines()
+        .rev()
+        .find_map(from_json)
+        .or_else(|| from_json(output_tail))
+        .or_else(|| {
+            let lines: Vec<&str> = output_tail
+                .lines()
+                .filter(|l| !l.trim().is_empty())
+                .collect();
+            let start = lines.len().saturating_sub(5);
+            let text = lines[start..].join("\n");
+            (!text.is_empty()).then_some(text)
+        })?;
+    let mut summary = summary.trim().to_owned();
+    if summary.chars().count() > SUMMARY_CHARS {
+        summary = summary.chars().take(SUMMARY_CHARS - 1).collect::<String>() + "…";
+    }
+    Some(summary)
+}
+
+/// Runs task `id` to its end in this process and records how it ended; returns the record.
+/// The runner runs in a process group of its own, which is killed on timeout or when the
+/// task is cancelled in the store. `pid` is the process to record as the task's (the
+/// detached supervisor's own, or the host's for in-process tasks).
+pub async fn supervise(
+    store: &dyn TaskStore,
+    runners: &Runners,
+    id: &str,
+    pid: u32,
+) -> Result<TaskRecord, TaskError> {
+    let record = store
+        .get(id)?
+        .ok_or_else(|| TaskError::NotFound { id: id.to_owned() })?;
+    let started = start_time(pid).unwrap_or_default();
+    if !store.mark_running(id, pid, started)? {
+        // Cancelled (or ended) before it started.
+        return store
+            .get(id)?
+            .ok_or_else(|| TaskError::NotFound { id: id.to_owned() });
+    }
+    let span = tracing::info_span!("task", id, runner = %record.runner);
+    let end = run_runner(store, runners, &record).instrument(span).await;
+    store.finish(id, &end)?;
+    store
+        .get(id)?
+        .ok_or_else(|| TaskError::NotFound { id: id.to_owned() })
+}
+
+fn failed(error: String) -> TaskEnd {
+    TaskEnd {
+        status: TaskStatus::Failed,
+        exit_code: None,
+        output_tail: String::new(),
+        error_tail: error.clone(),
+        result_summary: None,
+        note: Some(error),
+    }
+}
+
+async fn open_log(path: &Path) -> std::io::Result<tokio::fs::File> {
+    if let Some(dir) = path.parent() {
+        tokio::fs::create_dir_all(dir).await?;
+    }
+    tokio::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(path)
+        .await
+}
+
+/// How the runner's wait ended.
+enum Ended {
+    Exited(std::process::ExitStatus),
+    TimedOut,
+    Cancelled,
+    WaitFailed(std::io::Error),
+}
+
+async fn run_runner(store: &dyn TaskStore, runners: &Runners, record: &TaskRecord) -> TaskEnd {
+    let argv = match runners.command(&record.runner, &record.task_prompt, &record.workdir) {
+        Ok(argv) => argv,
+        Err(err) => return failed(err.to_string()),
+    };
+    let log = match open_log(&record.output_path).await {
+        Ok(log) => tokio::sync::Mutex::new(log),
+        Err(err) => {
+            return failed(format!(
+                "cannot open the log {}: {err}",
+                record.output_path.display()
+            ));
+        }
+    };
+    let (program, args) = match argv.split_first() {
+        Some(split) => split,
+        None => return failed("the runner's command is empty".into()),
+    };
+    let mut command = tokio::process::Command::new(program);
+    command
+        .args(args)
+        .current_dir(&record.workdir)
+        .env("KEEL_TASK_ID", &record.id)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .process_group(0)
+        .kill_on_drop(true);
+    let mut child = match command.spawn() {
+        Ok(child) => child,
+        Err(err) => {
+            return failed(format!(
+                "cannot start runner `{}` ({program}): {err}",
+                record.runner
+            ));
+        }
+    };
+    let group = child.id();
+    let (Some(stdout), Some(stderr)) = (child.stdout.take(), child.stderr.take()) else {
+        if let Some(group) = group {
+            let _ = kill_group(group);
+        }
+        return failed("the runner's output could not be captured".into());
+    };
+    let mut out_tail = Tail::new(OUTPUT_TAIL_LINES);
+    let mut err_tail = Tail::new(ERROR_TAIL_LINES);
+    let timeout = Duration::from_secs(record.timeout_secs.max(1));
+    let kill = |group: Option<u32>| {
+        if let Some(group) = group
+            && let Err(err) = kill_group(group)
+        {
+            tracing::warn!("cannot kill the runner's process group {group}: {err}");
+        }
+    };
+    let watch = async {
+        let deadline = tokio::time::sleep(timeout);
+        tokio::pin!(deadline);
+        loop {
+            tokio::select! {
+                status = child.wait() => return match status {
+                    Ok(status) => Ended::Exited(status),
+                    Err(err) => Ended::WaitFailed(err),
+                },
+                () = &mut deadline => {
+                    kill(group);
+                    let _ = child.wait().await;
+                    return Ended::TimedOut;
+                }
+                () = tokio::time::sleep(CANCEL_POLL) => {
+                    let cancelled = matches!(
+                        store.get(&record.id),
+                        Ok(Some(now)) if now.status == TaskStatus::Cancelled
+                    );
+                    if cancelled {
+                        kill(group);
+                        let _ = child.wait().await;
+                        return Ended::Cancelled;
+                    }
+                }
+            }
+        }
+    };
+    let (ended, (), ()) = tokio::join!(
+        watch,
+        pump(stdout, "", &log, &mut out_tail),
+        pump(stderr, "[stderr] ", &log, &mut err_tail)
+    );
+    // Whatever the runner left in its group goes with it.
+    kill(group);
+    let _ = log.lock().await.flush().await;
+    let output_tail = out_tail.text();
+    let error_tail = err_tail.text();
+    let result_summary = summarize(&output_tail);
+    let (status, exit_code, note) = match ended {
+        Ended::Exited(status) => match status.code() {
+            Some(0) => (TaskStatus::Completed, Some(0), None),
+            Some(code) => (TaskStatus::Failed, Some(code), None),
+            None => {
+                use std::os::unix::process::ExitStatusExt;
+                let signal = status.signal().unwrap_or_default();
+                (
+                    TaskStatus::Failed,
+                    None,
+                    Some(format!("the runner was killed by signal {signal}")),
+                )
+            }
+        },
+        Ended::TimedOut => (
+            TaskStatus::TimedOut,
+            None,
+            Some(format!(
+                "timed out after {} s: its process group was killed",
+                record.timeout_secs
+            )),
+        ),
+        Ended::Cancelled => (
+            TaskStatus::Cancelled,
+            None,
+            Some("cancelled: its process group was killed".into()),
+        ),
+        Ended::WaitFailed(err) => (
+            TaskStatus::Failed,
+            None,
+            Some(format!("waiting for the runner failed: {err}")),
+        ),
+    };
+    TaskEnd {
+        status,
+        exit_code,
+        output_tail,
+        error_tail,
+        result_summary,
+        note,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn summaries_come_from_json_results_else_the_last_lines() {
+        let keel =
+            "progress\n{\"type\":\"result\",\"result\":\"Fixed the test.\",\"is_error\":false}";
+        assert_eq!(summarize(keel).as_deref(), Some("Fixed the test."));
+        let pretty = "{\n  \"result\": \"multi-line json\"\n}";
+        assert_eq!(summarize(pretty).as_deref(), Some("multi-line json"));
+        assert_eq!(summarize("a\nb\n\nc").as_deref(), Some("a\nb\nc"));
+        assert_eq!(summarize(""), None);
+        let mut tail = Tail::new(2);
+        for n in 0..5 {
+            tail.push(n.to_string());
+        }
+        assert_eq!(tail.text(), "3\n4");
+    }
+}

@@ -1,0 +1,225 @@
+//! Background tasks in the CLI: the store under `$KEEL_HOME`, the runners from the config,
+//! recovery at start, `keel tasks ...`, and the hidden `keel task-run <id>` supervisor.
+
+use std::io::{Read, Seek, Write};
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Duration;
+
+use keel_agents::tasks::{
+    Runners, Spawner, SqliteTaskStore, TaskLauncher, TaskLimits, TaskRecord, TaskStore, describe,
+    detach, supervise,
+};
+
+use crate::config::Config;
+use crate::setup::{CliError, keel_home};
+
+/// The task store, `$KEEL_HOME/tasks.db`.
+pub fn open_store(keel_home: &Path) -> Result<Arc<dyn TaskStore>, CliError> {
+    let store = SqliteTaskStore::open(&keel_home.join("tasks.db"))
+        .map_err(|err| CliError::Run(err.to_string()))?;
+    Ok(Arc::new(store))
+}
+
+/// The runners: `keel` (this binary's `exec`) and the config's `[tasks.runners.NAME]`.
+pub fn runners(config: &Config) -> Result<Runners, CliError> {
+    let exe = std::env::current_exe()
+        .map_err(|err| CliError::Run(format!("cannot find the keel binary: {err}")))?;
+    let mut runners = Runners::new(&exe);
+    for (name, runner) in &config.tasks.runners {
+        runners = runners
+            .with(name, runner.command.clone())
+            .map_err(|err| CliError::Usage(err.to_string()))?;
+    }
+    Ok(runners)
+}
+
+/// The launcher: detached `keel task-run <id>` supervisors, the config's limits.
+pub fn launcher(keel_home: &Path, config: &Config) -> Result<TaskLauncher, CliError> {
+    let exe = std::env::current_exe()
+        .map_err(|err| CliError::Run(format!("cannot find the keel binary: {err}")))?;
+    let defaults = TaskLimits::default();
+    let limits = TaskLimits {
+        max_running: config.tasks.max_running.unwrap_or(defaults.max_running),
+        timeout_secs: config.tasks.timeout_secs.unwrap_or(defaults.timeout_secs),
+        ..defaults
+    };
+    Ok(TaskLauncher::new(
+        open_store(keel_home)?,
+        runners(config)?,
+        keel_home.join("tasks"),
+        Spawner::Detached {
+            program: exe,
+            args: vec!["task-run".into()],
+        },
+    )
+    .limits(limits))
+}
+
+/// Marks interrupted the tasks whose supervisor died; run at every start. Problems are
+/// logged: they never stop keel.
+pub fn recover(keel_home: &Path) {
+    let store = match SqliteTaskStore::open(&keel_home.join("tasks.db")) {
+        Ok(store) => Arc::new(store),
+        Err(err) => {
+            tracing::warn!("task store: {err}");
+            return;
+        }
+    };
+    let launcher = TaskLauncher::new(
+        store,
+        Runners::new(Path::new("keel")),
+        keel_home.join("tasks"),
+        Spawner::InProcess,
+    );
+    match launcher.recover() {
+        Ok(marked) => {
+            for record in marked {
+                tracing::info!(task = %record.id, "marked interrupted");
+            }
+        }
+        Err(err) => tracing::warn!("task recovery: {err}"),
+    }
+}
+
+/// `keel task-run <id>`: the detached supervisor of one task.
+pub async fn task_run(id: &str) -> Result<u8, CliError> {
+    // A session of its own: the launcher and its terminal may go away.
+    if let Err(err) = detach() {
+        tracing::debug!("setsid: {err}");
+    }
+    let home = keel_home()?;
+    let store = open_store(&home)?;
+    let record = store
+        .get(id)
+        .map_err(|err| CliError::Run(err.to_string()))?
+        .ok_or_else(|| CliError::Usage(format!("no task {id:?}")))?;
+    let config = Config::load(Some(&home), &record.workdir)
+        .map_err(|err| CliError::Usage(err.to_string()))?;
+    let runners = runners(&config)?;
+    let record = supervise(store.as_ref(), &runners, id, std::process::id())
+        .await
+        .map_err(|err| CliError::Run(err.to_string()))?;
+    Ok(u8::from(
+        record.status != keel_agents::tasks::TaskStatus::Completed,
+    ))
+}
+
+/// How long ago `time` (RFC 3339) was: `5 s`, `3 min`, `2 h`, `4 d`.
+fn age(time: &str) -> String {
+    let Ok(then) = time.parse::<jiff::Timestamp>() else {
+        return "?".into();
+    };
+    let secs = jiff::Timestamp::now().duration_since(then).as_secs().max(0);
+    match secs {
+        0..60 => format!("{secs} s"),
+        60..3600 => format!("{} min", secs / 60),
+        3600..86_400 => format!("{} h", secs / 3600),
+        _ => format!("{} d", secs / 86_400),
+    }
+}
+
+/// One line of `keel tasks`.
+pub fn task_line(record: &TaskRecord) -> String {
+    format!(
+        "{}  {:<11}  {:>6}  {}  {}  {}",
+        record.id,
+        record.status.as_str(),
+        age(&record.created_at),
+        record.runner,
+        record.workdir.display(),
+        crate::render::one_line(record.task_prompt.lines().next().unwrap_or_default(), 60)
+    )
+}
+
+/// `keel tasks` and its actions.
+pub async fn command(action: Option<crate::cli::TasksAction>) -> Result<u8, CliError> {
+    use crate::cli::TasksAction;
+    let home = keel_home()?;
+    let store = open_store(&home)?;
+    let run = |err: keel_agents::tasks::TaskError| CliError::Run(err.to_string());
+    let get = |id: &str| -> Result<TaskRecord, CliError> {
+        store
+            .get(id)
+            .map_err(run)?
+            .ok_or_else(|| CliError::Usage(format!("no task {id:?}; `keel tasks` lists them")))
+    };
+    let write = |text: &str| {
+        let _ = writeln!(std::io::stdout().lock(), "{text}");
+    };
+    match action {
+        None => {
+            let records = store.list(50).map_err(run)?;
+            if records.is_empty() {
+                write("no tasks yet; the model starts them with start_task");
+            }
+            for record in &records {
+                write(&task_line(record));
+            }
+        }
+        Some(TasksAction::Show { id }) => {
+            let record = get(&id)?;
+            write(&describe(&record));
+            if !record.output_tail.is_empty() {
+                write("--- output (last lines) ---");
+                write(&record.output_tail);
+            }
+            if !record.error_tail.is_empty() {
+                write("--- errors (last lines) ---");
+                write(&record.error_tail);
+            }
+        }
+        Some(TasksAction::Cancel { id }) => {
+            let config = Config::load(Some(&home), &get(&id)?.workdir).unwrap_or_default();
+            let launcher = launcher(&home, &config)?;
+            let record = launcher
+                .cancel(&id)
+                .map_err(|err| CliError::Usage(err.to_string()))?;
+            write(&format!("task {} cancelled", record.id));
+        }
+        Some(TasksAction::Logs { id, follow }) => {
+            logs(&get(&id)?, follow, store.as_ref()).await?;
+        }
+    }
+    Ok(0)
+}
+
+/// Prints a task's log; with `follow`, goes on printing what is added until the task ends.
+async fn logs(record: &TaskRecord, follow: bool, store: &dyn TaskStore) -> Result<(), CliError> {
+    let io =
+        |err: std::io::Error| CliError::Run(format!("{}: {err}", record.output_path.display()));
+    let mut out = std::io::stdout().lock();
+    let mut offset = 0u64;
+    loop {
+        match std::fs::File::open(&record.output_path) {
+            Ok(mut file) => {
+                file.seek(std::io::SeekFrom::Start(offset)).map_err(io)?;
+                let mut chunk = Vec::new();
+                file.read_to_end(&mut chunk).map_err(io)?;
+                offset += chunk.len() as u64;
+                out.write_all(&chunk).map_err(io)?;
+                out.flush().map_err(io)?;
+            }
+            Err(err) if err.kind() == std::io::ErrorKind::NotFound && follow => {}
+            Err(err) => return Err(io(err)),
+        }
+        if !follow {
+            return Ok(());
+        }
+        let ended = store
+            .get(&record.id)
+            .map_err(|err| CliError::Run(err.to_string()))?
+            .is_none_or(|now| now.status.is_terminal());
+        if ended {
+            // One last read picks up what came with the end.
+            if let Ok(mut file) = std::fs::File::open(&record.output_path) {
+                let _ = file.seek(std::io::SeekFrom::Start(offset));
+                let mut rest = Vec::new();
+                let _ = file.read_to_end(&mut rest);
+                let _ = out.write_all(&rest);
+            }
+            return Ok(());
+        }
+        tokio::time::sleep(Duration::from_millis(300)).await;
+    }
+}
