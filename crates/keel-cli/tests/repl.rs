@@ -493,3 +493,65 @@ async fn delegation_slash_commands_list_and_run_agents_and_teams() {
         "Plan twice\n\n## Output of the previous agent (planner)\n\nPLAN B"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_ended_task_is_announced_and_the_model_reacts() {
+    let repo = TempRepo::new();
+    let home = Home::new();
+    home.write_config(
+        "[tasks.runners.quick]\ncommand = [\"sh\", \"-c\", \"sleep 1; echo '{\\\"result\\\": \\\"quick result\\\"}'\", \"{task}\"]\n",
+    );
+    let server = anthropic_server(&[
+        tool_call(
+            "toolu_1",
+            "start_task",
+            json!({"task": "do it", "runner": "quick"}),
+        ),
+        text("Started it."),
+        text("The task gave a quick result."),
+    ])
+    .await;
+    let mut command = home.keel_anthropic(&server);
+    command.current_dir(repo.path());
+    let store_path = home.keel_home().join("tasks.db");
+    let (code, transcript) = blocking(|| {
+        let mut keel = Pty::spawn(command);
+        keel.prompt();
+        keel.send_line("start a task");
+        keel.expect("Started it.");
+        keel.prompt();
+        // Wait until the task has ended, then a bare Enter lets keel look.
+        let store = keel_agents::tasks::SqliteTaskStore::open(&store_path).unwrap();
+        for _ in 0..100 {
+            use keel_agents::tasks::TaskStore;
+            if store
+                .list(1)
+                .unwrap()
+                .first()
+                .is_some_and(|t| t.status.is_terminal())
+            {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        keel.send_line("");
+        keel.expect("completed (exit 0)");
+        keel.expect("The task gave a quick result.");
+        keel.prompt();
+        keel.send_line("/tasks");
+        keel.expect(" completed ");
+        keel.prompt();
+        keel.ctrl_d();
+        keel.wait()
+    });
+    assert_eq!(code, 0, "{transcript}");
+    let bodies = request_bodies(&server).await;
+    assert_eq!(bodies.len(), 3);
+    let last = bodies[2]["messages"].as_array().unwrap();
+    let notification = last
+        .iter()
+        .filter_map(|m| m["content"][0]["text"].as_str())
+        .filter(|t| t.starts_with("[notification] Task "))
+        .count();
+    assert_eq!(notification, 1, "{last:#?}");
+}

@@ -63,7 +63,7 @@ struct Repl {
     /// Sub-agents, teams and skills (`None` with `--no-delegation`).
     delegates: Option<Arc<Delegates>>,
     /// Ended tasks already announced.
-    seen_tasks: std::collections::HashSet<String>,
+    seen_tasks: Arc<std::sync::Mutex<std::collections::HashSet<String>>>,
 }
 
 /// Runs the interactive session; returns the exit code.
@@ -99,13 +99,42 @@ pub async fn run(options: &Options, choice: SessionChoice) -> Result<u8, CliErro
         baseline,
         persistence_warned: false,
         delegates: wired.delegates,
-        seen_tasks: std::collections::HashSet::new(),
+        seen_tasks: Arc::default(),
     };
     repl.banner(choice != SessionChoice::New);
     for warning in repl.delegates.iter().flat_map(|d| d.warnings.iter()) {
         repl.view.warning(&format!("warning: {warning}"));
     }
     repl.read_loop().await
+}
+
+/// The ended tasks of `session` not told to the model yet (how many), and the notices of
+/// those not in `seen` (added to it).
+fn pending_notices(
+    store: &dyn keel_agents::tasks::TaskStore,
+    session: &str,
+    seen: &std::sync::Mutex<std::collections::HashSet<String>>,
+) -> (usize, Vec<String>) {
+    let Ok(active_or_recent) = store.list(50) else {
+        return (0, Vec::new());
+    };
+    let pending: Vec<_> = active_or_recent
+        .into_iter()
+        .filter(|r| {
+            r.parent_session.as_deref() == Some(session)
+                && r.status.is_terminal()
+                && r.notified_at.is_none()
+        })
+        .collect();
+    let mut seen = seen
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    let notices = pending
+        .iter()
+        .filter(|r| seen.insert(r.id.clone()))
+        .map(keel_agents::tasks::notice)
+        .collect();
+    (pending.len(), notices)
 }
 
 impl Repl {
@@ -179,26 +208,27 @@ impl Repl {
         Ok(0)
     }
 
-    /// Whether tasks of this session ended since the last look; their notices are printed.
-    fn tasks_ended(&mut self) -> bool {
+    /// The ended tasks of this session the model has not been told of yet, with the notices
+    /// of those not announced yet (marked announced).
+    fn ended_tasks(&self) -> (usize, Vec<String>) {
         let Some(launcher) = self.delegates.as_ref().and_then(|d| d.tasks.as_ref()) else {
-            return false;
+            return (0, Vec::new());
         };
-        let Ok(records) = launcher.store().list(50) else {
-            return false;
-        };
-        let mut ended = false;
-        for record in records {
-            if record.parent_session.as_deref() == Some(self.session.id())
-                && record.status.is_terminal()
-                && record.notified_at.is_none()
-                && self.seen_tasks.insert(record.id.clone())
-            {
-                self.view.notice(&keel_agents::tasks::notice(&record));
-                ended = true;
-            }
+        pending_notices(
+            launcher.store().as_ref(),
+            self.session.id(),
+            &self.seen_tasks,
+        )
+    }
+
+    /// Whether tasks of this session ended that the model has not been told of; their
+    /// notices are printed.
+    fn tasks_ended(&mut self) -> bool {
+        let (pending, notices) = self.ended_tasks();
+        for notice in notices {
+            self.view.notice(&notice);
         }
-        ended
+        pending > 0
     }
 
     /// Runs a prompt.
