@@ -199,6 +199,10 @@ notifications are above. Check their results and finish the request.";
 async fn wait_for_tasks(launcher: &TaskLauncher, session_id: &str, format: OutputFormat) -> bool {
     let mut waited = false;
     loop {
+        // A supervisor that died would leave its task running forever: look each time.
+        if let Err(err) = launcher.recover() {
+            tracing::warn!("task recovery: {err}");
+        }
         let active = match launcher.store().active_for_session(session_id) {
             Ok(active) => active,
             Err(err) => {
