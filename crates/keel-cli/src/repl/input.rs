@@ -15,6 +15,24 @@ use super::view::View;
 use crate::approve::AskFn;
 use crate::setup::CliError;
 
+/// Wakes a line read in progress as if Ctrl-C was pressed, so the REPL can react to
+/// something that happened meanwhile (a background task ended). Cheap to clone.
+#[derive(Clone, Default)]
+pub struct Waker {
+    /// The thread reading a line, while one is read.
+    reader: Arc<Mutex<Option<nix::sys::pthread::Pthread>>>,
+}
+
+impl Waker {
+    /// Interrupts the line being read, if one is; returns whether it sent the wake-up.
+    pub fn wake(&self) -> bool {
+        let reader = self.reader.lock().unwrap_or_else(PoisonError::into_inner);
+        reader.is_some_and(|thread| {
+            nix::sys::pthread::pthread_kill(thread, nix::sys::signal::Signal::SIGINT).is_ok()
+        })
+    }
+}
+
 /// How many lines the history keeps.
 const HISTORY_SIZE: usize = 1000;
 
@@ -44,6 +62,7 @@ struct Lines {
 pub struct Input {
     config: Config,
     lines: Arc<Mutex<Lines>>,
+    waker: Waker,
 }
 
 impl Input {
@@ -83,6 +102,7 @@ impl Input {
                 history: lines,
                 file: usable.then(|| history.to_path_buf()),
             })),
+            waker: Waker::default(),
         })
     }
 
@@ -91,6 +111,7 @@ impl Input {
     pub async fn read_line(&self, prompt: &str) -> Result<Line, String> {
         let config = self.config.clone();
         let lines = self.lines.clone();
+        let waker = self.waker.clone();
         let prompt = prompt.to_owned();
         let read = tokio::task::spawn_blocking(move || {
             let mut lines = lines.lock().unwrap_or_else(PoisonError::into_inner);
@@ -101,7 +122,14 @@ impl Input {
                 KeyEvent::ctrl('C'),
                 EventHandler::Conditional(Box::new(CtrlCClearsTheLine)),
             );
+            // While the line is read (and the editor's SIGINT handler is in place), a
+            // SIGINT sent to this thread ends it as Ctrl-C would.
+            let set_reader = |thread| {
+                *waker.reader.lock().unwrap_or_else(PoisonError::into_inner) = thread;
+            };
+            set_reader(Some(nix::sys::pthread::pthread_self()));
             let line = editor.readline(&prompt);
+            set_reader(None);
             lines.history =
                 std::mem::replace(editor.history_mut(), DefaultHistory::with_config(&config));
             line
@@ -114,6 +142,11 @@ impl Input {
             Err(ReadlineError::Eof) => Ok(Line::Eof),
             Err(err) => Err(format!("cannot read the terminal: {err}")),
         }
+    }
+
+    /// What wakes the line being read.
+    pub fn waker(&self) -> Waker {
+        self.waker.clone()
     }
 
     /// Adds `line` to the history and saves the file; a failure to save is returned once, as

@@ -17,6 +17,7 @@ mod view;
 mod worktree;
 
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use futures::FutureExt;
 use keel_engine::{Agent, HookEvent, Hooks, Session};
@@ -173,10 +174,17 @@ impl Repl {
                 continue;
             }
             self.view.before_prompt();
-            let line = self.input.read_line(PROMPT).await.map_err(CliError::Run)?;
-            let text = match line {
+            let woken = Arc::new(AtomicBool::new(false));
+            let watcher = self.watch_tasks(woken.clone());
+            let line = self.input.read_line(PROMPT).await;
+            if let Some(watcher) = watcher {
+                watcher.abort();
+            }
+            let text = match line.map_err(CliError::Run)? {
                 Line::Text(text) => text,
                 Line::Eof => break,
+                // A task ended while the prompt waited: the loop's top reacts to it.
+                Line::Interrupted if woken.load(Ordering::SeqCst) => continue,
                 Line::Interrupted => {
                     interrupts += 1;
                     if interrupts >= 2 {
@@ -219,6 +227,32 @@ impl Repl {
             self.session.id(),
             &self.seen_tasks,
         )
+    }
+
+    /// While the prompt waits: watches this session's tasks and wakes the prompt when one
+    /// ends, setting `woken`.
+    fn watch_tasks(&self, woken: Arc<AtomicBool>) -> Option<tokio::task::JoinHandle<()>> {
+        let store = self.delegates.as_ref()?.tasks.as_ref()?.store().clone();
+        let session = self.session.id().to_owned();
+        let waker = self.input.waker();
+        Some(tokio::spawn(async move {
+            loop {
+                tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+                let ended = store.list(50).is_ok_and(|records| {
+                    records.iter().any(|r| {
+                        r.parent_session.as_deref() == Some(session.as_str())
+                            && r.status.is_terminal()
+                            && r.notified_at.is_none()
+                    })
+                });
+                if ended {
+                    woken.store(true, Ordering::SeqCst);
+                    // Sent again until the prompt is gone: the first may come before the
+                    // editor listens.
+                    waker.wake();
+                }
+            }
+        }))
     }
 
     /// Whether tasks of this session ended that the model has not been told of; their
