@@ -530,6 +530,11 @@ async fn an_ended_task_is_announced_and_the_model_reacts() {
         keel.wait()
     });
     assert_eq!(code, 0, "{transcript}");
+    assert_eq!(
+        transcript.matches("completed (exit 0)").count(),
+        1,
+        "the notice is shown once: {transcript}"
+    );
     let bodies = request_bodies(&server).await;
     assert_eq!(bodies.len(), 3);
     let last = bodies[2]["messages"].as_array().unwrap();

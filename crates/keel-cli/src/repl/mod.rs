@@ -63,8 +63,6 @@ struct Repl {
     persistence_warned: bool,
     /// Sub-agents, teams and skills (`None` with `--no-delegation`).
     delegates: Option<Arc<Delegates>>,
-    /// Ended tasks already announced.
-    seen_tasks: Arc<std::sync::Mutex<std::collections::HashSet<String>>>,
 }
 
 /// Runs the interactive session; returns the exit code.
@@ -100,7 +98,6 @@ pub async fn run(options: &Options, choice: SessionChoice) -> Result<u8, CliErro
         baseline,
         persistence_warned: false,
         delegates: wired.delegates,
-        seen_tasks: Arc::default(),
     };
     repl.banner(choice != SessionChoice::New);
     for warning in repl.delegates.iter().flat_map(|d| d.warnings.iter()) {
@@ -109,33 +106,15 @@ pub async fn run(options: &Options, choice: SessionChoice) -> Result<u8, CliErro
     repl.read_loop().await
 }
 
-/// The ended tasks of `session` not told to the model yet (how many), and the notices of
-/// those not in `seen` (added to it).
-fn pending_notices(
-    store: &dyn keel_agents::tasks::TaskStore,
-    session: &str,
-    seen: &std::sync::Mutex<std::collections::HashSet<String>>,
-) -> (usize, Vec<String>) {
-    let Ok(active_or_recent) = store.list(50) else {
-        return (0, Vec::new());
-    };
-    let pending: Vec<_> = active_or_recent
-        .into_iter()
-        .filter(|r| {
+/// Whether `session` has ended tasks it was not told of yet.
+fn has_untold_ended_tasks(store: &dyn keel_agents::tasks::TaskStore, session: &str) -> bool {
+    store.list(50).is_ok_and(|records| {
+        records.iter().any(|r| {
             r.parent_session.as_deref() == Some(session)
                 && r.status.is_terminal()
                 && r.notified_at.is_none()
         })
-        .collect();
-    let mut seen = seen
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner);
-    let notices = pending
-        .iter()
-        .filter(|r| seen.insert(r.id.clone()))
-        .map(keel_agents::tasks::notice)
-        .collect();
-    (pending.len(), notices)
+    })
 }
 
 impl Repl {
@@ -216,19 +195,6 @@ impl Repl {
         Ok(0)
     }
 
-    /// The ended tasks of this session the model has not been told of yet, with the notices
-    /// of those not announced yet (marked announced).
-    fn ended_tasks(&self) -> (usize, Vec<String>) {
-        let Some(launcher) = self.delegates.as_ref().and_then(|d| d.tasks.as_ref()) else {
-            return (0, Vec::new());
-        };
-        pending_notices(
-            launcher.store().as_ref(),
-            self.session.id(),
-            &self.seen_tasks,
-        )
-    }
-
     /// While the prompt waits: watches this session's tasks and wakes the prompt when one
     /// ends, setting `woken`.
     fn watch_tasks(&self, woken: Arc<AtomicBool>) -> Option<tokio::task::JoinHandle<()>> {
@@ -238,14 +204,7 @@ impl Repl {
         Some(tokio::spawn(async move {
             loop {
                 tokio::time::sleep(std::time::Duration::from_millis(300)).await;
-                let ended = store.list(50).is_ok_and(|records| {
-                    records.iter().any(|r| {
-                        r.parent_session.as_deref() == Some(session.as_str())
-                            && r.status.is_terminal()
-                            && r.notified_at.is_none()
-                    })
-                });
-                if ended {
+                if has_untold_ended_tasks(store.as_ref(), &session) {
                     woken.store(true, Ordering::SeqCst);
                     // Sent again until the prompt is gone: the first may come before the
                     // editor listens.
@@ -255,14 +214,13 @@ impl Repl {
         }))
     }
 
-    /// Whether tasks of this session ended that the model has not been told of; their
-    /// notices are printed.
-    fn tasks_ended(&mut self) -> bool {
-        let (pending, notices) = self.ended_tasks();
-        for notice in notices {
-            self.view.notice(&notice);
-        }
-        pending > 0
+    /// Whether tasks of this session ended that the model has not been told of (the turn
+    /// that tells it prints their notices).
+    fn tasks_ended(&self) -> bool {
+        let Some(launcher) = self.delegates.as_ref().and_then(|d| d.tasks.as_ref()) else {
+            return false;
+        };
+        has_untold_ended_tasks(launcher.store().as_ref(), self.session.id())
     }
 
     /// Runs a prompt.

@@ -95,6 +95,19 @@ impl Printer<'_> {
                 self.streamed = true;
                 view.text(&text);
             }
+            // Notices (a background task ended) reach the model before its next request;
+            // the person sees them too.
+            AgentEvent::MessageAdded { message } if message.role == keel_provider::Role::User => {
+                for block in &message.content {
+                    if let keel_provider::ContentBlock::Text { text } = block
+                        && let Some(notice) = text.strip_prefix("[notification] ")
+                    {
+                        view.stop_spinner();
+                        view.end_line();
+                        view.notice(notice);
+                    }
+                }
+            }
             AgentEvent::ToolCallStarted { name, input, .. } => {
                 view.spin(&describe_call(&name, &input));
             }
