@@ -286,19 +286,31 @@ fn a_cancel_wins_over_a_later_finish() {
     assert_eq!(cancelled.status, TaskStatus::Cancelled);
     assert!(is_rfc3339_utc(cancelled.completed_at.as_deref().unwrap()));
 
-    // The supervisor, seeing its runner killed, records its end: too late.
+    // The supervisor, seeing its runner killed, records its end: too late for the status,
+    // but what the runner printed is kept.
     let end = TaskEnd {
         status: TaskStatus::Failed,
-        exit_code: None,
+        exit_code: Some(9),
         ..completed("killed")
     };
     assert!(!f.store.finish(&task.id, &end).unwrap());
     let after = f.store.get(&task.id).unwrap().unwrap();
-    assert_eq!(after, cancelled);
-    assert_eq!(after.result_summary, None);
+    assert_eq!(after.status, TaskStatus::Cancelled);
+    assert_eq!(after.completed_at, cancelled.completed_at);
+    assert_eq!(after.exit_code, None);
+    assert_eq!(after.output_tail, end.output_tail);
+    assert_eq!(after.error_tail, end.error_tail);
+    assert_eq!(after.result_summary, end.result_summary);
+    // Only once: a second end changes nothing.
+    let later = TaskEnd {
+        output_tail: "other".into(),
+        ..end.clone()
+    };
+    assert!(!f.store.finish(&task.id, &later).unwrap());
+    assert_eq!(f.store.get(&task.id).unwrap().unwrap(), after);
     // Cancelling again changes nothing.
     assert_eq!(f.store.cancel(&task.id).unwrap(), None);
-    assert_eq!(f.store.get(&task.id).unwrap().unwrap(), cancelled);
+    assert_eq!(f.store.get(&task.id).unwrap().unwrap(), after);
 }
 
 #[test]

@@ -337,3 +337,91 @@ async fn twenty_tasks_at_once_all_end_with_their_results_and_nothing_is_lost() {
         .unwrap();
     assert_eq!(integrity, "ok");
 }
+
+#[tokio::test]
+async fn keel_tasks_lists_shows_cancels_and_prints_logs() {
+    let repo = TempRepo::new();
+    let home = Home::new();
+    let pid_file = repo.path().join("runner.pid");
+    home.write_config(&format!(
+        "[tasks.runners.chatty]\ncommand = [\"sh\", \"-c\", \"echo $$ > {}; echo 'first line of work'; sleep 300\", \"{{task}}\"]\n",
+        pid_file.display()
+    ));
+    let server = server(
+        &[
+            tool_call(
+                "toolu_1",
+                "start_task",
+                json!({"task": "TASK: chat\nsecond line", "runner": "chatty"}),
+            ),
+            text("Started."),
+        ],
+        "unused",
+    )
+    .await;
+    let mut command = home.keel_anthropic(&server);
+    command
+        .current_dir(repo.path())
+        .args(["exec", "--no-wait-tasks", "Start it"]);
+    let output = run(command).await;
+    assert_eq!(output.status.code(), Some(0), "stderr: {}", stderr(&output));
+    let records = until(&home, |r| {
+        r.len() == 1 && r[0].status == TaskStatus::Running
+    })
+    .await;
+    let id = records[0].id.clone();
+    for _ in 0..100 {
+        if std::fs::read_to_string(&records[0].output_path).is_ok_and(|l| l.contains("first line"))
+        {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let keel = |args: &[&str]| {
+        let mut command = home.keel();
+        command.args(args);
+        command
+    };
+    let output = run(keel(&["tasks"])).await;
+    let listing = stdout(&output);
+    assert!(listing.starts_with(&format!("{id}  running ")), "{listing}");
+    assert!(listing.contains("chatty"), "{listing}");
+    assert!(
+        listing.trim_end().ends_with("TASK: chat"),
+        "first line only: {listing}"
+    );
+    let output = run(keel(&["tasks", "logs", &id])).await;
+    assert_eq!(stdout(&output), "first line of work\n");
+    let output = run(keel(&["tasks", "cancel", &id])).await;
+    assert_eq!(output.status.code(), Some(0), "stderr: {}", stderr(&output));
+    assert_eq!(stdout(&output), format!("task {id} cancelled\n"));
+    let runner: u32 = std::fs::read_to_string(&pid_file)
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    let mut gone = false;
+    for _ in 0..50 {
+        if keel_agents::tasks::start_time(runner).is_none() {
+            gone = true;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert!(gone, "the runner survived the cancel");
+    let output = run(keel(&["tasks", "show", &id])).await;
+    let shown = stdout(&output);
+    assert!(shown.contains("status: cancelled"), "{shown}");
+    assert!(
+        shown.contains("--- output (last lines) ---\nfirst line of work"),
+        "{shown}"
+    );
+    let output = run(keel(&["tasks", "cancel", &id])).await;
+    assert_eq!(output.status.code(), Some(2));
+    assert_eq!(
+        stderr(&output),
+        format!("keel: task {id} already ended (cancelled)\n")
+    );
+    let output = run(keel(&["tasks", "show", "nope"])).await;
+    assert_eq!(output.status.code(), Some(2));
+}

@@ -190,7 +190,8 @@ pub trait TaskStore: Send + Sync + std::fmt::Debug {
     /// no longer queued (e.g. cancelled first).
     fn mark_running(&self, id: &str, pid: u32, process_start: u64) -> Result<bool, TaskError>;
     /// Records how the task ended, unless it already ended (a cancel won): returns whether
-    /// this end was recorded.
+    /// this end was recorded. A cancelled task still gets the tails and summary of this end,
+    /// once; its status stays `cancelled`.
     fn finish(&self, id: &str, end: &TaskEnd) -> Result<bool, TaskError>;
     /// `queued`/`running` → `cancelled`; returns the record as it was before, if it was
     /// active.

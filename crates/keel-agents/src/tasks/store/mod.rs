@@ -340,7 +340,18 @@ impl TaskStore for SqliteTaskStore {
         self.write(
             || format!("recording the end of task {id}"),
             |tx| {
-                if status_of(tx, id)?.is_terminal() {
+                let current = status_of(tx, id)?;
+                if current.is_terminal() {
+                    if current == TaskStatus::Cancelled {
+                        // The cancel won; what the runner printed until it was killed is
+                        // still kept (once), its status and end time stay the cancel's.
+                        tx.execute(
+                            "UPDATE tasks SET output_tail = ?2, error_tail = ?3, \
+                             result_summary = COALESCE(result_summary, ?4) \
+                             WHERE id = ?1 AND output_tail = '' AND error_tail = ''",
+                            params![id, end.output_tail, end.error_tail, end.result_summary],
+                        )?;
+                    }
                     return Ok(false);
                 }
                 tx.execute(
