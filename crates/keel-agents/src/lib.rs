@@ -10,6 +10,9 @@
 //! - Teams ([`TeamDefinitions`], [`RunTeamTool`] `run_team`): agents in a pipeline, each one's
 //!   output the next one's task.
 //! - Skills ([`SkillIndex`], [`UseSkillTool`] `use_skill`): instructions loaded on demand.
+//! - Background tasks ([`tasks`]): `start_task` returns at once; a supervisor runs the task
+//!   in its own process group, records it in a SQLite [`tasks::TaskStore`], and the session
+//!   that started it is told when it ends, exactly once, before its next model request.
 //!
 //! Every delegated run shares a [`Delegation`]: the parent's provider, models, approver,
 //! permission rules and hooks, so a delegated run can never do what its parent may not. A
