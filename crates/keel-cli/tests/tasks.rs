@@ -101,6 +101,53 @@ async fn until(home: &Home, check: impl Fn(&[TaskRecord]) -> bool) -> Vec<TaskRe
     );
 }
 
+/// Has the model start a task with runner `name` (`sh -c 'echo $$ > PIDFILE; SCRIPT'`),
+/// keel exiting at once (--no-wait-tasks); returns the running task and its runner's pid.
+async fn start_long_task(
+    home: &Home,
+    repo: &TempRepo,
+    name: &str,
+    script: &str,
+    task: &str,
+) -> (TaskRecord, u32) {
+    let pid_file = repo.path().join("runner.pid");
+    home.write_config(&format!(
+        "[tasks.runners.{name}]\ncommand = [\"sh\", \"-c\", \"echo $$ > {}; {script}\", \"{{task}}\"]\n",
+        pid_file.display()
+    ));
+    let server = server(
+        &[
+            tool_call(
+                "toolu_1",
+                "start_task",
+                json!({"task": task, "runner": name}),
+            ),
+            text("Started."),
+        ],
+        "unused",
+    )
+    .await;
+    let mut command = home.keel_anthropic(&server);
+    command
+        .current_dir(repo.path())
+        .args(["exec", "--no-wait-tasks", "Start it"]);
+    let output = run(command).await;
+    assert_eq!(output.status.code(), Some(0), "stderr: {}", stderr(&output));
+    let records = until(home, |r| r.len() == 1 && r[0].status == TaskStatus::Running).await;
+    for _ in 0..100 {
+        if std::fs::read_to_string(&pid_file).is_ok_and(|p| !p.trim().is_empty()) {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let runner = std::fs::read_to_string(&pid_file)
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    (records[0].clone(), runner)
+}
+
 #[tokio::test]
 async fn exec_waits_for_a_keel_task_and_the_next_request_has_its_notification_once() {
     let repo = TempRepo::new();
@@ -211,44 +258,10 @@ async fn a_task_outlives_its_launcher_and_is_notified_after_resume() {
 async fn a_killed_supervisor_is_found_interrupted_at_the_next_start() {
     let repo = TempRepo::new();
     let home = Home::new();
-    let pid_file = repo.path().join("runner.pid");
-    home.write_config(&format!(
-        "[tasks.runners.forever]\ncommand = [\"sh\", \"-c\", \"echo $$ > {}; sleep 300\", \"{{task}}\"]\n",
-        pid_file.display()
-    ));
-    let server = server(
-        &[
-            tool_call(
-                "toolu_1",
-                "start_task",
-                json!({"task": "TASK: forever", "runner": "forever"}),
-            ),
-            text("Started."),
-        ],
-        "unused",
-    )
-    .await;
-    let mut command = home.keel_anthropic(&server);
-    command
-        .current_dir(repo.path())
-        .args(["exec", "--no-wait-tasks", "Start it"]);
-    let output = run(command).await;
-    assert_eq!(output.status.code(), Some(0), "stderr: {}", stderr(&output));
-    let records = until(&home, |r| {
-        r.len() == 1 && r[0].status == TaskStatus::Running
-    })
-    .await;
-    let supervisor = records[0].pid.unwrap();
-    for _ in 0..100 {
-        if std::fs::read_to_string(&pid_file).is_ok_and(|p| !p.trim().is_empty()) {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    let runner = std::fs::read_to_string(&pid_file)
-        .unwrap()
-        .trim()
-        .to_owned();
+    let (task, runner) =
+        start_long_task(&home, &repo, "forever", "sleep 300", "TASK: forever").await;
+    let supervisor = task.pid.unwrap();
+    let runner = runner.to_string();
     std::process::Command::new("kill")
         .args(["-9", &supervisor.to_string()])
         .status()
@@ -269,7 +282,7 @@ async fn a_killed_supervisor_is_found_interrupted_at_the_next_start() {
         "{}",
         stdout(&output)
     );
-    let record = store(&home).get(&records[0].id).unwrap().unwrap();
+    let record = store(&home).get(&task.id).unwrap().unwrap();
     assert_eq!(record.status, TaskStatus::Interrupted);
     assert!(
         record
@@ -342,37 +355,17 @@ async fn twenty_tasks_at_once_all_end_with_their_results_and_nothing_is_lost() {
 async fn keel_tasks_lists_shows_cancels_and_prints_logs() {
     let repo = TempRepo::new();
     let home = Home::new();
-    let pid_file = repo.path().join("runner.pid");
-    home.write_config(&format!(
-        "[tasks.runners.chatty]\ncommand = [\"sh\", \"-c\", \"echo $$ > {}; echo 'first line of work'; sleep 300\", \"{{task}}\"]\n",
-        pid_file.display()
-    ));
-    let server = server(
-        &[
-            tool_call(
-                "toolu_1",
-                "start_task",
-                json!({"task": "TASK: chat\nsecond line", "runner": "chatty"}),
-            ),
-            text("Started."),
-        ],
-        "unused",
+    let (task, runner) = start_long_task(
+        &home,
+        &repo,
+        "chatty",
+        "echo 'first line of work'; sleep 300",
+        "TASK: chat\nsecond line",
     )
     .await;
-    let mut command = home.keel_anthropic(&server);
-    command
-        .current_dir(repo.path())
-        .args(["exec", "--no-wait-tasks", "Start it"]);
-    let output = run(command).await;
-    assert_eq!(output.status.code(), Some(0), "stderr: {}", stderr(&output));
-    let records = until(&home, |r| {
-        r.len() == 1 && r[0].status == TaskStatus::Running
-    })
-    .await;
-    let id = records[0].id.clone();
+    let id = task.id.clone();
     for _ in 0..100 {
-        if std::fs::read_to_string(&records[0].output_path).is_ok_and(|l| l.contains("first line"))
-        {
+        if std::fs::read_to_string(&task.output_path).is_ok_and(|l| l.contains("first line")) {
             break;
         }
         tokio::time::sleep(Duration::from_millis(50)).await;
@@ -395,11 +388,6 @@ async fn keel_tasks_lists_shows_cancels_and_prints_logs() {
     let output = run(keel(&["tasks", "cancel", &id])).await;
     assert_eq!(output.status.code(), Some(0), "stderr: {}", stderr(&output));
     assert_eq!(stdout(&output), format!("task {id} cancelled\n"));
-    let runner: u32 = std::fs::read_to_string(&pid_file)
-        .unwrap()
-        .trim()
-        .parse()
-        .unwrap();
     let mut gone = false;
     for _ in 0..50 {
         if keel_agents::tasks::start_time(runner).is_none() {
