@@ -270,13 +270,7 @@ impl Session {
     pub async fn compact_now(&mut self) -> Result<Compacted, CompactionError> {
         let cancel = self.start_run();
         let compaction = self.summarize(&cancel).await?;
-        let cost_usd = self.apply_compaction(&compaction);
-        Ok(Compacted {
-            before_tokens: compaction.before_tokens,
-            after_tokens: compaction.after_tokens,
-            usage: compaction.usage,
-            cost_usd,
-        })
+        Ok(self.apply_compaction(compaction))
     }
 
     /// Asks the model for a compacted history, unless `cancel` fires first.
@@ -296,15 +290,15 @@ impl Session {
         }
     }
 
-    /// Puts `compaction`'s history in place and logs it; returns the summary call's cost.
-    fn apply_compaction(&mut self, compaction: &Compaction) -> Option<f64> {
+    /// Puts `compaction`'s history in place and logs it; returns what it did.
+    fn apply_compaction(&mut self, compaction: Compaction) -> Compacted {
         self.usage.add(&compaction.usage);
-        let cost = self
+        let cost_usd = self
             .agent
             .catalog
             .cost(&self.agent.model, &compaction.usage);
-        self.log_record(&SessionRecord::usage(compaction.usage, cost));
-        self.history = compaction.messages.clone();
+        self.log_record(&SessionRecord::usage(compaction.usage, cost_usd));
+        self.history = compaction.messages;
         self.last_report = None;
         self.log_record(&SessionRecord::Compacted {
             messages: self.history.clone(),
@@ -313,7 +307,12 @@ impl Session {
         });
         self.persisted = self.history.len();
         self.persist();
-        cost
+        Compacted {
+            before_tokens: compaction.before_tokens,
+            after_tokens: compaction.after_tokens,
+            usage: compaction.usage,
+            cost_usd,
+        }
     }
 
     /// Adds the notices waiting for this session, if any, as one user message.
@@ -611,14 +610,14 @@ impl Session {
         match self.summarize(cancel).await {
             Err(CompactionError::Cancelled) => return Some(Stop::Cancelled),
             Ok(compaction) => {
-                state.usage.add(&compaction.usage);
-                let cost = self.apply_compaction(&compaction);
-                state.cost_usd = state.cost_usd.zip(cost).map(|(a, b)| a + b);
+                let done = self.apply_compaction(compaction);
+                state.usage.add(&done.usage);
+                state.cost_usd = state.cost_usd.zip(done.cost_usd).map(|(a, b)| a + b);
                 emit(
                     sink,
                     AgentEvent::Compacted {
-                        before_tokens: compaction.before_tokens,
-                        after_tokens: compaction.after_tokens,
+                        before_tokens: done.before_tokens,
+                        after_tokens: done.after_tokens,
                     },
                 );
             }
@@ -948,6 +947,15 @@ fn finished(sink: &Sink, call: &OwnedCall, output: &ToolOutput, duration: std::t
     );
 }
 
+/// ` Its last message: ...` when the model said something, for a run that stopped early.
+fn last_message(state: &RunState) -> String {
+    if state.last_text.trim().is_empty() {
+        String::new()
+    } else {
+        format!(" Its last message: {}", state.last_text.trim())
+    }
+}
+
 /// The outcome's text: never empty, never silent about what happened.
 fn final_text(stop: &Stop, state: &RunState, max_tokens: u32) -> String {
     let failures = if state.failed_tools.is_empty() {
@@ -970,11 +978,7 @@ fn final_text(stop: &Stop, state: &RunState, max_tokens: u32) -> String {
             state.iterations
         ),
         Stop::MaxIterations => {
-            let last = if state.last_text.trim().is_empty() {
-                String::new()
-            } else {
-                format!(" Its last message: {}", state.last_text.trim())
-            };
+            let last = last_message(state);
             format!(
                 "Stopped after {} model calls, the iteration limit; the task may be unfinished \
                  — send another prompt to go on.{failures}{last}",
@@ -986,11 +990,7 @@ fn final_text(stop: &Stop, state: &RunState, max_tokens: u32) -> String {
             state.iterations
         ),
         Stop::TokenBudget { used, budget } => {
-            let last = if state.last_text.trim().is_empty() {
-                String::new()
-            } else {
-                format!(" Its last message: {}", state.last_text.trim())
-            };
+            let last = last_message(state);
             format!(
                 "Stopped after {} model call(s): the output-token budget of {budget} was used up \
                  ({used} written); the task may be unfinished.{failures}{last}",
