@@ -19,7 +19,7 @@ use std::io::Write as _;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use keel_engine::{Session, gather_context, system_prompt};
+use keel_engine::{Session, gather_context, project_root, system_prompt};
 use keel_sandbox::{PathSandbox, SandboxPolicy, default_tools};
 use keel_tool::{Effect, Tool, ToolContext, ToolError, ToolOutput};
 use schemars::JsonSchema;
@@ -138,13 +138,13 @@ impl CodeTool {
 
     /// A fresh session for `model` in `cwd`.
     fn start(&self, cwd: &Path, model: &str) -> Result<Session, AgentsError> {
-        let root = work_tree(cwd).unwrap_or(cwd);
+        let root = project_root(cwd);
         let tools = default_tools(&PathSandbox::new(cwd)?, &self.policy)?;
         let agent = self
             .delegation
             .agent_builder(model)
             .tools(tools)
-            .system_prompt(system_prompt(&gather_context(root, cwd)))
+            .system_prompt(system_prompt(&gather_context(&root, cwd)))
             .max_iterations(self.max_iterations)
             .build()?;
         Ok(agent.session(cwd)?)
@@ -253,12 +253,6 @@ fn check_directory(cwd: &Path) -> Result<(), ToolError> {
         )));
     }
     Ok(())
-}
-
-/// The work tree of the git repository containing `dir`, if any.
-fn work_tree(dir: &Path) -> Option<&Path> {
-    dir.ancestors()
-        .find(|ancestor| ancestor.join(".git").exists())
 }
 
 /// How a call ended.

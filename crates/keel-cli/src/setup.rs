@@ -9,7 +9,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use keel_engine::{
-    Agent, Approver, Hooks, JsonlSessionStore, Session, SessionStore, gather_context, system_prompt,
+    Agent, Approver, Hooks, JsonlSessionStore, Session, SessionStore, gather_context, project_root,
+    system_prompt,
 };
 use keel_provider::{AnthropicProvider, ApiKey, OpenAiProvider, Provider};
 use keel_sandbox::{PathSandbox, SandboxMode, SandboxPolicy, default_tools};
@@ -265,10 +266,7 @@ impl Setup {
                 .hooks()
                 .map_err(|err| usage(format!("{}: {err}", config_file())))?,
         );
-        let root = git2::Repository::discover(&self.cwd)
-            .ok()
-            .and_then(|repo| repo.workdir().map(Path::to_path_buf))
-            .unwrap_or_else(|| self.cwd.clone());
+        let root = project_root(&self.cwd);
         let mut prompt = system_prompt(&gather_context(&root, &self.cwd));
         let approver: Arc<dyn Approver> = Arc::new(approver);
         let (tools, delegates) = if self.delegation {

@@ -64,7 +64,8 @@ pub use hooks::{
 pub use notify::Notifier;
 pub use permissions::{PermissionError, PermissionRule, PermissionRules, Verdict};
 pub use prompt::{
-    GitSummary, InstructionFile, ProjectContext, SYSTEM_PROMPT, gather_context, system_prompt,
+    GitSummary, InstructionFile, ProjectContext, SYSTEM_PROMPT, gather_context, project_root,
+    system_prompt,
 };
 pub use session::{CancelHandle, Session};
 pub use session_store::{

@@ -95,6 +95,15 @@ pub struct GitSummary {
     pub recent_commits: Vec<String>,
 }
 
+/// The project a session working in `cwd` belongs to: the work tree of the git repository
+/// containing `cwd`, else `cwd` itself. This is the `root` [`gather_context`] takes.
+pub fn project_root(cwd: &Path) -> PathBuf {
+    git2::Repository::discover(cwd)
+        .ok()
+        .and_then(|repo| repo.workdir().map(Path::to_path_buf))
+        .unwrap_or_else(|| cwd.to_path_buf())
+}
+
 /// Collects the [`ProjectContext`] for a session rooted at `root`, working in `cwd` (inside
 /// `root`): the instruction file in `root` and, if `cwd` is a different directory inside
 /// `root`, the one in `cwd`; the git state of the repository containing `root`; today's
