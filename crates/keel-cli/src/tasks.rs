@@ -7,8 +7,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use keel_agents::tasks::{
-    Runners, Spawner, SqliteTaskStore, TaskLauncher, TaskLimits, TaskRecord, TaskStore, describe,
-    detach, supervise,
+    self, Runners, Spawner, SqliteTaskStore, TaskLauncher, TaskLimits, TaskRecord, TaskStore,
+    describe, detach, supervise,
 };
 
 use crate::config::Config;
@@ -59,20 +59,10 @@ pub fn launcher(keel_home: &Path, config: &Config) -> Result<TaskLauncher, CliEr
 /// Marks interrupted the tasks whose supervisor died; run at every start. Problems are
 /// logged: they never stop keel.
 pub fn recover(keel_home: &Path) {
-    let store = match SqliteTaskStore::open(&keel_home.join("tasks.db")) {
-        Ok(store) => Arc::new(store),
-        Err(err) => {
-            tracing::warn!("task store: {err}");
-            return;
-        }
-    };
-    let launcher = TaskLauncher::new(
-        store,
-        Runners::new(Path::new("keel")),
-        keel_home.join("tasks"),
-        Spawner::InProcess,
-    );
-    match launcher.recover() {
+    let marked = open_store(keel_home)
+        .map_err(|err| err.to_string())
+        .and_then(|store| tasks::recover(store.as_ref()).map_err(|err| err.to_string()));
+    match marked {
         Ok(marked) => {
             for record in marked {
                 tracing::info!(task = %record.id, "marked interrupted");

@@ -217,33 +217,39 @@ impl TaskLauncher {
         }
     }
 
-    /// Marks interrupted the tasks recorded as running whose supervisor is gone (checked by
-    /// pid and start time, so a reused pid does not count). Run on every start. Returns what
-    /// it marked.
+    /// Marks interrupted the tasks recorded as running whose supervisor is gone; see
+    /// [`recover`].
     pub fn recover(&self) -> Result<Vec<TaskRecord>, TaskError> {
-        let mut marked = Vec::new();
-        for record in self.store.active()? {
-            let gone = match (record.status, record.pid, record.process_start) {
-                (TaskStatus::Running, Some(pid), Some(started)) => !is_alive(pid, started),
-                (TaskStatus::Running, _, _) => true,
-                _ => false,
-            };
-            if !gone {
-                continue;
-            }
-            let note = format!(
-                "interrupted: its supervisor (pid {}) is gone — the machine restarted or the \
-                 process was killed",
-                record
-                    .pid
-                    .map_or_else(|| "unknown".to_owned(), |p| p.to_string())
-            );
-            if self.store.mark_interrupted(&record.id, &note)?
-                && let Some(now) = self.store.get(&record.id)?
-            {
-                marked.push(now);
-            }
-        }
-        Ok(marked)
+        recover(self.store.as_ref())
     }
+}
+
+/// Marks interrupted the tasks `store` records as running whose supervisor is gone (checked
+/// by pid and start time, so a reused pid does not count). Run on every start. Returns what
+/// it marked.
+pub fn recover(store: &dyn TaskStore) -> Result<Vec<TaskRecord>, TaskError> {
+    let mut marked = Vec::new();
+    for record in store.active()? {
+        let gone = match (record.status, record.pid, record.process_start) {
+            (TaskStatus::Running, Some(pid), Some(started)) => !is_alive(pid, started),
+            (TaskStatus::Running, _, _) => true,
+            _ => false,
+        };
+        if !gone {
+            continue;
+        }
+        let note = format!(
+            "interrupted: its supervisor (pid {}) is gone — the machine restarted or the \
+             process was killed",
+            record
+                .pid
+                .map_or_else(|| "unknown".to_owned(), |p| p.to_string())
+        );
+        if store.mark_interrupted(&record.id, &note)?
+            && let Some(now) = store.get(&record.id)?
+        {
+            marked.push(now);
+        }
+    }
+    Ok(marked)
 }

@@ -20,7 +20,7 @@ mod tools;
 use std::path::PathBuf;
 
 pub use error::TaskError;
-pub use launch::{Spawner, Started, TaskLauncher, TaskLimits};
+pub use launch::{Spawner, Started, TaskLauncher, TaskLimits, recover};
 pub use notify::{TaskNotifier, notice};
 pub use process::{detach, is_alive, kill_group, start_time};
 pub use runner::{DEFAULT_RUNNER, Runners};
@@ -199,6 +199,9 @@ pub trait TaskStore: Send + Sync + std::fmt::Debug {
     /// `running` → `interrupted` with `note`, unless it already ended; returns whether it
     /// changed.
     fn mark_interrupted(&self, id: &str, note: &str) -> Result<bool, TaskError>;
+    /// Whether `parent_session` has ended tasks it was not told of yet (what
+    /// [`TaskStore::take_unnotified`] would take), without taking them.
+    fn has_unnotified(&self, parent_session: &str) -> Result<bool, TaskError>;
     /// The ended tasks of `parent_session` whose session was not told yet; they are marked
     /// told (`notified_at`) in the same transaction, so each is returned once.
     fn take_unnotified(&self, parent_session: &str) -> Result<Vec<TaskRecord>, TaskError>;

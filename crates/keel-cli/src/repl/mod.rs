@@ -106,17 +106,6 @@ pub async fn run(options: &Options, choice: SessionChoice) -> Result<u8, CliErro
     repl.read_loop().await
 }
 
-/// Whether `session` has ended tasks it was not told of yet.
-fn has_untold_ended_tasks(store: &dyn keel_agents::tasks::TaskStore, session: &str) -> bool {
-    store.list(50).is_ok_and(|records| {
-        records.iter().any(|r| {
-            r.parent_session.as_deref() == Some(session)
-                && r.status.is_terminal()
-                && r.notified_at.is_none()
-        })
-    })
-}
-
 impl Repl {
     /// The first lines: version, model, provider, directory, session; then what to do.
     fn banner(&self, resumed: bool) {
@@ -204,7 +193,7 @@ impl Repl {
         Some(tokio::spawn(async move {
             loop {
                 tokio::time::sleep(std::time::Duration::from_millis(300)).await;
-                if has_untold_ended_tasks(store.as_ref(), &session) {
+                if store.has_unnotified(&session).unwrap_or(false) {
                     woken.store(true, Ordering::SeqCst);
                     // Sent again until the prompt is gone: the first may come before the
                     // editor listens.
@@ -220,7 +209,10 @@ impl Repl {
         let Some(launcher) = self.delegates.as_ref().and_then(|d| d.tasks.as_ref()) else {
             return false;
         };
-        has_untold_ended_tasks(launcher.store().as_ref(), self.session.id())
+        launcher
+            .store()
+            .has_unnotified(self.session.id())
+            .unwrap_or(false)
     }
 
     /// Runs a prompt.

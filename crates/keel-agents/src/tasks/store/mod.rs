@@ -409,17 +409,23 @@ impl TaskStore for SqliteTaskStore {
         )
     }
 
+    fn has_unnotified(&self, parent_session: &str) -> Result<bool, TaskError> {
+        self.read(
+            || format!("looking for ended tasks of session {parent_session}"),
+            |conn| {
+                conn.prepare_cached(&format!(
+                    "SELECT EXISTS (SELECT 1 FROM tasks WHERE {UNNOTIFIED})"
+                ))?
+                .query_row([parent_session], |row| row.get::<_, bool>(0))
+            },
+        )
+    }
+
     fn take_unnotified(&self, parent_session: &str) -> Result<Vec<TaskRecord>, TaskError> {
         let doing = || format!("taking the ended tasks of session {parent_session}");
         // Called before every model request: most of the time there is nothing to take, and
         // looking needs no write lock. What is found is taken (again) under the lock.
-        let any = self.read(doing, |conn| {
-            conn.prepare_cached(&format!(
-                "SELECT EXISTS (SELECT 1 FROM tasks WHERE {UNNOTIFIED})"
-            ))?
-            .query_row([parent_session], |row| row.get::<_, bool>(0))
-        })?;
-        if !any {
+        if !self.has_unnotified(parent_session)? {
             return Ok(Vec::new());
         }
         self.write(doing, |tx| {
