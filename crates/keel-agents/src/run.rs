@@ -46,6 +46,15 @@ impl RunReport {
     pub fn tokens(&self) -> u64 {
         self.usage.output_tokens
     }
+
+    /// `N steps, T output tokens` and, if the run did not complete, `, error: ...`.
+    pub fn stats(&self) -> String {
+        let mut text = format!("{} steps, {} output tokens", self.steps, self.tokens());
+        if let Some(error) = &self.error {
+            text.push_str(&format!(", error: {error}"));
+        }
+        text
+    }
 }
 
 /// Runs `task` in `session` to its end; `cancel` (the calling tool's token) cancels it. A

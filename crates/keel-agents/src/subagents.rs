@@ -364,17 +364,11 @@ impl SubAgentRunner {
 
 /// `{output, steps, tokens, error?}` as the calling model reads it.
 pub fn render_report(agent: &str, report: &RunReport) -> String {
-    let mut text = format!(
-        "{}\n\n[agent {agent}: {} steps, {} output tokens",
+    format!(
+        "{}\n\n[agent {agent}: {}]",
         report.output.trim(),
-        report.steps,
-        report.tokens()
-    );
-    if let Some(error) = &report.error {
-        text.push_str(&format!(", error: {error}"));
-    }
-    text.push(']');
-    text
+        report.stats()
+    )
 }
 
 /// `spawn_agent` arguments.

@@ -126,6 +126,13 @@ impl TeamDefinitions {
         self.teams.iter().find(|t| t.name == name)
     }
 
+    /// The team named `name`, or an error listing the teams there are.
+    pub fn require(&self, name: &str) -> Result<&TeamDefinition, AgentsError> {
+        self.get(name).ok_or_else(|| {
+            AgentsError::not_found("team", name, self.teams.iter().map(|t| t.name.as_str()))
+        })
+    }
+
     /// Every team, by name.
     pub fn all(&self) -> &[TeamDefinition] {
         &self.teams
@@ -164,6 +171,25 @@ impl TeamReport {
             .find_map(|step| step.result.as_ref().ok().map(|r| r.output.as_str()))
     }
 
+    /// Whether every agent ran and completed.
+    pub fn succeeded(&self) -> bool {
+        self.steps
+            .iter()
+            .all(|step| step.result.as_ref().is_ok_and(|r| r.error.is_none()))
+    }
+
+    /// One line per agent: `- NAME: N steps, T output tokens[, error: ...]`, or why it did
+    /// not run.
+    pub fn step_lines(&self) -> Vec<String> {
+        self.steps
+            .iter()
+            .map(|step| match &step.result {
+                Ok(report) => format!("- {}: {}", step.agent, report.stats()),
+                Err(error) => format!("- {}: error: {error}", step.agent),
+            })
+            .collect()
+    }
+
     /// The report as the calling model reads it: the final output, then each agent's steps,
     /// tokens and error.
     pub fn render(&self) -> String {
@@ -172,21 +198,9 @@ impl TeamReport {
             self.output().unwrap_or("(no agent produced output)").trim(),
             self.team
         );
-        for step in &self.steps {
-            text.push_str(&format!("\n- {}: ", step.agent));
-            match &step.result {
-                Ok(report) => {
-                    text.push_str(&format!(
-                        "{} steps, {} output tokens",
-                        report.steps,
-                        report.tokens()
-                    ));
-                    if let Some(error) = &report.error {
-                        text.push_str(&format!(", error: {error}"));
-                    }
-                }
-                Err(error) => text.push_str(&format!("error: {error}")),
-            }
+        for line in self.step_lines() {
+            text.push('\n');
+            text.push_str(&line);
         }
         text
     }
@@ -301,16 +315,10 @@ impl Tool for RunTeamTool {
     }
 
     async fn call(&self, args: RunTeamArgs, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
-        let team = self.teams.get(&args.team).ok_or_else(|| {
-            ToolError::failed(
-                AgentsError::not_found(
-                    "team",
-                    &args.team,
-                    self.teams.all().iter().map(|t| t.name.as_str()),
-                )
-                .to_string(),
-            )
-        })?;
+        let team = self
+            .teams
+            .require(&args.team)
+            .map_err(|err| ToolError::failed(err.to_string()))?;
         let report = self
             .runner
             .run_team(team, &args.task, ctx.cwd(), ctx.cancel())

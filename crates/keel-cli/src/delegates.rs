@@ -8,7 +8,7 @@ use std::sync::Arc;
 use keel_agents::tasks::{TaskLauncher, task_tools};
 use keel_agents::{
     AgentDefinitions, CodeTool, Delegation, RunReport, RunTeamTool, SkillIndex, SpawnAgentTool,
-    SubAgentLimits, SubAgentRunner, TeamDefinitions, TeamReport, UseSkillTool,
+    SubAgentLimits, SubAgentRunner, TeamDefinitions, UseSkillTool,
 };
 use keel_engine::Hooks;
 use keel_tool::{RegistryError, ToolRegistry};
@@ -199,16 +199,7 @@ pub fn report_lines(agent: &str, report: &RunReport) -> Vec<String> {
             )
         })
         .collect();
-    let mut summary = format!(
-        "[agent {agent}: {} steps, {} output tokens",
-        report.steps,
-        report.tokens()
-    );
-    if let Some(error) = &report.error {
-        summary.push_str(&format!(", error: {error}"));
-    }
-    summary.push(']');
-    lines.push(summary);
+    lines.push(format!("[agent {agent}: {}]", report.stats()));
     lines
 }
 
@@ -254,37 +245,21 @@ pub async fn command(options: &Options, command: Command) -> Result<u8, CliError
             )
         }
         Command::Team { name, task } => {
-            let team = delegates.teams.get(&name).ok_or_else(|| {
-                let known: Vec<&str> = delegates
-                    .teams
-                    .all()
-                    .iter()
-                    .map(|t| t.name.as_str())
-                    .collect();
-                CliError::Usage(format!(
-                    "no team named `{name}`; known: {}",
-                    if known.is_empty() {
-                        "none".to_owned()
-                    } else {
-                        known.join(", ")
-                    }
-                ))
-            })?;
+            let team = delegates
+                .teams
+                .require(&name)
+                .map_err(|err| CliError::Usage(err.to_string()))?;
             let report = delegates
                 .runner
                 .run_team(team, &task, &setup.cwd, &cancel)
                 .await;
-            let code = u8::from(!team_succeeded(&report));
+            let code = u8::from(!report.succeeded());
             let output = report
                 .output()
                 .unwrap_or("(no agent produced output)")
                 .to_owned();
-            let progress = report
-                .render()
-                .lines()
-                .skip_while(|l| !l.starts_with("[team "))
-                .map(str::to_owned)
-                .collect();
+            let mut progress = vec![format!("[team {}]", report.team)];
+            progress.extend(report.step_lines());
             (vec![output], progress, code)
         }
         _ => (Vec::new(), Vec::new(), 2),
@@ -299,12 +274,4 @@ pub async fn command(options: &Options, command: Command) -> Result<u8, CliError
         let _ = writeln!(stdout, "{line}");
     }
     Ok(code)
-}
-
-/// Whether every agent of a team run ran and completed.
-pub fn team_succeeded(report: &TeamReport) -> bool {
-    report
-        .steps
-        .iter()
-        .all(|step| step.result.as_ref().is_ok_and(|r| r.error.is_none()))
 }
