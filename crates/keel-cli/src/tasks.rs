@@ -21,11 +21,15 @@ pub fn open_store(keel_home: &Path) -> Result<Arc<dyn TaskStore>, CliError> {
     Ok(Arc::new(store))
 }
 
-/// The runners: `keel` (this binary's `exec`) and the config's `[tasks.runners.NAME]`.
-pub fn runners(config: &Config) -> Result<Runners, CliError> {
-    let exe = std::env::current_exe()
-        .map_err(|err| CliError::Run(format!("cannot find the keel binary: {err}")))?;
-    let mut runners = Runners::new(&exe);
+/// This binary: the `keel` runner, and the detached supervisors.
+fn keel_exe() -> Result<std::path::PathBuf, CliError> {
+    std::env::current_exe()
+        .map_err(|err| CliError::Run(format!("cannot find the keel binary: {err}")))
+}
+
+/// The runners: `keel` (`keel_exe exec`) and the config's `[tasks.runners.NAME]`.
+fn runners(config: &Config, keel_exe: &Path) -> Result<Runners, CliError> {
+    let mut runners = Runners::new(keel_exe);
     for (name, runner) in &config.tasks.runners {
         runners = runners
             .with(name, runner.command.clone())
@@ -36,8 +40,7 @@ pub fn runners(config: &Config) -> Result<Runners, CliError> {
 
 /// The launcher: detached `keel task-run <id>` supervisors, the config's limits.
 pub fn launcher(keel_home: &Path, config: &Config) -> Result<TaskLauncher, CliError> {
-    let exe = std::env::current_exe()
-        .map_err(|err| CliError::Run(format!("cannot find the keel binary: {err}")))?;
+    let exe = keel_exe()?;
     let defaults = TaskLimits::default();
     let limits = TaskLimits {
         max_running: config.tasks.max_running.unwrap_or(defaults.max_running),
@@ -46,7 +49,7 @@ pub fn launcher(keel_home: &Path, config: &Config) -> Result<TaskLauncher, CliEr
     };
     Ok(TaskLauncher::new(
         open_store(keel_home)?,
-        runners(config)?,
+        runners(config, &exe)?,
         keel_home.join("tasks"),
         Spawner::Detached {
             program: exe,
@@ -86,7 +89,7 @@ pub async fn task_run(id: &str) -> Result<u8, CliError> {
         .ok_or_else(|| CliError::Usage(format!("no task {id:?}")))?;
     let config = Config::load(Some(&home), &record.workdir)
         .map_err(|err| CliError::Usage(err.to_string()))?;
-    let runners = runners(&config)?;
+    let runners = runners(&config, &keel_exe()?)?;
     let record = supervise(store.as_ref(), &runners, id, std::process::id())
         .await
         .map_err(|err| CliError::Run(err.to_string()))?;
