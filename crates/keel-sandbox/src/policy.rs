@@ -19,8 +19,10 @@ pub enum SandboxMode {
     FullAccess,
 }
 
-/// The confinement applied to commands.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// The confinement applied to commands. Serializable, so a delegated run or a background task
+/// can carry its parent's policy.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
 pub struct SandboxPolicy {
     /// Where commands may write.
     pub mode: SandboxMode,
@@ -38,6 +40,13 @@ pub struct SandboxPolicy {
     pub max_command_timeout: Duration,
     /// The timeout of a `run_command` call that names none (default 30 s).
     pub default_command_timeout: Duration,
+    /// More paths (files or directories) commands and the write tools may not change without
+    /// the person's approval, besides the built-in ones (`.git/` and the configuration files
+    /// that grant powers): e.g. the scripts a trusted project's hooks run.
+    pub protected_paths: Vec<PathBuf>,
+    /// More environment variables commands never see, besides the usual credential names: the
+    /// variables holding the keys keel itself uses (a provider's `api_key_env`).
+    pub hidden_env: Vec<String>,
 }
 
 impl Default for SandboxPolicy {
@@ -49,6 +58,8 @@ impl Default for SandboxPolicy {
             allow_unconfined_fallback: false,
             max_command_timeout: Duration::from_secs(120),
             default_command_timeout: Duration::from_secs(30),
+            protected_paths: Vec::new(),
+            hidden_env: Vec::new(),
         }
     }
 }

@@ -17,12 +17,28 @@ pub enum Effect {
         /// Why, for the person approving, e.g. `deletes the build directory`.
         reason: String,
     },
+    /// Changes what grants powers or runs later outside the sandbox (keel's configuration
+    /// files, a repository's `.git`): needs the person's approval of this exact call, every
+    /// time. Permission allow rules, hooks answering `allow` and "always" answers never skip
+    /// the question; a headless run without approvals refuses it.
+    Protected {
+        /// Why, for the person approving, e.g. `changes .keel/config.toml, which grants keel
+        /// powers`.
+        reason: String,
+    },
 }
 
 impl Effect {
     /// A destructive effect with this reason.
     pub fn destructive(reason: impl Into<String>) -> Self {
         Self::Destructive {
+            reason: reason.into(),
+        }
+    }
+
+    /// A protected effect with this reason.
+    pub fn protected(reason: impl Into<String>) -> Self {
+        Self::Protected {
             reason: reason.into(),
         }
     }
