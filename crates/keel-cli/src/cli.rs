@@ -23,8 +23,9 @@ Environment:
 Without --provider: Anthropic if ANTHROPIC_API_KEY is set, else an OpenAI-compatible server
 if OPENAI_BASE_URL or OPENAI_API_KEY is set.
 
-Config: $KEEL_HOME/config.toml, then .keel/config.toml in the project; the project wins, and
-flags win over both.
+Config: $KEEL_HOME/config.toml, then .keel/config.toml in the project (searched up to the
+repository root). A project's config may only tighten (deny rules, lower limits, the model)
+until you trust it with `keel trust`; flags win over both.
 
 Exit codes: 0 success; 1 the run failed (iteration limit, provider failure, refusal);
 2 usage or configuration error."
@@ -80,6 +81,20 @@ pub struct Options {
     /// Where commands may write [default: workspace-write].
     #[arg(long, value_enum, value_name = "MODE", global = true)]
     pub sandbox: Option<SandboxArg>,
+
+    /// Let commands use the network (off by default under workspace-write and read-only;
+    /// keel's own model calls are never affected).
+    #[arg(long, global = true)]
+    pub network: bool,
+
+    /// Also let commands write below DIR (the file tools may read it); repeatable.
+    #[arg(long = "add-dir", value_name = "DIR", global = true)]
+    pub add_dir: Vec<PathBuf>,
+
+    /// Trust the project's configuration for this run (approvals, sandbox, hooks, runners,
+    /// providers it sets apply), without recording it; for CI.
+    #[arg(long, global = true)]
+    pub trust_project: bool,
 
     /// Continue the newest session started in this directory.
     #[arg(
@@ -161,6 +176,17 @@ pub enum Command {
     },
     /// List the skills (.keel/skills, .claude/skills, $KEEL_HOME/skills).
     Skills,
+    /// Trust the project in DIR (default: here): its configuration may then grant powers
+    /// (approvals, sandbox, hooks, runners, providers), as long as it stays as it is now.
+    Trust {
+        /// The project's directory (its repository root, or where its .keel/ is).
+        dir: Option<PathBuf>,
+    },
+    /// Stop trusting the project in DIR (default: here).
+    Untrust {
+        /// The project's directory.
+        dir: Option<PathBuf>,
+    },
     /// List the background tasks (id, status, age, runner, workdir, task), or act on one.
     Tasks {
         /// What to do with a task.

@@ -206,6 +206,9 @@ pub fn report_lines(agent: &str, report: &RunReport) -> Vec<String> {
 /// Runs `keel agents|agent|teams|team|skills`; returns the exit code.
 pub async fn command(options: &Options, command: Command) -> Result<u8, CliError> {
     let setup = Setup::resolve(options, Mode::Exec, &SessionChoice::New)?;
+    for notice in &setup.notices {
+        let _ = writeln!(std::io::stderr().lock(), "keel: {notice}");
+    }
     if !setup.delegation {
         return Err(CliError::Usage(
             "--no-delegation leaves nothing to list or run here".into(),

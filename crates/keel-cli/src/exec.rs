@@ -98,6 +98,9 @@ pub async fn run(options: &Options, args: ExecArgs) -> Result<u8, CliError> {
     let prompt = read_prompt(args.prompt)?;
     let choice = session_choice(options);
     let setup = Setup::resolve(options, Mode::Exec, &choice)?;
+    for notice in &setup.notices {
+        progress(&format!("keel: {notice}"));
+    }
     let ask = match setup.approvals {
         crate::config::ApprovalMode::Ask => {
             let ask = ask_on_tty();

@@ -16,6 +16,7 @@ mod repl;
 mod sessions;
 mod setup;
 mod tasks;
+mod trust;
 
 use std::process::ExitCode;
 
@@ -46,6 +47,14 @@ async fn dispatch(cli: Cli) -> Result<u8, CliError> {
             | Command::Skills),
         ) => delegates::command(&cli.options, command).await,
         Some(Command::Tasks { action }) => tasks::command(action).await,
+        Some(Command::Trust { dir }) => {
+            println!("{}", trust::trust_command(dir.as_deref())?);
+            Ok(0)
+        }
+        Some(Command::Untrust { dir }) => {
+            println!("{}", trust::untrust_command(dir.as_deref())?);
+            Ok(0)
+        }
         Some(Command::TaskRun { id }) => tasks::task_run(&id).await,
         None => repl::run(&cli.options, exec::session_choice(&cli.options)).await,
     }

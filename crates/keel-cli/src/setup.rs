@@ -19,7 +19,7 @@ use keel_agents::tasks::TaskNotifier;
 use keel_agents::{Delegation, Models};
 
 use crate::cli::Options;
-use crate::config::{ApprovalMode, Config, ProviderKind};
+use crate::config::{self, ApprovalMode, Config, ProviderKind};
 use crate::delegates::Delegates;
 
 /// The default model of each provider kind.
@@ -111,6 +111,14 @@ pub struct Setup {
     pub allow_read: Vec<PathBuf>,
     /// Whether the agent gets the delegation tools.
     pub delegation: bool,
+    /// Whether commands may use the network.
+    pub network: bool,
+    /// More directories commands may write in (`--add-dir`, then the config's), canonical.
+    pub writable_roots: Vec<PathBuf>,
+    /// The environment variable holding the provider's key (hidden from commands and hooks).
+    pub key_var: String,
+    /// Lines for stderr about the configuration (keys an untrusted project may not set).
+    pub notices: Vec<String>,
 }
 
 /// `$KEEL_HOME`, else `~/.keel`.
@@ -148,15 +156,15 @@ impl Setup {
         let keel_home = keel_home()?;
         let store = session_store(&keel_home);
         let cwd = working_dir(options, session, &store)?;
-        let config =
-            Config::load(Some(&keel_home), &cwd).map_err(|err| CliError::Usage(err.to_string()))?;
-        let (provider_name, provider_kind, provider) = provider(options, &config)?;
+        let config = Config::load(Some(&keel_home), &cwd, options.trust_project)
+            .map_err(|err| CliError::Usage(err.to_string()))?;
+        let chosen = provider(options, &config)?;
         let model = options
             .model
             .clone()
             .or_else(|| env("KEEL_MODEL"))
             .or_else(|| config.model.clone())
-            .unwrap_or_else(|| default_model(provider_kind).to_owned());
+            .unwrap_or_else(|| default_model(chosen.kind).to_owned());
         let approvals = if options.yes {
             ApprovalMode::Allow
         } else {
@@ -187,12 +195,43 @@ impl Setup {
             })?;
             allow_read.push(full);
         }
+        let mut writable_roots = Vec::new();
+        for dir in &options.add_dir {
+            let full = std::fs::canonicalize(dir)
+                .ok()
+                .filter(|full| full.is_dir())
+                .ok_or_else(|| {
+                    CliError::Usage(format!(
+                        "--add-dir {}: not an existing directory; name one that exists",
+                        dir.display()
+                    ))
+                })?;
+            writable_roots.push(full);
+        }
+        let home = std::env::var_os("HOME").map(PathBuf::from);
+        for root in &config.writable_roots {
+            let path = match (root.strip_prefix("~/"), &home) {
+                (Some(rest), Some(home)) => home.join(rest),
+                _ => PathBuf::from(root),
+            };
+            // A missing directory is skipped, as the sandbox skips it.
+            if let Ok(full) = std::fs::canonicalize(&path) {
+                writable_roots.push(full);
+            }
+        }
+        let network = options.network || config.network.unwrap_or(false);
+        let notices = config
+            .project
+            .as_ref()
+            .and_then(config::Project::notice)
+            .into_iter()
+            .collect();
         Ok(Self {
             cwd,
             keel_home,
             config,
-            provider_name,
-            provider,
+            provider_name: chosen.name,
+            provider: chosen.provider,
             model,
             approvals,
             sandbox,
@@ -200,26 +239,64 @@ impl Setup {
             store,
             allow_read,
             delegation: !options.no_delegation,
+            network,
+            writable_roots,
+            key_var: chosen.key_var,
+            notices,
         })
     }
 
-    /// The sandbox policy for commands.
+    /// The sandbox policy for commands: the mode, the network, the writable roots, the
+    /// protected paths (the scripts of a trusted project's hooks, keel's own config when the
+    /// workspace holds it, the shell's start-up files when it holds the home directory) and the
+    /// provider's key variable hidden from commands.
     pub fn policy(&self) -> SandboxPolicy {
         let mut policy = SandboxPolicy::with_mode(self.sandbox);
         if let Some(secs) = self.config.tools.run_command_max_timeout_secs {
             policy.max_command_timeout = Duration::from_secs(secs);
         }
-        // Builds need their caches: cargo's registry and the usual per-user caches.
-        let home = std::env::var_os("HOME").map(PathBuf::from);
-        let cargo_home = std::env::var_os("CARGO_HOME")
-            .map(PathBuf::from)
-            .or_else(|| home.as_ref().map(|h| h.join(".cargo")));
-        policy.writable_roots.extend(cargo_home);
-        if let Some(home) = home {
-            policy.writable_roots.push(home.join(".cache"));
-            policy.writable_roots.push(home.join(".npm"));
-        }
+        policy.network = self.network;
+        policy.writable_roots = self.writable_roots.clone();
+        policy.hidden_env = vec![self.key_var.clone()];
+        policy.protected_paths = self.protected_paths();
         policy
+    }
+
+    /// Paths commands and the write tools may not change without the person's approval,
+    /// besides the sandbox's own (`.git`, the project's config files).
+    fn protected_paths(&self) -> Vec<PathBuf> {
+        let mut paths = Vec::new();
+        if let Some(project) = &self.config.project
+            && project.trust.grants()
+        {
+            paths.extend(config::project::hook_scripts(
+                &project.dir,
+                &self.cwd,
+                &project.hook_commands,
+            ));
+        }
+        let writable = |path: &Path| {
+            std::iter::once(&self.cwd)
+                .chain(&self.writable_roots)
+                .any(|root| path.starts_with(root))
+        };
+        let keel_config = self.keel_home.join("config.toml");
+        let keel_config = std::fs::canonicalize(&keel_config).unwrap_or(keel_config);
+        if writable(&keel_config) {
+            paths.push(keel_config);
+        }
+        if let Some(home) = std::env::var_os("HOME").map(PathBuf::from)
+            && let Ok(home) = std::fs::canonicalize(&home)
+            && writable(&home)
+        {
+            paths.extend(
+                HOME_STARTUP
+                    .iter()
+                    .map(|name| home.join(name))
+                    .filter(|path| path.symlink_metadata().is_ok()),
+            );
+        }
+        paths
     }
 
     /// The agent: the built-in tools in the working directory, the system prompt with the
@@ -234,7 +311,7 @@ impl Setup {
         let usage = |message: String| CliError::Usage(message);
         let mut sandbox = PathSandbox::new(&self.cwd)
             .map_err(|err| usage(format!("{}: {err}", self.cwd.display())))?;
-        for path in &self.allow_read {
+        for path in self.allow_read.iter().chain(&self.writable_roots) {
             sandbox = sandbox
                 .allow_read(path)
                 .map_err(|err| usage(format!("--allow-read {}: {err}", path.display())))?;
@@ -362,14 +439,49 @@ fn working_dir(
     Ok(canonical)
 }
 
+/// Files and directories in the home directory that run later outside the sandbox (a shell's
+/// start-up files, user-level programs and git's config): protected when the workspace or a
+/// writable root holds the home directory.
+const HOME_STARTUP: [&str; 19] = [
+    ".bashrc",
+    ".bash_profile",
+    ".bash_login",
+    ".bash_logout",
+    ".profile",
+    ".zshrc",
+    ".zshenv",
+    ".zprofile",
+    ".zlogin",
+    ".gitconfig",
+    ".config/git",
+    ".config/fish",
+    ".config/autostart",
+    ".config/systemd",
+    ".ssh",
+    ".local/bin",
+    ".cargo/bin",
+    ".cargo/env",
+    ".cargo/config.toml",
+];
+
 const NO_PROVIDER: &str = "no model provider configured: set ANTHROPIC_API_KEY, or \
                            OPENAI_BASE_URL for a local server (see keel --help)";
 
+/// The provider chosen, and the variable holding its key.
+struct Chosen {
+    name: String,
+    kind: ProviderKind,
+    provider: Arc<dyn Provider>,
+    key_var: String,
+}
+
 /// The provider the flags, environment and config name.
-fn provider(
-    options: &Options,
-    config: &Config,
-) -> Result<(String, ProviderKind, Arc<dyn Provider>), CliError> {
+///
+/// A built-in name (`anthropic`, `openai`) is never redirected by a project: the config only
+/// holds the user's tables for them (see `Config::load`), and its base URL comes from
+/// `--base-url`, else the environment, else the user's config. A name defined in a config
+/// takes its base URL from `--base-url`, else its table, else the environment.
+fn provider(options: &Options, config: &Config) -> Result<Chosen, CliError> {
     let usage = |message: String| CliError::Usage(message);
     let named = options
         .provider
@@ -377,20 +489,18 @@ fn provider(
         .or_else(|| env("KEEL_PROVIDER"))
         .or_else(|| config.provider.clone());
     let (name, kind, table) = match named {
-        Some(name) => match config.providers.get(&name) {
-            Some(table) => (name.clone(), table.kind, Some(table)),
-            None => match ProviderKind::from_name(&name) {
-                Some(kind) => (name, kind, None),
-                None => {
-                    let mut known = vec!["anthropic".to_owned(), "openai".to_owned()];
-                    known.extend(config.providers.keys().cloned());
-                    return Err(usage(format!(
-                        "unknown provider `{name}`: use one of {}, or define [providers.{name}] \
-                         in the config",
-                        known.join(", ")
-                    )));
-                }
-            },
+        Some(name) => match (ProviderKind::from_name(&name), config.providers.get(&name)) {
+            (Some(kind), table) => (name, table.map_or(kind, |t| t.kind), table),
+            (None, Some(table)) => (name.clone(), table.kind, Some(table)),
+            (None, None) => {
+                let mut known = vec!["anthropic".to_owned(), "openai".to_owned()];
+                known.extend(config.providers.keys().cloned());
+                return Err(usage(format!(
+                    "unknown provider `{name}`: use one of {}, or define [providers.{name}] in \
+                     the config",
+                    known.join(", ")
+                )));
+            }
         },
         None => {
             if env("ANTHROPIC_API_KEY").is_some() {
@@ -409,16 +519,18 @@ fn provider(
             ProviderKind::Openai => "OPENAI_API_KEY".into(),
         });
     let key = ApiKey::from_env(&key_var);
-    let base_url = options
-        .base_url
-        .clone()
-        .or_else(|| table.and_then(|t| t.base_url.clone()))
-        .or_else(|| {
-            env(match kind {
-                ProviderKind::Anthropic => "ANTHROPIC_BASE_URL",
-                ProviderKind::Openai => "OPENAI_BASE_URL",
-            })
-        });
+    let env_url = || {
+        env(match kind {
+            ProviderKind::Anthropic => "ANTHROPIC_BASE_URL",
+            ProviderKind::Openai => "OPENAI_BASE_URL",
+        })
+    };
+    let table_url = || table.and_then(|t| t.base_url.clone());
+    let base_url = if ProviderKind::from_name(&name).is_some() {
+        options.base_url.clone().or_else(env_url).or_else(table_url)
+    } else {
+        options.base_url.clone().or_else(table_url).or_else(env_url)
+    };
     let bad_url = |url: &str, err: keel_provider::ProviderError| {
         usage(format!(
             "bad base URL `{url}` for provider `{name}`: {err}; give one like https://host/v1"
@@ -450,5 +562,10 @@ fn provider(
             Arc::new(OpenAiProvider::new(&url, key).map_err(|err| bad_url(&url, err))?)
         }
     };
-    Ok((name, kind, provider))
+    Ok(Chosen {
+        name,
+        kind,
+        provider,
+        key_var,
+    })
 }

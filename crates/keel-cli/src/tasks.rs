@@ -87,7 +87,7 @@ pub async fn task_run(id: &str) -> Result<u8, CliError> {
         .get(id)
         .map_err(|err| CliError::Run(err.to_string()))?
         .ok_or_else(|| CliError::Usage(format!("no task {id:?}")))?;
-    let config = Config::load(Some(&home), &record.workdir)
+    let config = Config::load(Some(&home), &record.workdir, false)
         .map_err(|err| CliError::Usage(err.to_string()))?;
     let runners = runners(&config, &keel_exe()?)?;
     let record = supervise(store.as_ref(), &runners, id, std::process::id())
@@ -163,7 +163,7 @@ pub async fn command(action: Option<crate::cli::TasksAction>) -> Result<u8, CliE
             }
         }
         Some(TasksAction::Cancel { id }) => {
-            let config = Config::load(Some(&home), &get(&id)?.workdir).unwrap_or_default();
+            let config = Config::load(Some(&home), &get(&id)?.workdir, false).unwrap_or_default();
             let launcher = launcher(&home, &config)?;
             let record = launcher
                 .cancel(&id)

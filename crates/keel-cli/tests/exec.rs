@@ -541,7 +541,7 @@ async fn version_and_help() {
 }
 
 #[tokio::test]
-async fn permission_rules_and_hooks_from_the_project_config_apply() {
+async fn permission_rules_and_hooks_from_a_trusted_project_config_apply() {
     let repo = TempRepo::new();
     repo.write("a.txt", "changed\n");
     let head = repo.head();
@@ -553,6 +553,16 @@ async fn permission_rules_and_hooks_from_the_project_config_apply() {
          matcher = \"write_file\"\ncommand = \"echo 'no writes today' >&2; exit 2\"\n",
     );
     let home = Home::new();
+    // The user trusts the project as it is.
+    let mut trust = home.keel();
+    trust.current_dir(repo.path()).arg("trust");
+    let trusted = run(trust).await;
+    assert_eq!(trusted.status.code(), Some(0), "{}", stderr(&trusted));
+    assert!(
+        stdout(&trusted).starts_with("trusted "),
+        "{}",
+        stdout(&trusted)
+    );
     let server = anthropic_server(&[
         tool_call(
             "toolu_1",
@@ -574,6 +584,11 @@ async fn permission_rules_and_hooks_from_the_project_config_apply() {
     let output = run(command).await;
     assert_eq!(output.status.code(), Some(0), "stderr: {}", stderr(&output));
     assert!(
+        !stderr(&output).contains("ignored"),
+        "a trusted project's keys apply: {}",
+        stderr(&output)
+    );
+    assert!(
         !repo.path().join("b.txt").exists(),
         "the hook blocked the write"
     );
@@ -587,5 +602,39 @@ async fn permission_rules_and_hooks_from_the_project_config_apply() {
             .unwrap()
             .contains("no writes today"),
         "{blocked}"
+    );
+}
+
+#[tokio::test]
+async fn an_untrusted_project_config_grants_nothing_and_says_so_in_one_line() {
+    let repo = TempRepo::new();
+    repo.write("a.txt", "changed\n");
+    let head = repo.head();
+    repo.write(
+        ".keel/config.toml",
+        "approvals = \"allow\"\n[permissions]\nallow = [\"git_commit\"]\n",
+    );
+    let home = Home::new();
+    let server = anthropic_server(&[
+        tool_call(
+            "toolu_1",
+            "git_commit",
+            json!({"message": "Commit it", "all": true}),
+        ),
+        text("Done."),
+    ])
+    .await;
+    let mut command = home.keel_anthropic(&server);
+    command.current_dir(repo.path()).args(["exec", "Commit"]);
+    let output = run(command).await;
+    assert_eq!(output.status.code(), Some(0), "stderr: {}", stderr(&output));
+    assert_eq!(repo.head(), head, "the project could not allow the commit");
+    let err = stderr(&output);
+    let notice: Vec<&str> = err.lines().filter(|l| l.contains("ignored")).collect();
+    assert_eq!(notice.len(), 1, "{err}");
+    assert!(
+        notice[0].contains("approvals, permissions.allow") && notice[0].contains("keel trust"),
+        "{}",
+        notice[0]
     );
 }

@@ -16,6 +16,7 @@ mod turn;
 mod view;
 mod worktree;
 
+use std::io::IsTerminal;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
@@ -29,8 +30,10 @@ use self::view::{Style, View};
 use self::worktree::Baseline;
 use crate::approve::ModeApprover;
 use crate::cli::Options;
+use crate::config::Trust;
 use crate::delegates::Delegates;
 use crate::setup::{CliError, Mode, SessionChoice, Setup};
+use crate::trust;
 
 /// The prompt.
 const PROMPT: &str = "keel> ";
@@ -73,6 +76,10 @@ pub async fn run(options: &Options, choice: SessionChoice) -> Result<u8, CliErro
     let _ = tokio::signal::ctrl_c().now_or_never();
     let view = View::new(Style::detect());
     let input = Input::open(&setup.keel_home.join("history"), &view)?;
+    let setup = ask_trust(setup, options, &choice, &input, &view).await?;
+    for notice in &setup.notices {
+        view.warning(&format!("keel: {notice}"));
+    }
     let snapshots = Snapshots::default();
     let mut hooks = Hooks::new();
     hooks
@@ -104,6 +111,49 @@ pub async fn run(options: &Options, choice: SessionChoice) -> Result<u8, CliErro
         repl.view.warning(&format!("warning: {warning}"));
     }
     repl.read_loop().await
+}
+
+/// The first time an untrusted project's configuration sets keys only a trusted project may
+/// set, asks whether to trust it, records the answer (pinned to the files as they are) and, on
+/// yes, resolves the setup again with the project's config applied.
+async fn ask_trust(
+    setup: Setup,
+    options: &Options,
+    choice: &SessionChoice,
+    input: &Input,
+    view: &View,
+) -> Result<Setup, CliError> {
+    let Some(project) = setup.config.project.clone() else {
+        return Ok(setup);
+    };
+    let undecided = matches!(project.trust, Trust::Untrusted | Trust::Changed);
+    if !undecided || project.needs_trust.is_empty() || !std::io::stdin().is_terminal() {
+        return Ok(setup);
+    }
+    let question = trust::question(
+        &project.file,
+        &project.needs_trust,
+        project.trust == Trust::Changed,
+    );
+    let ask = input.ask_fn(view.clone());
+    let answer = tokio::task::spawn_blocking(move || ask(&question))
+        .await
+        .ok()
+        .flatten();
+    let yes = matches!(
+        answer
+            .as_deref()
+            .map(|a| a.trim().to_lowercase())
+            .as_deref(),
+        Some("y" | "yes")
+    );
+    if let Err(err) = trust::record(&setup.keel_home, &project.dir, &project.hash, yes) {
+        view.warning(&format!("keel: cannot record the answer: {err}"));
+    }
+    if !yes {
+        return Ok(setup);
+    }
+    Setup::resolve(options, Mode::Interactive, choice)
 }
 
 impl Repl {
