@@ -226,9 +226,8 @@ pub async fn command(options: &Options, command: Command) -> Result<u8, CliError
     let cancel = CancellationToken::new();
     let on_ctrl_c = cancel.clone();
     let ctrl_c = tokio::spawn(async move {
-        if tokio::signal::ctrl_c().await.is_ok() {
-            on_ctrl_c.cancel();
-        }
+        crate::signals::interrupted().await;
+        on_ctrl_c.cancel();
     });
     let (out, progress, code) = match command {
         Command::Agents => (delegates.agent_lines(), Vec::new(), 0),

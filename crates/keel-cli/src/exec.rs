@@ -13,6 +13,7 @@ use crate::cli::{ExecArgs, Options, OutputFormat};
 use crate::output::{InitInfo, init_object, message_object, result_object};
 use crate::render::{CallInputs, finished_line, human_duration};
 use crate::setup::{CliError, Mode, SessionChoice, Setup};
+use crate::signals;
 
 /// Which session the flags ask for.
 pub fn session_choice(options: &Options) -> SessionChoice {
@@ -65,6 +66,8 @@ fn ask_on_tty() -> Option<AskFn> {
             .write(true)
             .open("/dev/tty")
             .ok()?;
+        // Keys typed before the question appeared never answer it.
+        let _ = nix::sys::termios::tcflush(&tty, nix::sys::termios::FlushArg::TCIFLUSH);
         tty.write_all(question.as_bytes()).ok()?;
         let mut line = Vec::new();
         let mut byte = [0u8; 1];
@@ -139,14 +142,14 @@ pub async fn run(options: &Options, args: ExecArgs) -> Result<u8, CliError> {
     }
     let cancel = session.cancel_handle();
     let ctrl_c = tokio::spawn(async move {
-        if tokio::signal::ctrl_c().await.is_ok() {
-            cancel.cancel();
-        }
+        signals::interrupted().await;
+        cancel.cancel();
     });
     let mut outcome = stream_run(&mut session, &prompt, format).await;
     let tasks = wired.delegates.as_ref().and_then(|d| d.tasks.clone());
     if let (Some(launcher), false, Some(first)) = (tasks, options.no_wait_tasks, &outcome)
         && first.stop == Stop::Completed
+        && !signals::terminating()
     {
         // Tasks the model started and left running: wait for them, then let it react.
         if wait_for_tasks(&launcher, session.id(), format).await {
@@ -225,7 +228,11 @@ async fn wait_for_tasks(launcher: &TaskLauncher, session_id: &str, format: Outpu
             ));
         }
         waited = true;
-        tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+        tokio::select! {
+            () = tokio::time::sleep(std::time::Duration::from_millis(300)) => {}
+            // keel is stopping: the tasks go on without it (their supervisors are detached).
+            () = signals::terminated() => return false,
+        }
     }
 }
 

@@ -15,6 +15,7 @@ mod render;
 mod repl;
 mod sessions;
 mod setup;
+mod signals;
 mod tasks;
 mod trust;
 
@@ -26,6 +27,7 @@ use crate::cli::{Cli, Command};
 use crate::setup::{CliError, SessionChoice};
 
 async fn dispatch(cli: Cli) -> Result<u8, CliError> {
+    signals::install();
     // Tasks whose supervisor died are marked interrupted at every start.
     if !matches!(cli.command, Some(Command::TaskRun { .. }))
         && let Ok(home) = setup::keel_home()
@@ -61,6 +63,11 @@ async fn dispatch(cli: Cli) -> Result<u8, CliError> {
 }
 
 fn main() -> ExitCode {
+    // Other processes of the same user (the commands keel runs among them) may not read keel's
+    // memory or environment through /proc, nor attach to it.
+    if let Err(err) = nix::sys::prctl::set_dumpable(false) {
+        eprintln!("keel: warning: cannot protect keel's memory from other processes: {err}");
+    }
     let cli = Cli::parse();
     let runtime = match tokio::runtime::Builder::new_current_thread()
         .enable_all()

@@ -198,10 +198,8 @@ impl Repl {
             futures::pin_mut!(compaction);
             tokio::select! {
                 result = &mut compaction => result,
-                signal = tokio::signal::ctrl_c() => {
-                    if signal.is_ok() {
-                        cancel.cancel();
-                    }
+                _ = crate::signals::interrupted() => {
+                    cancel.cancel();
                     compaction.await
                 }
             }
@@ -312,11 +310,9 @@ impl Repl {
         futures::pin_mut!(run);
         let result = tokio::select! {
             result = &mut run => result,
-            signal = tokio::signal::ctrl_c() => {
-                if signal.is_ok() {
-                    cancel.cancel();
-                    self.view.warning("cancelling…");
-                }
+            _ = crate::signals::interrupted() => {
+                cancel.cancel();
+                self.view.warning("cancelling…");
                 run.await
             }
         };

@@ -180,9 +180,19 @@ impl Input {
             // the run stopped waiting for this answer.
             let _terminal = lines.lock().unwrap_or_else(PoisonError::into_inner);
             view.before_prompt();
+            discard_type_ahead();
             let mut editor = Editor::<(), DefaultHistory>::with_config(config.clone()).ok()?;
             editor.readline(question).ok()
         })
+    }
+}
+
+/// Throws away what was typed before a question appeared (keys pressed while the model was
+/// working), so that only an answer typed after the question is read can answer it.
+fn discard_type_ahead() {
+    let stdin = std::io::stdin();
+    if let Err(err) = nix::sys::termios::tcflush(&stdin, nix::sys::termios::FlushArg::TCIFLUSH) {
+        tracing::debug!("cannot discard typed-ahead input: {err}");
     }
 }
 

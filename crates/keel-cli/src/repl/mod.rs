@@ -33,6 +33,7 @@ use crate::cli::Options;
 use crate::config::Trust;
 use crate::delegates::Delegates;
 use crate::setup::{CliError, Mode, SessionChoice, Setup};
+use crate::signals;
 use crate::trust;
 
 /// The prompt.
@@ -185,6 +186,10 @@ impl Repl {
     async fn read_loop(&mut self) -> Result<u8, CliError> {
         let mut interrupts = 0u32;
         loop {
+            // SIGTERM or SIGHUP: the turn (if any) was cancelled and saved; leave.
+            if signals::terminating() {
+                break;
+            }
             // Tasks of this session that ended while the model worked: say so, and let the
             // model react at once.
             if self.tasks_ended() {
@@ -194,15 +199,20 @@ impl Repl {
             self.view.before_prompt();
             let woken = Arc::new(AtomicBool::new(false));
             let watcher = self.watch_tasks(woken.clone());
+            let terminate = self.watch_termination();
             let line = self.input.read_line(PROMPT).await;
+            terminate.abort();
             if let Some(watcher) = watcher {
                 watcher.abort();
             }
             let text = match line.map_err(CliError::Run)? {
                 Line::Text(text) => text,
                 Line::Eof => break,
-                // A task ended while the prompt waited: the loop's top reacts to it.
-                Line::Interrupted if woken.load(Ordering::SeqCst) => continue,
+                // A task ended while the prompt waited, or keel is terminating: the loop's
+                // top reacts to it.
+                Line::Interrupted if woken.load(Ordering::SeqCst) || signals::terminating() => {
+                    continue;
+                }
                 Line::Interrupted => {
                     interrupts += 1;
                     if interrupts >= 2 {
@@ -251,6 +261,20 @@ impl Repl {
                 }
             }
         }))
+    }
+
+    /// While the prompt waits: wakes it when SIGTERM or SIGHUP arrives.
+    fn watch_termination(&self) -> tokio::task::JoinHandle<()> {
+        let waker = self.input.waker();
+        tokio::spawn(async move {
+            signals::terminated().await;
+            loop {
+                // Sent again until the prompt is gone: the first may come before the editor
+                // listens.
+                waker.wake();
+                tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+            }
+        })
     }
 
     /// Whether tasks of this session ended that the model has not been told of (the turn

@@ -11,6 +11,7 @@ use super::diff::file_diff;
 use super::snapshot::{Snapshots, target};
 use super::view::View;
 use crate::render::{CallInputs, describe_call, finished_line, human_duration};
+use crate::signals;
 
 /// What the spinner says while the model is being waited for.
 const THINKING: &str = "thinking…";
@@ -37,7 +38,7 @@ pub async fn run(
     {
         let events = session.run_streaming(prompt);
         futures::pin_mut!(events);
-        let interrupt = tokio::signal::ctrl_c();
+        let interrupt = signals::interrupted();
         futures::pin_mut!(interrupt);
         let mut can_interrupt = true;
         let mut cancelling = false;
@@ -49,17 +50,17 @@ pub async fn run(
                     None => break,
                 },
                 signal = &mut interrupt, if can_interrupt => {
-                    if signal.is_err() {
-                        // No SIGINT handler could be installed: nothing to wait for.
-                        can_interrupt = false;
-                        continue;
-                    }
                     cancel.cancel();
                     if !cancelling {
                         cancelling = true;
                         view.warning("cancelling…");
                     }
-                    interrupt.set(tokio::signal::ctrl_c());
+                    if signal == signals::Interrupt::Terminate {
+                        // Resolves at once from now on: stop listening.
+                        can_interrupt = false;
+                    } else {
+                        interrupt.set(signals::interrupted());
+                    }
                 }
             }
         }
