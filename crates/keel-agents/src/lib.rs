@@ -64,6 +64,7 @@ mod code;
 mod delegation;
 mod error;
 pub mod frontmatter;
+mod roots;
 mod run;
 mod skills;
 mod subagents;
