@@ -56,7 +56,8 @@ impl Delegates {
             base.clone(),
             SubAgentLimits::default(),
         );
-        let tasks = match crate::tasks::launcher(&setup.keel_home, &setup.config) {
+        let settings = crate::tasks::settings(setup);
+        let tasks = match crate::tasks::launcher(&setup.keel_home, &setup.config, settings) {
             Ok(launcher) => {
                 runner =
                     runner.with_tasks(launcher.clone(), setup.config.tasks.allowed_agents.clone());
