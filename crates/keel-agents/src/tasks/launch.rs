@@ -183,9 +183,8 @@ impl TaskLauncher {
                 let survivor = keep_running(child.id());
                 // Reaped when it exits, so it never lingers as a zombie of a long-lived host.
                 std::thread::spawn(move || {
-                    let status = child.wait();
-                    drop(survivor);
-                    status
+                    let _survivor = survivor;
+                    child.wait()
                 });
                 Ok(())
             }

@@ -228,9 +228,11 @@ async fn run_runner(store: &dyn TaskStore, record: &TaskRecord) -> TaskEnd {
             }
         }
     };
-    let spawned = command.spawn();
-    // What confined the runner had to live until it was started, no longer.
-    drop(confinement);
+    // What confines the runner must live until it is started, no longer.
+    let spawned = {
+        let _confinement = confinement;
+        command.spawn()
+    };
     let mut child = match spawned {
         Ok(child) => child,
         Err(err) => {
@@ -443,43 +445,33 @@ mod tests {
 
     #[test]
     fn other_runners_lose_credentials_and_hidden_names_and_keel_keeps_its_key() {
-        let names: Vec<std::ffi::OsString> = [
-            "PATH",
-            "HOME",
+        let kept = ["PATH", "HOME", "KEYBOARD"];
+        let secrets = [
             "ANTHROPIC_API_KEY",
             "GITHUB_TOKEN",
             "AWS_ACCESS_KEY_ID",
             "GH_PAT",
-            "MY_LLM",
-            "TMUX",
-            "SSH_AUTH_SOCK",
-            "KEYBOARD",
-        ]
-        .into_iter()
-        .map(Into::into)
-        .collect();
+        ];
+        let sessions = ["TMUX", "SSH_AUTH_SOCK"];
+        let names: Vec<std::ffi::OsString> = kept
+            .iter()
+            .chain(&secrets)
+            .chain(&["MY_LLM"])
+            .chain(&sessions)
+            .map(Into::into)
+            .collect();
         let hidden = ["MY_LLM".to_owned()];
-        let other: Vec<_> = scrubbed(&names, &hidden, false)
-            .into_iter()
-            .map(|n| n.to_string_lossy().into_owned())
-            .collect();
-        assert_eq!(
-            other,
-            [
-                "ANTHROPIC_API_KEY",
-                "GITHUB_TOKEN",
-                "AWS_ACCESS_KEY_ID",
-                "GH_PAT",
-                "MY_LLM",
-                "TMUX",
-                "SSH_AUTH_SOCK"
-            ]
-        );
-        let own: Vec<_> = scrubbed(&names, &hidden, true)
-            .into_iter()
-            .map(|n| n.to_string_lossy().into_owned())
-            .collect();
-        assert_eq!(own, ["TMUX", "SSH_AUTH_SOCK"]);
+        let scrub = |own: bool| -> Vec<String> {
+            scrubbed(&names, &hidden, own)
+                .into_iter()
+                .map(|n| n.to_string_lossy().into_owned())
+                .collect()
+        };
+        let mut gone: Vec<&str> = secrets.to_vec();
+        gone.push("MY_LLM");
+        gone.extend(sessions);
+        assert_eq!(scrub(false), gone);
+        assert_eq!(scrub(true), sessions);
     }
 
     #[test]
