@@ -11,8 +11,8 @@
 //! `OPENAI_BASE_URL` or `OPENAI_API_KEY` is set; `KEEL_MODEL` picks the model (the `small`
 //! tier is a cheaper model of the same provider). Each `code` session writes a log to
 //! `$KEEL_HOME/logs` (default `~/.keel/logs`). Delegated sessions may edit files and run
-//! commands in the workspace; destructive calls are refused, as no one is there to approve
-//! them.
+//! commands in the workspace (the current directory) and nowhere else: a `cwd` outside it is
+//! refused. Destructive calls are refused, as no one is there to approve them.
 
 // An example program talks to its user on stdout and stderr.
 #![allow(clippy::print_stdout, clippy::print_stderr)]
@@ -77,9 +77,10 @@ async fn run(
     let model = std::env::var("KEEL_MODEL").unwrap_or_else(|_| default_model.to_owned());
     let models = Models::new(&model, Models::small_for(&model));
     let logs = logs_dir();
-    // Delegated sessions use the same provider; gated (destructive) calls are refused.
+    // Delegated sessions use the same provider; gated (destructive) calls are refused; they
+    // work only inside `cwd`.
     let delegation = Delegation::new(provider.clone(), models);
-    let tools = ToolRegistry::new().with(CodeTool::new(delegation, &logs))?;
+    let tools = ToolRegistry::new().with(CodeTool::new(delegation, &cwd, &logs))?;
     let agent = Agent::builder(provider)
         .model(model)
         .system_prompt(host_prompt(&cwd))

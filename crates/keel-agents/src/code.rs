@@ -9,7 +9,8 @@
 //! # fn provider() -> Arc<dyn keel_provider::Provider> { unimplemented!() }
 //!
 //! let delegation = Delegation::new(provider(), Models::new("claude-sonnet-4-5", "claude-haiku-4-5"));
-//! let tools = ToolRegistry::new().with(CodeTool::new(delegation, "/tmp/keel-logs"))?;
+//! // Sessions may work in /work/app and below it, nowhere else.
+//! let tools = ToolRegistry::new().with(CodeTool::new(delegation, "/work/app", "/tmp/keel-logs"))?;
 //! assert_eq!(tools.names(), ["code"]);
 //! # Ok::<(), keel_tool::RegistryError>(())
 //! ```
@@ -28,6 +29,7 @@ use tracing::Instrument;
 
 use crate::delegation::Delegation;
 use crate::error::AgentsError;
+use crate::roots;
 use crate::run::{CallRecord, RunReport, run_to_end};
 
 /// The default most model calls of one `code` session.
@@ -70,7 +72,8 @@ impl CodeModel {
 pub struct CodeArgs {
     /// The task, complete in itself: the agent knows nothing else of this conversation.
     pub task: String,
-    /// The directory to work in: an absolute path to an existing directory.
+    /// The directory to work in: an absolute path to an existing directory inside the
+    /// workspace.
     pub cwd: PathBuf,
     /// `default` for most tasks; `small` for simple, mechanical ones.
     pub model: CodeModel,
@@ -80,9 +83,15 @@ pub struct CodeArgs {
 /// text and the path of a log of the session.
 ///
 /// Stateless: each call builds its own agent (the [`Delegation`]'s provider, approver,
-/// permission rules and hooks; the default tools confined to `cwd`; the system prompt with the
-/// project's context) and its own session, which is dropped when the call ends, whether it
-/// succeeded, failed or was cancelled. The log goes to `<logs_dir>/code-<timestamp>.md`, the
+/// permission rules and hooks; the default tools confined to `cwd` under the parent's
+/// [sandbox policy](CodeTool::sandbox_policy) and [allow-read paths](CodeTool::allow_read);
+/// the system prompt with the project's context) and its own session, which is dropped when
+/// the call ends, whether it succeeded, failed or was cancelled.
+///
+/// `cwd` must lie inside the tool's roots: the workspace given to [`CodeTool::new`] and the
+/// policy's `writable_roots`, all resolved, and `cwd` resolved too (symlinks followed, `..`
+/// removed), so no path leads out. Anything else is an error result naming the roots, and no
+/// session starts. The log goes to `<logs_dir>/code-<timestamp>.md`, the
 /// timestamp in UTC with milliseconds and `-` between hours, minutes and seconds
 /// (`code-2026-11-23T02-14-07.123Z.md`); an existing file is never overwritten.
 ///
@@ -91,30 +100,48 @@ pub struct CodeArgs {
 #[derive(Debug, Clone)]
 pub struct CodeTool {
     delegation: Delegation,
+    workspace: PathBuf,
     logs_dir: PathBuf,
     policy: SandboxPolicy,
+    allow_read: Vec<PathBuf>,
     max_iterations: u32,
     timeout: Duration,
 }
 
 impl CodeTool {
-    /// A `code` tool delegating through `delegation`, writing its logs under `logs_dir`
-    /// (created when the first log is written).
-    pub fn new(delegation: Delegation, logs_dir: impl Into<PathBuf>) -> Self {
+    /// A `code` tool delegating through `delegation`, working only inside `workspace` (the
+    /// parent session's working directory) and the policy's writable roots, writing its logs
+    /// under `logs_dir` (created when the first log is written).
+    pub fn new(
+        delegation: Delegation,
+        workspace: impl Into<PathBuf>,
+        logs_dir: impl Into<PathBuf>,
+    ) -> Self {
         Self {
             delegation,
+            workspace: workspace.into(),
             logs_dir: logs_dir.into(),
             policy: SandboxPolicy::default(),
+            allow_read: Vec::new(),
             max_iterations: DEFAULT_MAX_ITERATIONS,
             timeout: DEFAULT_TIMEOUT,
         }
     }
 
-    /// The sandbox policy of the sessions' commands (default [`SandboxPolicy::default`]:
-    /// writes confined to the workspace). Under [`keel_sandbox::SandboxMode::ReadOnly`] the
-    /// sessions get no tools that write.
+    /// The sandbox policy of the sessions' tools: give the parent's (its mode, network,
+    /// writable roots, protected paths and hidden variables). Default
+    /// [`SandboxPolicy::default`]: writes confined to the workspace. Under
+    /// [`keel_sandbox::SandboxMode::ReadOnly`] the sessions get no tools that write. Its
+    /// `writable_roots` are roots `cwd` may lie in too.
     pub fn sandbox_policy(mut self, policy: SandboxPolicy) -> Self {
         self.policy = policy;
+        self
+    }
+
+    /// Paths the sessions' file tools may also read (never write): give the parent's
+    /// (default none).
+    pub fn allow_read(mut self, paths: impl IntoIterator<Item = impl Into<PathBuf>>) -> Self {
+        self.allow_read = paths.into_iter().map(Into::into).collect();
         self
     }
 
@@ -136,10 +163,25 @@ impl CodeTool {
         &self.logs_dir
     }
 
+    /// The workspace the sessions work in.
+    pub fn workspace(&self) -> &Path {
+        &self.workspace
+    }
+
+    /// The directories `cwd` may lie in: the workspace and the policy's writable roots,
+    /// resolved.
+    pub fn roots(&self) -> Vec<PathBuf> {
+        roots::resolve(&self.workspace, &self.policy.writable_roots)
+    }
+
     /// A fresh session for `model` in `cwd`.
     fn start(&self, cwd: &Path, model: &str) -> Result<Session, AgentsError> {
         let root = project_root(cwd);
-        let tools = default_tools(&PathSandbox::new(cwd)?, &self.policy)?;
+        let mut sandbox = PathSandbox::new(cwd)?;
+        for path in &self.allow_read {
+            sandbox = sandbox.allow_read(path)?;
+        }
+        let tools = default_tools(&sandbox, &self.policy)?;
         let agent = self
             .delegation
             .agent_builder(model)
@@ -152,11 +194,11 @@ impl CodeTool {
 
     async fn run(
         &self,
-        args: CodeArgs,
+        mut args: CodeArgs,
         model: String,
         ctx: &ToolContext,
     ) -> Result<ToolOutput, ToolError> {
-        check_directory(&args.cwd)?;
+        args.cwd = self.check_directory(&args.cwd)?;
         if args.task.trim().is_empty() {
             return Err(ToolError::InvalidArguments(
                 "task is empty: say what to do".into(),
@@ -238,21 +280,17 @@ impl Tool for CodeTool {
     }
 }
 
-/// Fails unless `cwd` is an absolute path to a directory.
-fn check_directory(cwd: &Path) -> Result<(), ToolError> {
-    if !cwd.is_absolute() {
-        return Err(ToolError::failed(format!(
-            "directory not found: {} (cwd must be an absolute path)",
-            cwd.display()
-        )));
+impl CodeTool {
+    /// `cwd` resolved, if it is an absolute path to a directory inside the roots.
+    fn check_directory(&self, cwd: &Path) -> Result<PathBuf, ToolError> {
+        if !cwd.is_absolute() {
+            return Err(ToolError::failed(format!(
+                "directory not found: {} (cwd must be an absolute path)",
+                cwd.display()
+            )));
+        }
+        roots::check("cwd", cwd, &self.roots()).map_err(ToolError::failed)
     }
-    if !cwd.is_dir() {
-        return Err(ToolError::failed(format!(
-            "directory not found: {}",
-            cwd.display()
-        )));
-    }
-    Ok(())
 }
 
 /// How a call ended.

@@ -83,6 +83,26 @@ pub fn markdown_files(dir: &Path) -> Result<Vec<PathBuf>, AgentsError> {
     Ok(files)
 }
 
+/// Checks that `path`, found in the definitions folder `dir`, resolves inside it (the folder
+/// resolved too): a definition reached through a symlink whose target lies elsewhere is
+/// refused, so a repository cannot pull files from outside its folder (`~/.ssh/...`,
+/// `/etc/...`) into a prompt. The error names the file and where it leads.
+pub fn check_inside(dir: &Path, path: &Path) -> Result<(), AgentsError> {
+    let folder = std::fs::canonicalize(dir).map_err(|err| AgentsError::io(dir, err))?;
+    let target = std::fs::canonicalize(path).map_err(|err| AgentsError::io(path, err))?;
+    if target.starts_with(&folder) {
+        return Ok(());
+    }
+    Err(AgentsError::Invalid {
+        path: path.to_path_buf(),
+        reason: format!(
+            "it is a symlink to {}, outside {}; definitions must lie inside their folder",
+            target.display(),
+            dir.display()
+        ),
+    })
+}
+
 /// README, CHANGELOG and LICENSE files document a folder; they define nothing.
 pub fn is_not_a_definition(path: &Path) -> bool {
     let stem = path

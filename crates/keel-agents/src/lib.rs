@@ -18,6 +18,14 @@
 //! permission rules and hooks, so a delegated run can never do what its parent may not. A
 //! delegated run never fails its caller's loop: whatever happens comes back as text.
 //!
+//! Delegation stays inside: the directory the model names for `code` (`cwd`) or `start_task`
+//! (`workdir`) must resolve (symlinks followed, `..` removed) inside the session's roots, its
+//! workspace and its sandbox policy's writable roots; `code` sessions get the parent's
+//! sandbox policy and allow-read paths, and every task records its session's
+//! [`tasks::TaskSettings`] and runs by them alone. Agent, team and skill files reached
+//! through a symlink that leads out of their folder are skipped with a warning, so a
+//! repository cannot pull outside files into a prompt.
+//!
 //! ```
 //! use std::sync::Arc;
 //! use keel_agents::{
@@ -64,6 +72,7 @@ mod code;
 mod delegation;
 mod error;
 pub mod frontmatter;
+mod roots;
 mod run;
 mod skills;
 mod subagents;

@@ -18,7 +18,9 @@
 //! Without front matter (or without `name` / `description` in it) the name is the folder's or
 //! the file's name and the description the body's first paragraph, on one line and cut to
 //! about 200 characters. README, CHANGELOG and LICENSE files and `drafts/` folders are not
-//! skills. Indexing reads only the front matter (or up to the end of the first paragraph);
+//! skills. A skill file reached through a symlink whose target lies outside its skills
+//! folder (a linked file, or a linked skill folder) is skipped with a warning naming it, and
+//! checked again when it is loaded. Indexing reads only the front matter (or up to the end of the first paragraph);
 //! [`SkillIndex::load`] reads a body the first time it is asked for and keeps it.
 
 mod scan;
@@ -48,6 +50,8 @@ pub struct SkillSummary {
     pub path: PathBuf,
     /// Whether the skill is a folder (`<name>/SKILL.md`) that may hold other files.
     pub in_folder: bool,
+    /// The skills folder it was found in: its file must resolve inside it.
+    skills_dir: PathBuf,
 }
 
 impl SkillSummary {
@@ -115,8 +119,9 @@ impl SkillIndex {
 
     /// Finds the skills in `dirs` (missing folders have none) and reads each one's front
     /// matter. Returns the index and warnings, each naming the file or folder it is about: a
-    /// file that cannot be used is skipped; a name defined in an earlier folder shadows the
-    /// same name in a later one. Warnings are logged with `tracing` too.
+    /// file that cannot be used, or resolves outside its skills folder (through a symlink), is
+    /// skipped; a name defined in an earlier folder shadows the same name in a later one.
+    /// Warnings are logged with `tracing` too.
     pub fn discover(dirs: &[PathBuf]) -> (SkillIndex, Vec<String>) {
         let mut warnings = Vec::new();
         let mut skills: Vec<SkillSummary> = Vec::new();
@@ -130,7 +135,9 @@ impl SkillIndex {
             }
             seen_dirs.push(canonical);
             for candidate in scan::candidates(dir, &mut warnings) {
-                let head = match scan::read_head(&candidate.path, &candidate.name) {
+                let head = frontmatter::check_inside(dir, &candidate.path)
+                    .and_then(|()| scan::read_head(&candidate.path, &candidate.name));
+                let head = match head {
                     Ok(head) => head,
                     Err(err) => {
                         warnings.push(format!("skill skipped: {err}"));
@@ -154,6 +161,7 @@ impl SkillIndex {
                     triggers: head.triggers,
                     path: candidate.path,
                     in_folder: candidate.layout == scan::Layout::Folder,
+                    skills_dir: dir.clone(),
                 });
             }
         }
@@ -214,7 +222,8 @@ impl SkillIndex {
 
     /// The instructions of skill `name`: its body, without the front matter. The file is read
     /// the first time and the body kept; later calls do not read it again. Fails if there is
-    /// no such skill (the error lists the known ones) or the file cannot be read or parsed.
+    /// no such skill (the error lists the known ones), the file now resolves outside its
+    /// skills folder, or it cannot be read or parsed.
     pub fn load(&self, name: &str) -> Result<String, AgentsError> {
         let Some(skill) = self.get(name) else {
             return Err(AgentsError::not_found("skill", name, self.names()));
@@ -223,6 +232,8 @@ impl SkillIndex {
             return Ok(body.clone());
         }
         // Read without holding the lock; if two calls race, the first body stored is kept.
+        // The file may have been replaced by a link out since it was found: checked again.
+        frontmatter::check_inside(&skill.skills_dir, &skill.path)?;
         let body = read_body(&skill.path)?;
         Ok(self.bodies().entry(name.to_owned()).or_insert(body).clone())
     }

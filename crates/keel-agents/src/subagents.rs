@@ -137,8 +137,8 @@ impl AgentDefinitions {
     }
 
     /// Reads every `<dir>/<name>.md` (not `drafts/`, not README and the like). A file that
-    /// cannot be used is skipped with a warning naming it and the problem; a name defined
-    /// twice keeps the first.
+    /// cannot be used, or is a symlink to a file outside `<dir>`, is skipped with a warning
+    /// naming it and the problem; a name defined twice keeps the first.
     pub fn discover(dirs: &[PathBuf]) -> (Self, Vec<String>) {
         let mut agents: Vec<AgentDefinition> = Vec::new();
         let mut warnings = Vec::new();
@@ -151,7 +151,9 @@ impl AgentDefinitions {
                 }
             };
             for file in files {
-                match AgentDefinition::load(&file) {
+                let loaded = frontmatter::check_inside(dir, &file)
+                    .and_then(|()| AgentDefinition::load(&file));
+                match loaded {
                     Ok(agent) => match agents.iter().find(|a| a.name == agent.name) {
                         Some(first) => warnings.push(format!(
                             "agent `{}` in {} skipped: {} defines it first",

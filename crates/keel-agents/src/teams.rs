@@ -78,8 +78,9 @@ impl TeamDefinitions {
         dirs
     }
 
-    /// Reads every `<dir>/<name>.yaml` or `.yml`; a file that cannot be used is skipped with a
-    /// warning naming it and the problem; a name defined twice keeps the first.
+    /// Reads every `<dir>/<name>.yaml` or `.yml`; a file that cannot be used, or is a symlink
+    /// to a file outside `<dir>`, is skipped with a warning naming it and the problem; a name
+    /// defined twice keeps the first.
     pub fn discover(dirs: &[PathBuf]) -> (Self, Vec<String>) {
         let mut teams: Vec<TeamDefinition> = Vec::new();
         let mut warnings = Vec::new();
@@ -100,7 +101,9 @@ impl TeamDefinitions {
             };
             files.sort();
             for file in files {
-                match TeamDefinition::load(&file) {
+                let loaded = crate::frontmatter::check_inside(dir, &file)
+                    .and_then(|()| TeamDefinition::load(&file));
+                match loaded {
                     Ok(team) => match teams.iter().find(|t| t.name == team.name) {
                         Some(first) => warnings.push(format!(
                             "team `{}` in {} skipped: {} defines it first",

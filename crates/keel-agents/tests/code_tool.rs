@@ -36,12 +36,17 @@ fn provider(server: &MockServer) -> Arc<dyn Provider> {
     )
 }
 
-/// A registry holding only the `code` tool, delegating to `server`, logging under `logs`.
-fn registry(server: &MockServer, logs: &Path) -> ToolRegistry {
-    let delegation = Delegation::new(provider(server), Models::new(DEFAULT_MODEL, SMALL_MODEL));
+/// A registry holding only the `code` tool for `workspace`, delegating to `server`, logging
+/// under `logs`.
+fn registry(server: &MockServer, workspace: &Path, logs: &Path) -> ToolRegistry {
     ToolRegistry::new()
-        .with(CodeTool::new(delegation, logs))
+        .with(code_tool(server, workspace, logs))
         .unwrap()
+}
+
+fn code_tool(server: &MockServer, workspace: &Path, logs: &Path) -> CodeTool {
+    let delegation = Delegation::new(provider(server), Models::new(DEFAULT_MODEL, SMALL_MODEL));
+    CodeTool::new(delegation, workspace, logs)
 }
 
 /// Calls `code` through `registry` as a model would, from a parent working in `parent_cwd`.
@@ -136,7 +141,7 @@ async fn the_code_tool_fixes_a_bug_and_logs_the_session() {
     ])
     .await;
     let (_dir, logs) = logs_dir();
-    let registry = registry(&server, &logs);
+    let registry = registry(&server, &repo.path(), &logs);
     let task = "add() in src/lib.rs returns the wrong result; fix it.";
     let output = call_code(
         &registry,
@@ -178,7 +183,7 @@ async fn the_code_tool_fixes_a_bug_and_logs_the_session() {
 async fn a_missing_directory_is_an_error_and_nothing_is_sent() {
     let server = anthropic_server(&[text("unreachable")]).await;
     let (dir, logs) = logs_dir();
-    let registry = registry(&server, &logs);
+    let registry = registry(&server, dir.path(), &logs);
     let output = call_code(
         &registry,
         dir.path(),
@@ -221,7 +226,7 @@ async fn a_provider_error_is_an_error_result_and_is_logged() {
         .mount(&server)
         .await;
     let (_dir, logs) = logs_dir();
-    let registry = registry(&server, &logs);
+    let registry = registry(&server, &repo.path(), &logs);
     let output = call_code(
         &registry,
         &repo.path(),
@@ -265,7 +270,7 @@ async fn small_and_default_resolve_to_their_models() {
     let repo = buggy_repo();
     let server = anthropic_server(&[text("Done quickly."), text("Done properly.")]).await;
     let (_dir, logs) = logs_dir();
-    let registry = registry(&server, &logs);
+    let registry = registry(&server, &repo.path(), &logs);
     // The model picks a tier from an enum; all three arguments are required.
     let schema = &registry.definitions()[0].input_schema;
     assert_eq!(
@@ -333,7 +338,7 @@ async fn calls_share_no_state() {
     ])
     .await;
     let (_dir, logs) = logs_dir();
-    let registry = registry(&server, &logs);
+    let registry = registry(&server, &repo.path(), &logs);
     let first_task = "What does add() in src/lib.rs do?";
     let second_task = "What kind of project is this?";
 
@@ -387,7 +392,7 @@ async fn a_cancelled_call_still_leaves_a_log() {
         .mount(&server)
         .await;
     let (_dir, logs) = logs_dir();
-    let registry = registry(&server, &logs);
+    let registry = registry(&server, &repo.path(), &logs);
     let ctx = ToolContext::new(repo.path(), "parent-session");
     let cancel = ctx.cancel().clone();
     let canceller = async {
@@ -412,5 +417,146 @@ async fn a_cancelled_call_still_leaves_a_log() {
     assert!(
         contents.contains("\n## Error\n\nthe call was stopped (cancelled or timed out)"),
         "{contents}"
+    );
+}
+
+/// Calls `tool` as the only tool of a parent working in `repo`, with `cwd`.
+async fn code_in(tool: CodeTool, repo: &TempRepo, cwd: &Path) -> ToolOutput {
+    let registry = ToolRegistry::new().with(tool).unwrap();
+    call_code(
+        &registry,
+        &repo.path(),
+        json!({"task": "look around", "cwd": cwd, "model": "default"}),
+    )
+    .await
+}
+
+#[tokio::test]
+async fn cwd_outside_the_workspace_is_refused_naming_the_roots() {
+    let repo = buggy_repo();
+    let outside = tempfile::tempdir().unwrap();
+    let outside_dir = outside.path().canonicalize().unwrap();
+    std::fs::create_dir(repo.path().join("sub")).unwrap();
+    std::os::unix::fs::symlink(&outside_dir, repo.path().join("out")).unwrap();
+    let server = anthropic_server(&[text("unreachable")]).await;
+    let (_dir, logs) = logs_dir();
+    let root = repo.path().canonicalize().unwrap();
+    let cases = [
+        // Another directory, the filesystem root, `..` out of a subdirectory, and a symlink
+        // inside the workspace leading out.
+        (outside_dir.clone(), None),
+        (PathBuf::from("/"), None),
+        (
+            repo.path().join("sub/../.."),
+            root.parent().map(Path::to_path_buf),
+        ),
+        (repo.path().join("out"), Some(outside_dir.clone())),
+    ];
+    for (cwd, resolves_to) in cases {
+        let output = code_in(code_tool(&server, &repo.path(), &logs), &repo, &cwd).await;
+        assert!(output.is_error, "{cwd:?}: {}", output.content);
+        let resolves = resolves_to
+            .map(|to| format!(" (it resolves to {})", to.display()))
+            .unwrap_or_default();
+        assert_eq!(
+            output.content,
+            format!(
+                "cwd {}{resolves} is outside this session's roots: {}; delegated work stays \
+                 inside them, so give a directory inside one",
+                cwd.display(),
+                root.display()
+            ),
+            "{cwd:?}"
+        );
+    }
+    assert!(
+        request_bodies(&server).await.is_empty(),
+        "no session started"
+    );
+    assert!(!logs.exists(), "no log written");
+}
+
+#[tokio::test]
+async fn cwd_may_be_inside_the_workspace_or_a_writable_root() {
+    let repo = buggy_repo();
+    std::fs::create_dir(repo.path().join("sub")).unwrap();
+    let cache = tempfile::tempdir().unwrap();
+    let server = anthropic_server(&[text("in sub"), text("in the cache")]).await;
+    let (_dir, logs) = logs_dir();
+    let tool = code_tool(&server, &repo.path(), &logs)
+        .sandbox_policy(keel_sandbox::SandboxPolicy::default().allow_write(cache.path()));
+    assert_eq!(
+        tool.roots(),
+        [
+            repo.path().canonicalize().unwrap(),
+            cache.path().canonicalize().unwrap()
+        ]
+    );
+    let sub = code_in(tool.clone(), &repo, &repo.path().join("sub")).await;
+    assert!(
+        sub.content.starts_with("in sub\n\nLog: "),
+        "{}",
+        sub.content
+    );
+    let cached = code_in(tool, &repo, cache.path()).await;
+    assert!(
+        cached.content.starts_with("in the cache\n\nLog: "),
+        "{}",
+        cached.content
+    );
+    // Without the writable root, the cache is outside.
+    let refused = code_in(code_tool(&server, &repo.path(), &logs), &repo, cache.path()).await;
+    assert!(refused.is_error);
+    assert!(
+        refused.content.contains("is outside this session's roots"),
+        "{}",
+        refused.content
+    );
+    assert_eq!(request_bodies(&server).await.len(), 2);
+}
+
+#[tokio::test]
+async fn the_session_gets_the_parent_s_policy_and_allow_read_paths() {
+    let repo = buggy_repo();
+    let notes = tempfile::tempdir().unwrap();
+    let note = notes.path().canonicalize().unwrap().join("note.txt");
+    std::fs::write(&note, "the note says 42\n").unwrap();
+    let read = || tool_call("call_read", "read_file", json!({"path": note}));
+    let server = anthropic_server(&[read(), text("first"), read(), text("second")]).await;
+    let (_dir, logs) = logs_dir();
+    let read_only = keel_sandbox::SandboxPolicy::with_mode(keel_sandbox::SandboxMode::ReadOnly);
+    // With the parent's allow-read path and read-only policy...
+    let tool = code_tool(&server, &repo.path(), &logs)
+        .sandbox_policy(read_only)
+        .allow_read([notes.path()]);
+    let output = code_in(tool, &repo, &repo.path()).await;
+    assert!(!output.is_error, "{}", output.content);
+    // ...and without.
+    let output = code_in(code_tool(&server, &repo.path(), &logs), &repo, &repo.path()).await;
+    assert!(!output.is_error, "{}", output.content);
+    let bodies = request_bodies(&server).await;
+    assert_eq!(bodies.len(), 4);
+    let writes = |body: &Value| {
+        body["tools"]
+            .to_string()
+            .contains("\"name\":\"write_file\"")
+    };
+    let result = |body: &Value| body["messages"][2]["content"][0].to_string();
+    assert!(!writes(&bodies[0]), "read-only: no write_file");
+    assert!(
+        result(&bodies[1]).contains("the note says 42"),
+        "{}",
+        result(&bodies[1])
+    );
+    assert!(writes(&bodies[2]));
+    assert!(
+        !result(&bodies[3]).contains("the note says 42"),
+        "{}",
+        result(&bodies[3])
+    );
+    assert!(
+        result(&bodies[3]).contains("\"is_error\":true"),
+        "{}",
+        result(&bodies[3])
     );
 }

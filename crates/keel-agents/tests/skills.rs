@@ -571,3 +571,71 @@ async fn indexing_stops_at_the_front_matter_or_the_first_paragraph() {
             .contains("broken-later.md: the file is not UTF-8 text")
     );
 }
+
+#[tokio::test]
+async fn skills_linked_from_outside_their_folder_are_skipped_and_checked_again_on_load() {
+    let s = Setup::new();
+    let outside = temp_dir();
+    let secret_file = write(outside.path(), "secret.md", "SECRET first paragraph.\n");
+    write(outside.path(), "folder/SKILL.md", "SECRET folder skill.\n");
+    let skills = s.project.join(".keel/skills");
+    write(&s.project, ".keel/skills/good/SKILL.md", "Good skill.\n");
+    write(
+        &s.project,
+        ".keel/skills/shared/notes.md",
+        "Shared notes.\n",
+    );
+    // A file skill, a folder skill's SKILL.md and a whole skill folder, linked from outside.
+    std::os::unix::fs::symlink(&secret_file, skills.join("file.md")).unwrap();
+    std::fs::create_dir_all(skills.join("linked")).unwrap();
+    std::os::unix::fs::symlink(&secret_file, skills.join("linked/SKILL.md")).unwrap();
+    std::os::unix::fs::symlink(outside.path().join("folder"), skills.join("folder")).unwrap();
+    // A link inside the skills folder is fine.
+    std::os::unix::fs::symlink("shared/notes.md", skills.join("alias.md")).unwrap();
+
+    let (index, warnings) = s.discover();
+    assert_eq!(names(&index), ["alias", "good"]);
+    let section = index.prompt_section().unwrap();
+    assert!(!section.contains("SECRET"), "{section}");
+    let outside_root = outside.path().canonicalize().unwrap();
+    let skipped = |link: &str, target: PathBuf| {
+        format!(
+            "skill skipped: {}: it is a symlink to {}, outside {}; definitions must lie inside \
+             their folder",
+            skills.join(link).display(),
+            target.display(),
+            skills.display()
+        )
+    };
+    assert_eq!(
+        warnings,
+        [
+            skipped("file.md", outside_root.join("secret.md")),
+            skipped("folder/SKILL.md", outside_root.join("folder/SKILL.md")),
+            skipped("linked/SKILL.md", outside_root.join("secret.md")),
+        ]
+    );
+
+    // A skill swapped for a link out after it was found is refused when it is used.
+    let good = skills.join("good/SKILL.md");
+    std::fs::remove_file(&good).unwrap();
+    std::os::unix::fs::symlink(&secret_file, &good).unwrap();
+    let registry = ToolRegistry::new()
+        .with(UseSkillTool::new(Arc::new(index)))
+        .unwrap();
+    let output = use_skill(&registry, "good").await;
+    assert!(output.is_error);
+    assert_eq!(
+        output.content,
+        format!(
+            "{}: it is a symlink to {}, outside {}; definitions must lie inside their folder",
+            good.display(),
+            outside_root.join("secret.md").display(),
+            skills.display()
+        )
+    );
+    assert_eq!(
+        use_skill(&registry, "alias").await.content,
+        "# Skill: alias\n\nShared notes.\n"
+    );
+}

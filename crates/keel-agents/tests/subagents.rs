@@ -406,6 +406,90 @@ fn malformed_definitions_are_skipped_with_warnings_naming_the_file() {
     );
 }
 
+#[test]
+fn agents_and_teams_linked_from_outside_their_folder_are_skipped_with_a_warning() {
+    let dir = tempfile::tempdir().unwrap();
+    let outside = tempfile::tempdir().unwrap();
+    let agents = dir.path().join(".keel/agents");
+    let teams = dir.path().join(".keel/teams");
+    std::fs::create_dir_all(agents.join("shared")).unwrap();
+    std::fs::create_dir_all(&teams).unwrap();
+    // Files elsewhere that would make good definitions...
+    let secret_agent = outside.path().join("secret.md");
+    std::fs::write(
+        &secret_agent,
+        "---\ndescription: Secret\n---\nSECRET PROMPT\n",
+    )
+    .unwrap();
+    let secret_team = outside.path().join("secret.yaml");
+    std::fs::write(&secret_team, "agents: [good]\n").unwrap();
+    // ...linked into the folders, absolute and relative.
+    std::os::unix::fs::symlink(&secret_agent, agents.join("evil.md")).unwrap();
+    let up = "../".repeat(agents.components().count());
+    std::os::unix::fs::symlink(
+        format!("{up}{}", secret_agent.display()),
+        agents.join("relative.md"),
+    )
+    .unwrap();
+    std::os::unix::fs::symlink(&secret_team, teams.join("evil.yaml")).unwrap();
+    // A link to a file inside the folder is fine.
+    std::fs::write(
+        agents.join("good.md"),
+        "---\ndescription: Good\n---\nBe good.\n",
+    )
+    .unwrap();
+    std::fs::write(
+        agents.join("shared/base.md"),
+        "---\nname: alias\ndescription: Alias\n---\nShared.\n",
+    )
+    .unwrap();
+    std::os::unix::fs::symlink("shared/base.md", agents.join("alias.md")).unwrap();
+    std::fs::write(teams.join("base.yml"), "name: t\nagents: [good]\n").unwrap();
+    std::os::unix::fs::symlink("base.yml", teams.join("alias.yaml")).unwrap();
+
+    let (found, warnings) =
+        AgentDefinitions::discover(&AgentDefinitions::standard_dirs(dir.path(), None));
+    let names: Vec<&str> = found.all().iter().map(|a| a.name.as_str()).collect();
+    assert_eq!(names, ["alias", "good"]);
+    assert!(
+        found
+            .all()
+            .iter()
+            .all(|a| a.system_prompt != "SECRET PROMPT")
+    );
+    let secret = secret_agent.canonicalize().unwrap();
+    let skipped = |link: &str| {
+        format!(
+            "agent skipped: {}: it is a symlink to {}, outside {}; definitions must lie inside \
+             their folder",
+            agents.join(link).display(),
+            secret.display(),
+            agents.display()
+        )
+    };
+    assert_eq!(warnings, [skipped("evil.md"), skipped("relative.md")]);
+
+    let (found, warnings) =
+        TeamDefinitions::discover(&TeamDefinitions::standard_dirs(dir.path(), None));
+    let names: Vec<&str> = found.all().iter().map(|t| t.name.as_str()).collect();
+    assert_eq!(names, ["t"]);
+    assert_eq!(warnings.len(), 2, "{warnings:?}");
+    assert!(
+        warnings[0].starts_with("team `t` in "),
+        "the inside link is read (and shadowed): {warnings:?}"
+    );
+    assert_eq!(
+        warnings[1],
+        format!(
+            "team skipped: {}: it is a symlink to {}, outside {}; definitions must lie inside \
+             their folder",
+            teams.join("evil.yaml").display(),
+            secret_team.canonicalize().unwrap().display(),
+            teams.display()
+        )
+    );
+}
+
 /// Answers the parent from a script and every sub-agent after a pause, counting how many
 /// sub-agent requests are in flight at once.
 struct CountingModel {

@@ -11,8 +11,9 @@ use std::sync::{Arc, Barrier, Mutex};
 use std::thread;
 
 use keel_agents::tasks::{
-    NewTask, SqliteTaskStore, TaskEnd, TaskError, TaskRecord, TaskStatus, TaskStore,
+    NewTask, SqliteTaskStore, TaskEnd, TaskError, TaskRecord, TaskSettings, TaskStatus, TaskStore,
 };
+use keel_sandbox::SandboxPolicy;
 use tempfile::TempDir;
 
 fn new_task(session: Option<&str>, prompt: &str) -> NewTask {
@@ -24,6 +25,11 @@ fn new_task(session: Option<&str>, prompt: &str) -> NewTask {
         workdir: PathBuf::from("/work/project"),
         timeout_secs: 600,
     }
+}
+
+/// The settings the tasks of these tests are recorded with.
+fn settings() -> TaskSettings {
+    TaskSettings::new(Path::new("/work/project"), SandboxPolicy::default())
 }
 
 fn completed(summary: &str) -> TaskEnd {
@@ -59,7 +65,7 @@ impl Fixture {
 
     fn create(&self, session: Option<&str>, prompt: &str) -> TaskRecord {
         self.store
-            .create(&new_task(session, prompt), &self.logs())
+            .create(&new_task(session, prompt), &settings(), &self.logs())
             .unwrap()
     }
 
@@ -96,7 +102,9 @@ fn the_doc_example_holds() {
         workdir: dir.path().to_path_buf(),
         timeout_secs: 600,
     };
-    let record = store.create(&task, &dir.path().join("logs")).unwrap();
+    let record = store
+        .create(&task, &settings(), &dir.path().join("logs"))
+        .unwrap();
     assert_eq!(record.status, TaskStatus::Queued);
     assert_eq!(record.id.len(), 8);
     assert_eq!(
@@ -109,7 +117,7 @@ fn the_doc_example_holds() {
 fn create_records_a_queued_task_that_get_returns() {
     let f = Fixture::new();
     let task = new_task(Some("s1"), "Fix the flaky test");
-    let record = f.store.create(&task, &f.logs()).unwrap();
+    let record = f.store.create(&task, &settings(), &f.logs()).unwrap();
 
     assert_eq!(record.id.len(), 8);
     assert!(
@@ -432,7 +440,7 @@ fn the_database_is_in_wal_mode_at_the_current_schema_version() {
         .pragma_query_value(None, "user_version", |r| r.get(0))
         .unwrap();
     assert_eq!(version, SqliteTaskStore::SCHEMA_VERSION);
-    assert_eq!(version, 1);
+    assert_eq!(version, 2);
 
     let mut indexes: Vec<String> = conn
         .prepare("SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'tasks'")
@@ -485,7 +493,7 @@ fn a_database_from_a_newer_keel_is_refused() {
         TaskError::Store { path: p, message } => {
             assert_eq!(p, &path);
             assert!(message.contains("newer"), "{message}");
-            assert!(message.contains("schema version is 2"), "{message}");
+            assert!(message.contains("schema version is 3"), "{message}");
         }
         other => panic!("{other:?}"),
     }
@@ -519,7 +527,7 @@ fn reopening_keeps_the_rows_and_creates_parent_directories() {
     assert_eq!(store.path(), path);
     assert!(format!("{store:?}").contains(&path.display().to_string()));
     let task = store
-        .create(&new_task(Some("s"), "keep me"), &logs)
+        .create(&new_task(Some("s"), "keep me"), &settings(), &logs)
         .unwrap();
     assert!(store.mark_running(&task.id, 3, 4).unwrap());
     let kept = store.get(&task.id).unwrap().unwrap();
@@ -554,7 +562,7 @@ fn big_timeouts_and_odd_paths_round_trip() {
     let mut task = new_task(Some("s"), "x");
     task.timeout_secs = u64::MAX;
     task.workdir = PathBuf::from("/tmp/with space/ünïcode/'quote\"");
-    let record = f.store.create(&task, &f.logs()).unwrap();
+    let record = f.store.create(&task, &settings(), &f.logs()).unwrap();
     assert_eq!(record.timeout_secs, i64::MAX as u64);
     assert_eq!(record.workdir, task.workdir);
 
@@ -564,7 +572,7 @@ fn big_timeouts_and_odd_paths_round_trip() {
         let mut task = new_task(None, "y");
         task.workdir = PathBuf::from(std::ffi::OsStr::from_bytes(b"/tmp/not-utf8-\xff\xfe"));
         let logs = PathBuf::from(std::ffi::OsStr::from_bytes(b"/tmp/logs-\xff"));
-        let record = f.store.create(&task, &logs).unwrap();
+        let record = f.store.create(&task, &settings(), &logs).unwrap();
         let read = f.store.get(&record.id).unwrap().unwrap();
         assert_eq!(read.workdir, task.workdir);
         assert_eq!(read.output_path, logs.join(format!("{}.log", record.id)));
@@ -621,7 +629,11 @@ fn many_stores_on_one_file_race_safely() {
                 start.wait();
                 let store = SqliteTaskStore::open(&path).unwrap();
                 let task = store
-                    .create(&new_task(Some("race"), &format!("task {i}")), &logs)
+                    .create(
+                        &new_task(Some("race"), &format!("task {i}")),
+                        &settings(),
+                        &logs,
+                    )
                     .unwrap();
                 assert!(
                     store
@@ -683,4 +695,161 @@ fn many_stores_on_one_file_race_safely() {
         .query_row("PRAGMA integrity_check", [], |r| r.get(0))
         .unwrap();
     assert_eq!(check, "ok");
+}
+
+/// The schema of the first keel with tasks (version 1), as it shipped.
+const SCHEMA_V1: &str = "CREATE TABLE tasks (
+    id             TEXT PRIMARY KEY NOT NULL,
+    parent_session TEXT,
+    agent          TEXT NOT NULL,
+    runner         TEXT NOT NULL,
+    task_prompt    TEXT NOT NULL,
+    workdir        TEXT NOT NULL,
+    status         TEXT NOT NULL CHECK (status IN ('queued', 'running', 'completed',
+                       'failed', 'cancelled', 'timed_out', 'interrupted')),
+    pid            INTEGER,
+    process_start  INTEGER,
+    created_at     TEXT NOT NULL,
+    started_at     TEXT,
+    completed_at   TEXT,
+    exit_code      INTEGER,
+    output_path    TEXT NOT NULL,
+    output_tail    TEXT NOT NULL DEFAULT '',
+    error_tail     TEXT NOT NULL DEFAULT '',
+    result_summary TEXT,
+    notified_at    TEXT,
+    timeout_secs   INTEGER NOT NULL,
+    note           TEXT
+);
+CREATE INDEX tasks_status ON tasks (status);
+CREATE INDEX tasks_session_notified ON tasks (parent_session, notified_at);
+CREATE INDEX tasks_created ON tasks (created_at, id);
+PRAGMA user_version = 1;";
+
+/// A database as the first keel with tasks left it, with one queued task `old00001`.
+fn old_database(path: &Path) {
+    let conn = raw(path);
+    conn.execute_batch(SCHEMA_V1).unwrap();
+    conn.execute(
+        "INSERT INTO tasks (id, agent, runner, task_prompt, workdir, status, created_at, \
+         output_path, timeout_secs) VALUES ('old00001', 'main', 'keel', 'old task', \
+         '/work/project', 'queued', '2025-01-02T03:04:05.000000Z', '/logs/old00001.log', 60)",
+        [],
+    )
+    .unwrap();
+}
+
+#[test]
+fn settings_round_trip_through_the_store() {
+    let f = Fixture::new();
+    let workspace = tempfile::tempdir().unwrap();
+    let cache = tempfile::tempdir().unwrap();
+    let mut policy =
+        SandboxPolicy::with_mode(keel_sandbox::SandboxMode::ReadOnly).allow_write(cache.path());
+    policy.network = false;
+    policy.protected_paths = vec![PathBuf::from("/work/project/scripts")];
+    policy.hidden_env = vec!["MY_LLM_KEY".into()];
+    let hook: keel_engine::HookConfig = serde_json::from_value(serde_json::json!({
+        "event": "PreToolUse",
+        "matcher": "run_command",
+        "command": "./check.sh",
+        "timeout_secs": 5
+    }))
+    .unwrap();
+    let mut settings = TaskSettings::new(workspace.path(), policy)
+        .with_allow_read(vec![PathBuf::from("/opt/docs")])
+        .with_approvals(keel_agents::tasks::TaskApprovals::Allow)
+        .with_rules(
+            vec!["run_command(cargo test*)".into()],
+            vec!["run_command(rm *)".into()],
+        )
+        .with_hooks(vec![hook]);
+    settings.runner = vec!["claude".into(), "-p".into(), "{task}".into()];
+    assert_eq!(
+        settings.roots,
+        [
+            workspace.path().canonicalize().unwrap(),
+            cache.path().canonicalize().unwrap()
+        ]
+    );
+    let record = f
+        .store
+        .create(&new_task(Some("s"), "with settings"), &settings, &f.logs())
+        .unwrap();
+    assert_eq!(record.settings.as_ref(), Some(&settings));
+    let again = SqliteTaskStore::open(&f.db()).unwrap();
+    let read = again.get(&record.id).unwrap().unwrap();
+    assert_eq!(read.settings.as_ref(), Some(&settings));
+    assert_eq!(
+        keel_agents::tasks::load_settings(&again, &record.id).unwrap(),
+        settings
+    );
+    // Stored as JSON a person can read.
+    let json: String = raw(&f.db())
+        .query_row(
+            "SELECT settings FROM tasks WHERE id = ?1",
+            [&record.id],
+            |r| r.get(0),
+        )
+        .unwrap();
+    let value: serde_json::Value = serde_json::from_str(&json).unwrap();
+    assert_eq!(value["approvals"], "allow");
+    assert_eq!(value["policy"]["mode"], "read-only");
+    assert_eq!(value["deny_rules"][0], "run_command(rm *)");
+    assert_eq!(value["runner"][0], "claude");
+    assert!(matches!(
+        keel_agents::tasks::load_settings(&again, "nosuchid"),
+        Err(TaskError::NotFound { .. })
+    ));
+}
+
+#[test]
+fn an_old_database_is_migrated_and_its_tasks_have_no_settings() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("tasks.db");
+    old_database(&path);
+    let store = SqliteTaskStore::open(&path).unwrap();
+    let version: u32 = raw(&path)
+        .pragma_query_value(None, "user_version", |r| r.get(0))
+        .unwrap();
+    assert_eq!(version, SqliteTaskStore::SCHEMA_VERSION);
+    let old = store.get("old00001").unwrap().unwrap();
+    assert_eq!(old.task_prompt, "old task");
+    assert_eq!(old.status, TaskStatus::Queued);
+    assert_eq!(old.settings, None);
+    let err = keel_agents::tasks::load_settings(&store, "old00001").unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "task old00001 was recorded without the settings it must run with (by an older \
+         keel, or they are unreadable), so it was not run; start it again"
+    );
+    // New tasks in the migrated database get theirs; the old one is still listed.
+    let new = store
+        .create(
+            &new_task(None, "new task"),
+            &settings(),
+            &dir.path().join("logs"),
+        )
+        .unwrap();
+    assert_eq!(new.settings, Some(settings()));
+    assert_eq!(store.list(10).unwrap().len(), 2);
+    // Opening it again changes nothing.
+    drop(store);
+    let again = SqliteTaskStore::open(&path).unwrap();
+    assert_eq!(again.get("old00001").unwrap().unwrap().settings, None);
+}
+
+#[test]
+fn unreadable_settings_read_as_none() {
+    let f = Fixture::new();
+    let task = f.create(None, "x");
+    raw(&f.db())
+        .execute(
+            "UPDATE tasks SET settings = '{not json' WHERE id = ?1",
+            [&task.id],
+        )
+        .unwrap();
+    let read = f.store.get(&task.id).unwrap().unwrap();
+    assert_eq!(read.settings, None);
+    assert_eq!(read.task_prompt, "x");
 }

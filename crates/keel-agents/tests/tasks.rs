@@ -5,15 +5,17 @@
 // Tests report failures by panicking.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
 use keel_agents::tasks::{
     NewTask, Runners, Spawner, SqliteTaskStore, TaskLauncher, TaskLimits, TaskNotifier, TaskRecord,
-    TaskStatus, TaskStore, start_time,
+    TaskSettings, TaskStatus, TaskStore, start_time,
 };
 use keel_engine::Notifier;
+use keel_sandbox::SandboxPolicy;
+use serde_json::json;
 use tempfile::TempDir;
 
 struct Fixture {
@@ -40,6 +42,7 @@ fn fixture(runners: &[(&str, &str)], limits: TaskLimits) -> Fixture {
         all,
         dir.path().join("logs"),
         Spawner::InProcess,
+        TaskSettings::new(dir.path(), SandboxPolicy::default()),
     )
     .limits(limits);
     Fixture {
@@ -264,6 +267,7 @@ async fn a_running_task_whose_supervisor_is_gone_is_interrupted_on_recovery() {
         .store
         .create(
             &task(&fixture, "keel", "x", 60),
+            fixture.launcher.settings(),
             &fixture.dir.path().join("logs"),
         )
         .unwrap();
@@ -283,6 +287,7 @@ async fn a_running_task_whose_supervisor_is_gone_is_interrupted_on_recovery() {
         .store
         .create(
             &task(&fixture, "keel", "y", 60),
+            fixture.launcher.settings(),
             &fixture.dir.path().join("logs"),
         )
         .unwrap();
@@ -359,4 +364,226 @@ fn sub_agents_may_start_tasks_only_when_allowed() {
         );
     }
     assert!(!names(&runner, "helper").contains(&"start_task".to_owned()));
+}
+
+/// Calls `start_task` as the model would, from a session working in `cwd`.
+async fn start_task(
+    fixture: &Fixture,
+    cwd: &Path,
+    input: serde_json::Value,
+) -> keel_tool::ToolOutput {
+    let tools = keel_agents::tasks::task_tools(&fixture.launcher, "main").unwrap();
+    let call = keel_provider::ToolCall {
+        id: "call_1",
+        name: "start_task",
+        input: keel_provider::ToolInput::Valid(&input),
+    };
+    tools
+        .dispatch(call, &keel_tool::ToolContext::new(cwd, "session-1"))
+        .await
+}
+
+#[tokio::test]
+async fn start_task_refuses_a_workdir_outside_the_roots() {
+    let fixture = fixture(&[("quick", "echo hi")], TaskLimits::default());
+    let root = fixture.dir.path().canonicalize().unwrap();
+    let outside = tempfile::tempdir().unwrap();
+    let outside_dir = outside.path().canonicalize().unwrap();
+    std::fs::create_dir(root.join("sub")).unwrap();
+    std::os::unix::fs::symlink(&outside_dir, root.join("out")).unwrap();
+    let parent = root.parent().unwrap().to_path_buf();
+    let cases = [
+        // (workdir as given, as the message shows it, what it resolves to if different)
+        (outside_dir.display().to_string(), outside_dir.clone(), None),
+        ("/".to_owned(), PathBuf::from("/"), None),
+        ("..".to_owned(), root.join(".."), Some(parent.clone())),
+        ("sub/../..".to_owned(), root.join("sub/../.."), Some(parent)),
+        (
+            "out".to_owned(),
+            root.join("out"),
+            Some(outside_dir.clone()),
+        ),
+    ];
+    for (given, shown, resolves_to) in cases {
+        let output = start_task(
+            &fixture,
+            &root,
+            json!({"task": "x", "workdir": given, "runner": "quick"}),
+        )
+        .await;
+        assert!(output.is_error, "{given}: {}", output.content);
+        // The message is the code tool's, with `workdir` (its whole text is checked there).
+        let head = match resolves_to {
+            Some(to) => format!(
+                "workdir {} (it resolves to {})",
+                shown.display(),
+                to.display()
+            ),
+            None => format!("workdir {}", shown.display()),
+        };
+        let roots = format!(" is outside this session's roots: {};", root.display());
+        assert!(
+            output.content.starts_with(&format!("{head}{roots}")),
+            "{given}: {}",
+            output.content
+        );
+    }
+    // Hosts calling the launcher directly are held to the same rule.
+    let mut outside_task = task(&fixture, "quick", "x", 60);
+    outside_task.workdir = outside_dir;
+    let err = fixture.launcher.start(outside_task).unwrap_err();
+    assert!(
+        err.to_string().contains("is outside this session's roots"),
+        "{err}"
+    );
+    assert!(
+        fixture.store.list(10).unwrap().is_empty(),
+        "nothing recorded"
+    );
+
+    // Inside, it starts, recorded with its directory resolved.
+    let output = start_task(
+        &fixture,
+        &root,
+        json!({"task": "x", "workdir": "sub/.", "runner": "quick"}),
+    )
+    .await;
+    assert!(!output.is_error, "{}", output.content);
+    let records = fixture.store.list(10).unwrap();
+    assert_eq!(records.len(), 1);
+    assert_eq!(records[0].workdir, root.join("sub"));
+}
+
+/// Records a task for `runner` (a name) whose settings hold `argv`, in `workdir`.
+fn record(fixture: &Fixture, runner: &str, argv: &[&str], workdir: &Path) -> TaskRecord {
+    let mut settings = fixture.launcher.settings().clone();
+    settings.runner = argv.iter().map(|a| (*a).to_owned()).collect();
+    let mut new = task(fixture, runner, "the task", 60);
+    new.workdir = workdir.to_path_buf();
+    fixture
+        .store
+        .create(&new, &settings, &fixture.dir.path().join("logs"))
+        .unwrap()
+}
+
+#[tokio::test]
+async fn the_launcher_records_the_runner_s_command_line() {
+    let fixture = fixture(&[("script", "echo $0")], TaskLimits::default());
+    let record = run(&fixture, "script", "x", 60).await;
+    let settings = record.settings.unwrap();
+    assert_eq!(settings.runner, ["sh", "-c", "echo $0", "{task}"]);
+    assert_eq!(settings.roots, [fixture.dir.path().canonicalize().unwrap()]);
+}
+
+#[tokio::test]
+async fn the_supervisor_runs_the_recorded_command_line_and_nothing_else() {
+    // The launcher knows no runner `elsewhere`: only the record says what to run.
+    let fixture = fixture(&[], TaskLimits::default());
+    let workdir = fixture.dir.path().canonicalize().unwrap();
+    let id = record(
+        &fixture,
+        "elsewhere",
+        &[
+            "sh",
+            "-c",
+            "echo \"recorded: $0 in $PWD, task $KEEL_TASK_ID\"",
+            "{task} at {workdir}",
+        ],
+        &workdir,
+    )
+    .id;
+    let ended = keel_agents::tasks::supervise(fixture.store.as_ref(), &id, std::process::id())
+        .await
+        .unwrap();
+    assert_eq!(ended.status, TaskStatus::Completed, "{ended:#?}");
+    assert_eq!(
+        ended.output_tail,
+        format!(
+            "recorded: the task at {} in {}, task {id}",
+            workdir.display(),
+            workdir.display()
+        )
+    );
+}
+
+#[tokio::test]
+async fn a_task_recorded_without_settings_is_refused_not_run() {
+    let fixture = fixture(&[], TaskLimits::default());
+    let marker = fixture.dir.path().join("ran");
+    let script = format!("touch {}", marker.display());
+    let id = record(&fixture, "keel", &["sh", "-c", &script], fixture.dir.path()).id;
+    // As an older keel left it: no settings.
+    rusqlite::Connection::open(fixture.dir.path().join("tasks.db"))
+        .unwrap()
+        .execute("UPDATE tasks SET settings = NULL WHERE id = ?1", [&id])
+        .unwrap();
+    let ended = keel_agents::tasks::supervise(fixture.store.as_ref(), &id, std::process::id())
+        .await
+        .unwrap();
+    assert_eq!(ended.status, TaskStatus::Failed);
+    assert_eq!(ended.exit_code, None);
+    assert_eq!(
+        ended.note.as_deref(),
+        Some(
+            format!(
+                "task {id} was recorded without the settings it must run with (by an older \
+                 keel, or they are unreadable), so it was not run; start it again"
+            )
+            .as_str()
+        )
+    );
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    assert!(!marker.exists(), "the runner ran");
+}
+
+#[tokio::test]
+async fn a_workdir_swapped_for_a_link_out_is_refused_when_the_task_runs() {
+    let fixture = fixture(&[], TaskLimits::default());
+    let sub = fixture.dir.path().join("sub");
+    std::fs::create_dir(&sub).unwrap();
+    let marker = fixture.dir.path().join("ran");
+    let script = format!("touch {}", marker.display());
+    let id = record(&fixture, "script", &["sh", "-c", &script], &sub).id;
+    let outside = tempfile::tempdir().unwrap();
+    std::fs::remove_dir(&sub).unwrap();
+    std::os::unix::fs::symlink(outside.path(), &sub).unwrap();
+    let ended = keel_agents::tasks::supervise(fixture.store.as_ref(), &id, std::process::id())
+        .await
+        .unwrap();
+    assert_eq!(ended.status, TaskStatus::Failed);
+    let note = ended.note.unwrap();
+    assert!(
+        note.starts_with(&format!("workdir {} (it resolves to ", sub.display())),
+        "{note}"
+    );
+    assert!(note.contains("is outside this session's roots"), "{note}");
+    assert!(!marker.exists(), "the runner ran");
+}
+
+#[tokio::test]
+async fn other_runners_lose_hidden_variables_and_keel_s_own_keeps_them() {
+    let fixture = fixture(&[], TaskLimits::default());
+    let mut settings = fixture.launcher.settings().clone();
+    settings.policy.hidden_env = vec!["HOME".into()];
+    let script = "echo \"home=${HOME-unset} task=$KEEL_TASK_ID\"";
+    settings.runner = vec!["sh".into(), "-c".into(), script.into()];
+    let mut ids = Vec::new();
+    for runner in ["claude", "keel"] {
+        let record = fixture
+            .store
+            .create(
+                &task(&fixture, runner, "x", 60),
+                &settings,
+                &fixture.dir.path().join("logs"),
+            )
+            .unwrap();
+        keel_agents::tasks::supervise(fixture.store.as_ref(), &record.id, std::process::id())
+            .await
+            .unwrap();
+        ids.push(record.id);
+    }
+    let tail = |id: &str| fixture.store.get(id).unwrap().unwrap().output_tail;
+    assert_eq!(tail(&ids[0]), format!("home=unset task={}", ids[0]));
+    let home = std::env::var("HOME").unwrap();
+    assert_eq!(tail(&ids[1]), format!("home={home} task={}", ids[1]));
 }

@@ -56,7 +56,8 @@ impl Delegates {
             base.clone(),
             SubAgentLimits::default(),
         );
-        let tasks = match crate::tasks::launcher(&setup.keel_home, &setup.config) {
+        let settings = crate::tasks::settings(setup);
+        let tasks = match crate::tasks::launcher(&setup.keel_home, &setup.config, settings) {
             Ok(launcher) => {
                 runner =
                     runner.with_tasks(launcher.clone(), setup.config.tasks.allowed_agents.clone());
@@ -83,9 +84,14 @@ impl Delegates {
         tools: ToolRegistry,
         setup: &Setup,
     ) -> Result<ToolRegistry, RegistryError> {
-        let code = CodeTool::new(self.delegation.clone(), setup.keel_home.join("logs"))
-            .sandbox_policy(setup.policy())
-            .max_iterations(setup.max_iterations);
+        let code = CodeTool::new(
+            self.delegation.clone(),
+            &setup.cwd,
+            setup.keel_home.join("logs"),
+        )
+        .sandbox_policy(setup.policy())
+        .allow_read(setup.allow_read.clone())
+        .max_iterations(setup.max_iterations);
         let mut tools = tools
             .with(code)?
             .with(SpawnAgentTool::new(self.runner.clone()))?

@@ -7,12 +7,12 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use keel_agents::tasks::{
-    self, Runners, Spawner, SqliteTaskStore, TaskLauncher, TaskLimits, TaskRecord, TaskStore,
-    describe, detach, supervise,
+    self, Runners, Spawner, SqliteTaskStore, TaskApprovals, TaskLauncher, TaskLimits, TaskRecord,
+    TaskSettings, TaskStore, describe, detach, supervise,
 };
 
-use crate::config::Config;
-use crate::setup::{CliError, keel_home};
+use crate::config::{ApprovalMode, Config};
+use crate::setup::{CliError, Setup, keel_home};
 
 /// The task store, `$KEEL_HOME/tasks.db`.
 pub fn open_store(keel_home: &Path) -> Result<Arc<dyn TaskStore>, CliError> {
@@ -38,8 +38,30 @@ fn runners(config: &Config, keel_exe: &Path) -> Result<Runners, CliError> {
     Ok(runners)
 }
 
-/// The launcher: detached `keel task-run <id>` supervisors, the config's limits.
-pub fn launcher(keel_home: &Path, config: &Config) -> Result<TaskLauncher, CliError> {
+/// What the session's tasks run with: its workspace, sandbox policy, allow-read paths,
+/// approvals (`ask` becomes deny: a task has no person to ask), rules and hooks.
+pub fn settings(setup: &Setup) -> TaskSettings {
+    let approvals = match setup.approvals {
+        ApprovalMode::Allow => TaskApprovals::Allow,
+        ApprovalMode::Ask | ApprovalMode::Deny => TaskApprovals::Deny,
+    };
+    TaskSettings::new(&setup.cwd, setup.policy())
+        .with_allow_read(setup.allow_read.clone())
+        .with_approvals(approvals)
+        .with_rules(
+            setup.config.permissions.allow.clone(),
+            setup.config.permissions.deny.clone(),
+        )
+        .with_hooks(setup.config.hooks.clone())
+}
+
+/// The launcher: detached `keel task-run <id>` supervisors, the config's limits, the
+/// session's `settings`.
+pub fn launcher(
+    keel_home: &Path,
+    config: &Config,
+    settings: TaskSettings,
+) -> Result<TaskLauncher, CliError> {
     let exe = keel_exe()?;
     let defaults = TaskLimits::default();
     let limits = TaskLimits {
@@ -55,6 +77,7 @@ pub fn launcher(keel_home: &Path, config: &Config) -> Result<TaskLauncher, CliEr
             program: exe,
             args: vec!["task-run".into()],
         },
+        settings,
     )
     .limits(limits))
 }
@@ -83,16 +106,13 @@ pub async fn task_run(id: &str) -> Result<u8, CliError> {
     }
     let home = keel_home()?;
     let store = open_store(&home)?;
-    let record = store
-        .get(id)
-        .map_err(|err| CliError::Run(err.to_string()))?
-        .ok_or_else(|| CliError::Usage(format!("no task {id:?}")))?;
-    let config = Config::load(Some(&home), &record.workdir, false)
-        .map_err(|err| CliError::Usage(err.to_string()))?;
-    let runners = runners(&config, &keel_exe()?)?;
-    let record = supervise(store.as_ref(), &runners, id, std::process::id())
+    // The runner is the command line recorded with the task: no config is read here.
+    let record = supervise(store.as_ref(), id, std::process::id())
         .await
-        .map_err(|err| CliError::Run(err.to_string()))?;
+        .map_err(|err| match err {
+            tasks::TaskError::NotFound { .. } => CliError::Usage(format!("no task {id:?}")),
+            err => CliError::Run(err.to_string()),
+        })?;
     Ok(u8::from(
         record.status != keel_agents::tasks::TaskStatus::Completed,
     ))
@@ -163,10 +183,7 @@ pub async fn command(action: Option<crate::cli::TasksAction>) -> Result<u8, CliE
             }
         }
         Some(TasksAction::Cancel { id }) => {
-            let config = Config::load(Some(&home), &get(&id)?.workdir, false).unwrap_or_default();
-            let launcher = launcher(&home, &config)?;
-            let record = launcher
-                .cancel(&id)
+            let record = tasks::cancel(store.as_ref(), &id)
                 .map_err(|err| CliError::Usage(err.to_string()))?;
             write(&format!("task {} cancelled", record.id));
         }

@@ -6,6 +6,7 @@ use std::time::Duration;
 
 use super::process::is_alive;
 use super::runner::Runners;
+use super::settings::TaskSettings;
 use super::supervise::supervise;
 use super::{NewTask, TaskError, TaskRecord, TaskStatus, TaskStore};
 
@@ -57,6 +58,10 @@ pub struct Started {
 }
 
 /// Starts tasks and looks after them; cheap to clone.
+///
+/// Built with the launching session's [`TaskSettings`]: every task it starts must work inside
+/// their roots and is recorded with them (and its runner's argument template), so a task can
+/// never do what its session may not.
 #[derive(Debug, Clone)]
 pub struct TaskLauncher {
     store: Arc<dyn TaskStore>,
@@ -64,15 +69,18 @@ pub struct TaskLauncher {
     logs_dir: PathBuf,
     spawner: Spawner,
     limits: TaskLimits,
+    settings: Arc<TaskSettings>,
 }
 
 impl TaskLauncher {
-    /// A launcher recording in `store`, logging to `<logs_dir>/<id>.log`.
+    /// A launcher recording in `store`, logging to `<logs_dir>/<id>.log`, starting tasks
+    /// with the session's `settings` (their `runner` is filled in for each task).
     pub fn new(
         store: Arc<dyn TaskStore>,
         runners: Runners,
         logs_dir: impl Into<PathBuf>,
         spawner: Spawner,
+        settings: TaskSettings,
     ) -> Self {
         Self {
             store,
@@ -80,6 +88,7 @@ impl TaskLauncher {
             logs_dir: logs_dir.into(),
             spawner,
             limits: TaskLimits::default(),
+            settings: Arc::new(settings),
         }
     }
 
@@ -99,13 +108,21 @@ impl TaskLauncher {
         &self.runners
     }
 
+    /// The settings tasks are started with.
+    pub fn settings(&self) -> &TaskSettings {
+        &self.settings
+    }
+
     /// The default timeout in seconds.
     pub fn default_timeout_secs(&self) -> u64 {
         self.limits.timeout_secs
     }
 
-    /// Records `task` and starts its supervisor; returns at once.
-    pub fn start(&self, task: NewTask) -> Result<Started, TaskError> {
+    /// Records `task` and starts its supervisor; returns at once. Refused when there is no
+    /// such runner, or its directory is not a directory inside the settings' roots
+    /// (resolved: symlinks and `..` cannot lead out); it is recorded with its directory
+    /// resolved.
+    pub fn start(&self, mut task: NewTask) -> Result<Started, TaskError> {
         if !self.runners.has(&task.runner) {
             return Err(TaskError::Refused(format!(
                 "no runner `{}`; known: {}",
@@ -113,12 +130,11 @@ impl TaskLauncher {
                 self.runners.names().join(", ")
             )));
         }
-        if !task.workdir.is_dir() {
-            return Err(TaskError::Refused(format!(
-                "directory not found: {}",
-                task.workdir.display()
-            )));
-        }
+        task.workdir = self.settings.check_workdir(&task.workdir)?;
+        let settings = TaskSettings {
+            runner: self.runners.template(&task.runner)?.to_vec(),
+            ..(*self.settings).clone()
+        };
         let running = self.store.count_active()?;
         if running >= self.limits.max_running {
             return Err(TaskError::Refused(format!(
@@ -127,7 +143,7 @@ impl TaskLauncher {
                 self.limits.max_running
             )));
         }
-        let record = self.store.create(&task, &self.logs_dir)?;
+        let record = self.store.create(&task, &settings, &self.logs_dir)?;
         if let Err(err) = self.spawn(&record.id) {
             let end = super::TaskEnd {
                 status: TaskStatus::Failed,
@@ -164,18 +180,19 @@ impl TaskLauncher {
                         context: format!("starting {}", program.display()),
                         source,
                     })?;
+                let survivor = keep_running(child.id());
                 // Reaped when it exits, so it never lingers as a zombie of a long-lived host.
-                std::thread::spawn(move || child.wait());
+                std::thread::spawn(move || {
+                    let _survivor = survivor;
+                    child.wait()
+                });
                 Ok(())
             }
             Spawner::InProcess => {
                 let store = self.store.clone();
-                let runners = self.runners.clone();
                 let id = id.to_owned();
                 tokio::spawn(async move {
-                    if let Err(err) =
-                        supervise(store.as_ref(), &runners, &id, std::process::id()).await
-                    {
+                    if let Err(err) = supervise(store.as_ref(), &id, std::process::id()).await {
                         tracing::warn!(task = %id, "task supervisor failed: {err}");
                     }
                 });
@@ -184,22 +201,9 @@ impl TaskLauncher {
         }
     }
 
-    /// Cancels task `id`: it is marked cancelled now, and its supervisor kills its process
-    /// group within a moment.
+    /// Cancels task `id`; see [`cancel`].
     pub fn cancel(&self, id: &str) -> Result<TaskRecord, TaskError> {
-        match self.store.cancel(id)? {
-            Some(_) => self
-                .store
-                .get(id)?
-                .ok_or_else(|| TaskError::NotFound { id: id.to_owned() }),
-            None => match self.store.get(id)? {
-                Some(record) => Err(TaskError::Refused(format!(
-                    "task {id} already ended ({})",
-                    record.status
-                ))),
-                None => Err(TaskError::NotFound { id: id.to_owned() }),
-            },
-        }
+        cancel(self.store.as_ref(), id)
     }
 
     /// Waits until task `id` ends or `timeout` passes; returns the record as it then is.
@@ -222,6 +226,37 @@ impl TaskLauncher {
     pub fn recover(&self) -> Result<Vec<TaskRecord>, TaskError> {
         recover(self.store.as_ref())
     }
+}
+
+/// Cancels task `id` in `store`: it is marked cancelled now, and its supervisor kills its
+/// process group within a moment. Returns the cancelled record; refused when the task
+/// already ended.
+pub fn cancel(store: &dyn TaskStore, id: &str) -> Result<TaskRecord, TaskError> {
+    match store.cancel(id)? {
+        Some(_) => store
+            .get(id)?
+            .ok_or_else(|| TaskError::NotFound { id: id.to_owned() }),
+        None => match store.get(id)? {
+            Some(record) => Err(TaskError::Refused(format!(
+                "task {id} already ended ({})",
+                record.status
+            ))),
+            None => Err(TaskError::NotFound { id: id.to_owned() }),
+        },
+    }
+}
+
+/// A detached supervisor registered as one to leave running when keel sweeps its
+/// descendants (at a command's end, at exit): it outlives its launcher on purpose. Held until
+/// the supervisor exits.
+struct Survivor;
+
+/// Registers the detached supervisor `pid` as a [`Survivor`].
+// integration: keel_sandbox::reaper — register `pid` in the reaper's registry as a child
+// that is never swept and survives `kill_descendants()` (a `Tracked` guard marked
+// surviving), and return that guard instead of `Survivor`.
+fn keep_running(_pid: u32) -> Survivor {
+    Survivor
 }
 
 /// Marks interrupted the tasks `store` records as running whose supervisor is gone (checked

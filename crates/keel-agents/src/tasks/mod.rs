@@ -7,12 +7,18 @@
 //! timeout by killing the runner's process group, and leaves a cancelled task cancelled. The
 //! session that started a task is told when it finishes, exactly once, before its next model
 //! request ([`TaskNotifier`]).
+//!
+//! A task is never freer than the session that started it: its directory must lie inside the
+//! session's roots, and it records the session's [`TaskSettings`] (sandbox policy, roots,
+//! allow-read paths, approvals, rules, hooks, the runner's command line), which is all its
+//! supervisor and its runner go by.
 
 mod error;
 mod launch;
 mod notify;
 mod process;
 mod runner;
+mod settings;
 mod store;
 mod supervise;
 mod tools;
@@ -20,10 +26,11 @@ mod tools;
 use std::path::PathBuf;
 
 pub use error::TaskError;
-pub use launch::{Spawner, Started, TaskLauncher, TaskLimits, recover};
+pub use launch::{Spawner, Started, TaskLauncher, TaskLimits, cancel, recover};
 pub use notify::{TaskNotifier, notice};
 pub use process::{detach, is_alive, kill_group, start_time};
 pub use runner::{DEFAULT_RUNNER, Runners};
+pub use settings::{TaskApprovals, TaskSettings, load_settings};
 pub use store::SqliteTaskStore;
 pub use supervise::{summarize, supervise};
 pub use tools::{
@@ -154,6 +161,9 @@ pub struct TaskRecord {
     pub timeout_secs: u64,
     /// A note on how it ended (e.g. why it was marked interrupted).
     pub note: Option<String>,
+    /// The settings it runs with; `None` for a task recorded by an older keel (or whose
+    /// settings cannot be read), which is refused rather than run.
+    pub settings: Option<TaskSettings>,
 }
 
 /// How a task ended, as its supervisor records it.
@@ -176,8 +186,14 @@ pub struct TaskEnd {
 /// Where tasks are recorded. Every write is one transaction; several processes share one
 /// store (the launcher, each task's supervisor, `keel tasks`).
 pub trait TaskStore: Send + Sync + std::fmt::Debug {
-    /// Records `task` as `queued` with a fresh short id; its log is `<logs_dir>/<id>.log`.
-    fn create(&self, task: &NewTask, logs_dir: &std::path::Path) -> Result<TaskRecord, TaskError>;
+    /// Records `task`, to run with `settings`, as `queued` with a fresh short id; its log is
+    /// `<logs_dir>/<id>.log`.
+    fn create(
+        &self,
+        task: &NewTask,
+        settings: &TaskSettings,
+        logs_dir: &std::path::Path,
+    ) -> Result<TaskRecord, TaskError>;
     /// The task `id`, if there is one.
     fn get(&self, id: &str) -> Result<Option<TaskRecord>, TaskError>;
     /// Up to `limit` tasks, newest first.

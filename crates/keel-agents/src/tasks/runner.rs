@@ -12,6 +12,9 @@ pub const DEFAULT_RUNNER: &str = "keel";
 /// The runners, by name, as argument templates: `{task}` in an argument becomes the task's
 /// text and `{workdir}` its directory. The task is always one argument, never run through a
 /// shell.
+///
+/// `keel` is keel's own runner: it applies the task's settings itself, so it runs without
+/// the confinement other runners get, and no configuration may replace it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Runners {
     templates: BTreeMap<String, Vec<String>>,
@@ -35,8 +38,14 @@ impl Runners {
     }
 
     /// Adds (or replaces) runner `name` with the argument template `command`. Refused when the
-    /// command is empty or no argument holds `{task}`.
+    /// command is empty, no argument holds `{task}`, or `name` is `keel` (keel's own runner
+    /// cannot be replaced).
     pub fn with(mut self, name: &str, command: Vec<String>) -> Result<Self, TaskError> {
+        if name == DEFAULT_RUNNER {
+            return Err(TaskError::Refused(format!(
+                "runner `{name}` is keel's own and cannot be replaced: give yours another name"
+            )));
+        }
         if command
             .first()
             .is_none_or(|program| program.trim().is_empty())
@@ -66,6 +75,16 @@ impl Runners {
         self.templates.contains_key(name)
     }
 
+    /// The argument template of runner `name`.
+    pub fn template(&self, name: &str) -> Result<&[String], TaskError> {
+        self.templates.get(name).map(Vec::as_slice).ok_or_else(|| {
+            TaskError::Refused(format!(
+                "no runner `{name}`; known: {} (add one as [tasks.runners.{name}] in the config)",
+                self.names().join(", ")
+            ))
+        })
+    }
+
     /// The command line of runner `name` for `task` in `workdir`.
     pub fn command(
         &self,
@@ -73,18 +92,18 @@ impl Runners {
         task: &str,
         workdir: &Path,
     ) -> Result<Vec<String>, TaskError> {
-        let template = self.templates.get(name).ok_or_else(|| {
-            TaskError::Refused(format!(
-                "no runner `{name}`; known: {} (add one as [tasks.runners.{name}] in the config)",
-                self.names().join(", ")
-            ))
-        })?;
-        let workdir = workdir.display().to_string();
-        Ok(template
-            .iter()
-            .map(|arg| arg.replace("{workdir}", &workdir).replace("{task}", task))
-            .collect())
+        Ok(expand(self.template(name)?, task, workdir))
     }
+}
+
+/// The command line `template` stands for, for `task` in `workdir`: `{workdir}` and `{task}`
+/// filled in, the task always within its own argument.
+pub(super) fn expand(template: &[String], task: &str, workdir: &Path) -> Vec<String> {
+    let workdir = workdir.display().to_string();
+    template
+        .iter()
+        .map(|arg| arg.replace("{workdir}", &workdir).replace("{task}", task))
+        .collect()
 }
 
 #[cfg(test)]
@@ -130,6 +149,13 @@ mod tests {
             Runners::new(Path::new("k"))
                 .with("x", vec!["echo".into()])
                 .is_err()
+        );
+        let keel = Runners::new(Path::new("k"))
+            .with("keel", vec!["sh".into(), "-c".into(), "{task}".into()])
+            .unwrap_err();
+        assert_eq!(
+            keel.to_string(),
+            "runner `keel` is keel's own and cannot be replaced: give yours another name"
         );
     }
 }

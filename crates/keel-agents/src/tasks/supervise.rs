@@ -1,17 +1,20 @@
-//! The supervisor of one task: starts its runner in a process group of its own, keeps its
-//! whole log and the tails, kills the group on timeout or cancellation, and records the real
-//! exit status and a summary.
+//! The supervisor of one task: starts its runner, from the command line recorded with the
+//! task, in a process group of its own, keeps its whole log and the tails, kills the group on
+//! timeout or cancellation, and records the real exit status and a summary.
 
 use std::collections::VecDeque;
-use std::path::Path;
+use std::ffi::OsStr;
+use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::time::Duration;
 
 use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncWriteExt, BufReader};
+use tokio::process::Command;
 use tracing::Instrument;
 
 use super::process::{kill_group, start_time};
-use super::runner::Runners;
+use super::runner::{DEFAULT_RUNNER, expand};
+use super::settings::{TaskSettings, no_settings};
 use super::{TaskEnd, TaskError, TaskRecord, TaskStatus, TaskStore};
 
 /// Lines of output kept in `output_tail`.
@@ -105,18 +108,27 @@ pub fn summarize(output_tail: &str) -> Option<String> {
 }
 
 /// Runs task `id` to its end in this process and records how it ended; returns the record.
-/// The runner runs in a process group of its own, which is killed on timeout or when the
-/// task is cancelled in the store. `pid` is the process to record as the task's (the
-/// detached supervisor's own, or the host's for in-process tasks).
-pub async fn supervise(
-    store: &dyn TaskStore,
-    runners: &Runners,
-    id: &str,
-    pid: u32,
-) -> Result<TaskRecord, TaskError> {
+///
+/// The runner is the command line recorded with the task ([`TaskSettings::runner`], its
+/// `{task}` and `{workdir}` filled in): nothing else, no configuration file, is read. It runs
+/// in the task's directory (which must still resolve to one inside the settings' roots), in
+/// a process group of its own that is killed on timeout or when the task is cancelled in the
+/// store, with `KEEL_TASK_ID` set to the task's id and the environment scrubbed. A runner
+/// other than keel's own gets what commands get: no credentials, none of the policy's hidden
+/// variables, confined by the recorded policy; keel's own keeps the provider's key it needs
+/// and applies the recorded settings itself. A task recorded without settings (by an older
+/// keel) is not run: it fails with a note saying why. `pid` is the process to record as the
+/// task's (the detached supervisor's own, or the host's for in-process tasks).
+pub async fn supervise(store: &dyn TaskStore, id: &str, pid: u32) -> Result<TaskRecord, TaskError> {
     let record = store
         .get(id)?
         .ok_or_else(|| TaskError::NotFound { id: id.to_owned() })?;
+    if record.settings.is_none() {
+        store.finish(id, &failed(no_settings(id)))?;
+        return store
+            .get(id)?
+            .ok_or_else(|| TaskError::NotFound { id: id.to_owned() });
+    }
     let started = start_time(pid).unwrap_or_default();
     if !store.mark_running(id, pid, started)? {
         // Cancelled (or ended) before it started.
@@ -125,7 +137,7 @@ pub async fn supervise(
             .ok_or_else(|| TaskError::NotFound { id: id.to_owned() });
     }
     let span = tracing::info_span!("task", id, runner = %record.runner);
-    let end = run_runner(store, runners, &record).instrument(span).await;
+    let end = run_runner(store, &record).instrument(span).await;
     store.finish(id, &end)?;
     store
         .get(id)?
@@ -162,11 +174,22 @@ enum Ended {
     WaitFailed(std::io::Error),
 }
 
-async fn run_runner(store: &dyn TaskStore, runners: &Runners, record: &TaskRecord) -> TaskEnd {
-    let argv = match runners.command(&record.runner, &record.task_prompt, &record.workdir) {
-        Ok(argv) => argv,
+async fn run_runner(store: &dyn TaskStore, record: &TaskRecord) -> TaskEnd {
+    let Some(settings) = &record.settings else {
+        return failed(no_settings(&record.id));
+    };
+    // The directory is checked again: it may have been swapped for a symlink since.
+    let workdir = match settings.check_workdir(&record.workdir) {
+        Ok(workdir) => workdir,
         Err(err) => return failed(err.to_string()),
     };
+    if settings.runner.is_empty() {
+        return failed(format!(
+            "no command line was recorded for runner `{}`",
+            record.runner
+        ));
+    }
+    let argv = expand(&settings.runner, &record.task_prompt, &workdir);
     let log = match open_log(&record.output_path).await {
         Ok(log) => tokio::sync::Mutex::new(log),
         Err(err) => {
@@ -180,17 +203,37 @@ async fn run_runner(store: &dyn TaskStore, runners: &Runners, record: &TaskRecor
         Some(split) => split,
         None => return failed("the runner's command is empty".into()),
     };
-    let mut command = tokio::process::Command::new(program);
+    let mut command = Command::new(program);
     command
         .args(args)
-        .current_dir(&record.workdir)
-        .env("KEEL_TASK_ID", &record.id)
+        .current_dir(&workdir)
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .process_group(0)
         .kill_on_drop(true);
-    let mut child = match command.spawn() {
+    let own = record.runner == DEFAULT_RUNNER;
+    scrub_runner_env(&mut command, settings, own);
+    command.env("KEEL_TASK_ID", &record.id);
+    let confinement = if own {
+        None
+    } else {
+        match confine(&mut command, settings, &workdir, &record.output_path) {
+            Ok(confinement) => Some(confinement),
+            Err(err) => {
+                return failed(format!(
+                    "cannot confine runner `{}` ({program}): {err}",
+                    record.runner
+                ));
+            }
+        }
+    };
+    // What confines the runner must live until it is started, no longer.
+    let spawned = {
+        let _confinement = confinement;
+        command.spawn()
+    };
+    let mut child = match spawned {
         Ok(child) => child,
         Err(err) => {
             return failed(format!(
@@ -200,6 +243,7 @@ async fn run_runner(store: &dyn TaskStore, runners: &Runners, record: &TaskRecor
         }
     };
     let group = child.id();
+    let _tracked = group.map(track_runner);
     let (Some(stdout), Some(stderr)) = (child.stdout.take(), child.stderr.take()) else {
         if let Some(group) = group {
             let _ = kill_group(group);
@@ -298,9 +342,137 @@ async fn run_runner(store: &dyn TaskStore, runners: &Runners, record: &TaskRecor
     }
 }
 
+/// Variables that reach a terminal, an agent or a desktop session: no runner gets them.
+const SESSION_VARS: [&str; 10] = [
+    "TMUX",
+    "TMUX_PANE",
+    "SSH_AUTH_SOCK",
+    "SSH_AGENT_PID",
+    "DBUS_SESSION_BUS_ADDRESS",
+    "GPG_AGENT_INFO",
+    "WAYLAND_DISPLAY",
+    "DISPLAY",
+    "XAUTHORITY",
+    "STY",
+];
+
+/// Name endings of variables that hold credentials.
+const SECRET_SUFFIXES: [&str; 11] = [
+    "API_KEY",
+    "APIKEY",
+    "_KEY",
+    "_TOKEN",
+    "_SECRET",
+    "SECRET_KEY",
+    "ACCESS_KEY",
+    "ACCESS_KEY_ID",
+    "PASSWORD",
+    "_PAT",
+    "_CREDENTIALS",
+];
+
+/// Takes from the runner's environment what it must not see: for every runner the
+/// terminal, agent and desktop sockets; for a runner other than keel's own (`own` false),
+/// also credentials and the policy's hidden variables, as commands. keel's own runner keeps
+/// the provider's key (custom `api_key_env` included): it needs it, and hides it from its
+/// commands itself.
+fn scrub_runner_env(command: &mut Command, settings: &TaskSettings, own: bool) {
+    let names: Vec<_> = std::env::vars_os().map(|(name, _)| name).collect();
+    for name in scrubbed(&names, &settings.policy.hidden_env, own) {
+        command.env_remove(name);
+    }
+}
+
+/// Which of `names` a runner does not get; see [`scrub_runner_env`].
+// integration: keel_sandbox::scrub_env(command, hidden) replaces this for other runners
+// (own == false); for keel's own runner only SESSION_VARS go.
+fn scrubbed<'a>(names: &'a [std::ffi::OsString], hidden: &[String], own: bool) -> Vec<&'a OsStr> {
+    names
+        .iter()
+        .map(|name| name.as_os_str())
+        .filter(|name| {
+            let text = name.to_string_lossy();
+            if SESSION_VARS.contains(&text.as_ref()) {
+                return true;
+            }
+            if own {
+                return false;
+            }
+            let upper = text.to_ascii_uppercase();
+            hidden.iter().any(|h| h.as_str() == text)
+                || SECRET_SUFFIXES.iter().any(|suffix| upper.ends_with(suffix))
+        })
+        .collect()
+}
+
+/// What keeps a runner confined until it is started.
+struct Confinement;
+
+/// Confines runner `command` (not keel's own) under the recorded policy, working in
+/// `workdir`, its temporary files beside its log (`<id>.tmp`).
+// integration: keel_sandbox::CommandSandbox — `CommandSandbox::prepare(workdir,
+// &settings.policy, &temp_dir)?` then `.apply(command)`, returning the sandbox (it must
+// outlive the spawn) instead of `Confinement`. Until then other runners run unconfined.
+fn confine(
+    _command: &mut Command,
+    settings: &TaskSettings,
+    workdir: &Path,
+    log: &Path,
+) -> Result<Confinement, String> {
+    let _temp_dir: PathBuf = log.with_extension("tmp");
+    tracing::debug!(
+        workdir = %workdir.display(),
+        mode = ?settings.policy.mode,
+        "runner not confined: keel-sandbox's CommandSandbox is not wired yet"
+    );
+    Ok(Confinement)
+}
+
+/// A runner registered with keel's reaper, so that sweeping the strays of a command leaves it
+/// alone (it is a child of the host when supervised in-process). Held until it ends.
+struct Tracked;
+
+/// Registers runner process `pid` as [`Tracked`].
+// integration: keel_sandbox::reaper — register `pid` in the reaper's registry (a `Tracked`
+// guard, not surviving) and return that guard instead.
+fn track_runner(_pid: u32) -> Tracked {
+    Tracked
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn other_runners_lose_credentials_and_hidden_names_and_keel_keeps_its_key() {
+        let kept = ["PATH", "HOME", "KEYBOARD"];
+        let secrets = [
+            "ANTHROPIC_API_KEY",
+            "GITHUB_TOKEN",
+            "AWS_ACCESS_KEY_ID",
+            "GH_PAT",
+        ];
+        let sessions = ["TMUX", "SSH_AUTH_SOCK"];
+        let names: Vec<std::ffi::OsString> = kept
+            .iter()
+            .chain(&secrets)
+            .chain(&["MY_LLM"])
+            .chain(&sessions)
+            .map(Into::into)
+            .collect();
+        let hidden = ["MY_LLM".to_owned()];
+        let scrub = |own: bool| -> Vec<String> {
+            scrubbed(&names, &hidden, own)
+                .into_iter()
+                .map(|n| n.to_string_lossy().into_owned())
+                .collect()
+        };
+        let mut gone: Vec<&str> = secrets.to_vec();
+        gone.push("MY_LLM");
+        gone.extend(sessions);
+        assert_eq!(scrub(false), gone);
+        assert_eq!(scrub(true), sessions);
+    }
 
     #[test]
     fn summaries_come_from_json_results_else_the_last_lines() {

@@ -1,7 +1,6 @@
 //! The task tools for the model: `start_task`, `task_status`, `wait_task`, `cancel_task`,
 //! `list_tasks`.
 
-use std::path::PathBuf;
 use std::time::Duration;
 
 use keel_tool::{Effect, Tool, ToolContext, ToolError, ToolOutput, ToolRegistry};
@@ -53,13 +52,16 @@ pub fn describe(record: &TaskRecord) -> String {
 pub struct StartTaskArgs {
     /// The task, complete: the runner sees only this.
     pub task: String,
-    /// The directory to work in (absolute, or relative to yours); default: yours.
+    /// The directory to work in (absolute, or relative to yours), inside the workspace;
+    /// default: yours.
     pub workdir: Option<String>,
     /// The runner: `keel` (default) or one from the configuration.
     pub runner: Option<String>,
 }
 
-/// `start_task`: starts a background task and returns at once.
+/// `start_task`: starts a background task and returns at once. Its `workdir` must lie inside
+/// the launcher's roots (see [`TaskLauncher::start`]); anything else is an error result
+/// naming them.
 #[derive(Debug, Clone)]
 pub struct StartTaskTool {
     launcher: TaskLauncher,
@@ -104,9 +106,6 @@ impl Tool for StartTaskTool {
             Some(dir) => ctx.cwd().join(dir),
             None => ctx.cwd().to_path_buf(),
         };
-        let workdir: PathBuf = std::fs::canonicalize(&workdir).map_err(|_| {
-            ToolError::failed(format!("directory not found: {}", workdir.display()))
-        })?;
         let runner = args.runner.unwrap_or_else(|| DEFAULT_RUNNER.to_owned());
         let started = self
             .launcher
@@ -115,14 +114,14 @@ impl Tool for StartTaskTool {
                 agent: self.agent.clone(),
                 runner: runner.clone(),
                 task_prompt: args.task,
-                workdir: workdir.clone(),
+                workdir,
                 timeout_secs: self.launcher.default_timeout_secs(),
             })
             .map_err(tool_error)?;
         let mut text = format!(
             "Task {} started ({runner}, {}). You will be notified when it completes.",
             started.record.id,
-            workdir.display()
+            started.record.workdir.display()
         );
         if let Some(warning) = started.warning {
             text.push('\n');

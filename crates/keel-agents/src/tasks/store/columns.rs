@@ -6,12 +6,12 @@ use std::path::{Path, PathBuf};
 use rusqlite::Row;
 use rusqlite::types::{FromSql, FromSqlError, FromSqlResult, ToSql, ToSqlOutput, ValueRef};
 
-use crate::tasks::{TaskRecord, TaskStatus};
+use crate::tasks::{TaskRecord, TaskSettings, TaskStatus};
 
 /// Every column, in the order of [`TaskRecord`].
 pub(super) const COLUMNS: &str = "id, parent_session, agent, runner, task_prompt, workdir, \
     status, pid, process_start, created_at, started_at, completed_at, exit_code, output_path, \
-    output_tail, error_tail, result_summary, notified_at, timeout_secs, note";
+    output_tail, error_tail, result_summary, notified_at, timeout_secs, note, settings";
 
 /// A row of [`COLUMNS`].
 pub(super) fn record(row: &Row<'_>) -> rusqlite::Result<TaskRecord> {
@@ -39,7 +39,27 @@ pub(super) fn record(row: &Row<'_>) -> rusqlite::Result<TaskRecord> {
         notified_at: row.get("notified_at")?,
         timeout_secs: to_unsigned(row, "timeout_secs", row.get("timeout_secs")?)?,
         note: row.get("note")?,
+        settings: settings(row.get("settings")?),
     })
+}
+
+/// The settings stored as `json`: `None` when there are none (a task of an older keel) or
+/// they cannot be read, so the task is refused, never run without them.
+fn settings(json: Option<String>) -> Option<TaskSettings> {
+    let json = json?;
+    match serde_json::from_str(&json) {
+        Ok(settings) => Some(settings),
+        Err(err) => {
+            tracing::warn!("a task's settings cannot be read ({err}): it will not run");
+            None
+        }
+    }
+}
+
+/// `settings` as stored: JSON text.
+pub(super) fn settings_json(settings: &TaskSettings) -> rusqlite::Result<String> {
+    serde_json::to_string(settings)
+        .map_err(|err| rusqlite::Error::ToSqlConversionFailure(Box::new(err)))
 }
 
 /// `n` as an SQLite integer (which is signed).

@@ -8,12 +8,12 @@ use std::time::Duration;
 
 use rusqlite::{Connection, OptionalExtension, Transaction, TransactionBehavior, params};
 
-use super::{NewTask, TaskEnd, TaskError, TaskRecord, TaskStatus, TaskStore};
+use super::{NewTask, TaskEnd, TaskError, TaskRecord, TaskSettings, TaskStatus, TaskStore};
 
 mod columns;
 mod schema;
 
-use columns::{COLUMNS, PathParam, StatusColumn, record, to_integer};
+use columns::{COLUMNS, PathParam, StatusColumn, record, settings_json, to_integer};
 use schema::{MIGRATIONS, check_version, migrate, schema_version};
 
 /// How long a statement waits for another process's write before it fails.
@@ -53,8 +53,12 @@ const ID_ATTEMPTS: usize = 16;
 /// there is no task with that id; `false` / `None` means the task exists but was not in a
 /// state that allows the change.
 ///
+/// Each task's [`TaskSettings`] are stored as JSON in its `settings` column; a database of
+/// an older keel gets the column when opened, its tasks none (they read as `None`).
+///
 /// ```
-/// use keel_agents::tasks::{NewTask, SqliteTaskStore, TaskStatus, TaskStore};
+/// use keel_agents::tasks::{NewTask, SqliteTaskStore, TaskSettings, TaskStatus, TaskStore};
+/// use keel_sandbox::SandboxPolicy;
 ///
 /// let dir = tempfile::tempdir()?;
 /// let store = SqliteTaskStore::open(&dir.path().join("tasks.db"))?;
@@ -66,8 +70,10 @@ const ID_ATTEMPTS: usize = 16;
 ///     workdir: dir.path().to_path_buf(),
 ///     timeout_secs: 600,
 /// };
-/// let record = store.create(&task, &dir.path().join("logs"))?;
+/// let settings = TaskSettings::new(dir.path(), SandboxPolicy::default());
+/// let record = store.create(&task, &settings, &dir.path().join("logs"))?;
 /// assert_eq!(record.status, TaskStatus::Queued);
+/// assert_eq!(record.settings, Some(settings));
 /// assert_eq!(record.id.len(), 8);
 /// assert_eq!(record.output_path, dir.path().join("logs").join(format!("{}.log", record.id)));
 /// # Ok::<(), Box<dyn std::error::Error>>(())
@@ -217,11 +223,17 @@ impl fmt::Debug for SqliteTaskStore {
 }
 
 impl TaskStore for SqliteTaskStore {
-    fn create(&self, task: &NewTask, logs_dir: &Path) -> Result<TaskRecord, TaskError> {
+    fn create(
+        &self,
+        task: &NewTask,
+        settings: &TaskSettings,
+        logs_dir: &Path,
+    ) -> Result<TaskRecord, TaskError> {
         self.write(
             || "recording a new task".to_owned(),
             |tx| {
                 let created_at = now();
+                let settings = settings_json(settings)?;
                 // `u64::MAX` ("never") does not fit an SQLite integer: the longest that does.
                 let timeout_secs = i64::try_from(task.timeout_secs).unwrap_or(i64::MAX);
                 for _ in 0..ID_ATTEMPTS {
@@ -229,8 +241,8 @@ impl TaskStore for SqliteTaskStore {
                     let output_path = logs_dir.join(format!("{id}.log"));
                     let inserted = tx.execute(
                         "INSERT INTO tasks (id, parent_session, agent, runner, task_prompt, \
-                         workdir, status, created_at, output_path, timeout_secs) \
-                         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10) \
+                         workdir, status, created_at, output_path, timeout_secs, settings) \
+                         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11) \
                          ON CONFLICT (id) DO NOTHING",
                         params![
                             id,
@@ -243,6 +255,7 @@ impl TaskStore for SqliteTaskStore {
                             created_at,
                             PathParam(&output_path),
                             timeout_secs,
+                            settings,
                         ],
                     )?;
                     if inserted == 1 {

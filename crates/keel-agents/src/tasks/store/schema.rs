@@ -37,6 +37,9 @@ pub(super) const MIGRATIONS: &[&str] = &[
     CREATE INDEX tasks_status ON tasks (status);
     CREATE INDEX tasks_session_notified ON tasks (parent_session, notified_at);
     CREATE INDEX tasks_created ON tasks (created_at, id);",
+    // 2: the settings each task runs with (JSON); NULL for the tasks of older keels, which
+    // are refused rather than run.
+    "ALTER TABLE tasks ADD COLUMN settings TEXT;",
 ];
 
 /// The database's `PRAGMA user_version`.

@@ -1,0 +1,138 @@
+//! What a task runs with: its launching session's sandbox policy, roots, allow-read paths,
+//! approvals, permission rules and hooks, and the runner's command line, recorded with the
+//! task so that its supervisor and its runner never look anywhere else (a project's config
+//! in particular) to find out.
+
+use std::path::{Path, PathBuf};
+
+use keel_engine::HookConfig;
+use keel_sandbox::SandboxPolicy;
+use serde::{Deserialize, Serialize};
+
+use super::{TaskError, TaskStore};
+use crate::roots;
+
+/// Who approves a task's gated calls. A task runs with no person to ask, so the session's
+/// `ask` becomes [`TaskApprovals::Deny`].
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum TaskApprovals {
+    /// Gated calls are refused (the model is told why).
+    #[default]
+    Deny,
+    /// Gated calls are allowed (the session ran with `--approvals allow` / `-y`).
+    Allow,
+}
+
+/// The settings a task runs with, recorded with it (as JSON, in the store) when it starts.
+///
+/// A [`TaskLauncher`](super::TaskLauncher) is built with its session's settings; it records
+/// them with every task it starts, the runner's argument template included. The supervisor
+/// runs that template (never re-reading a configuration), refuses a task recorded without
+/// settings (by an older keel), and checks the task's directory lies inside
+/// [`roots`](Self::roots). keel's own runner (`keel exec`) finds them with [`load_settings`]
+/// by its `KEEL_TASK_ID` and applies them itself; other runners are confined by
+/// [`policy`](Self::policy).
+///
+/// ```
+/// use keel_agents::tasks::{TaskApprovals, TaskSettings};
+/// use keel_sandbox::SandboxPolicy;
+///
+/// let workspace = tempfile::tempdir()?;
+/// let settings = TaskSettings::new(workspace.path(), SandboxPolicy::default())
+///     .with_approvals(TaskApprovals::Deny)
+///     .with_rules(vec!["run_command(cargo test*)".into()], vec!["run_command(rm *)".into()]);
+/// assert_eq!(settings.roots, [workspace.path().canonicalize()?]);
+/// let json = serde_json::to_string(&settings)?;
+/// assert_eq!(serde_json::from_str::<TaskSettings>(&json)?, settings);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
+#[non_exhaustive]
+pub struct TaskSettings {
+    /// The launching session's sandbox policy: mode, network, writable roots, protected
+    /// paths, hidden variables.
+    pub policy: SandboxPolicy,
+    /// Where the task may work: the session's workspace and the policy's writable roots,
+    /// resolved. A task's directory must lie inside one of them.
+    pub roots: Vec<PathBuf>,
+    /// Paths the file tools may also read.
+    pub allow_read: Vec<PathBuf>,
+    /// Who approves gated calls.
+    pub approvals: TaskApprovals,
+    /// Permission allow rules, as written (`run_command(cargo test*)`).
+    pub allow_rules: Vec<String>,
+    /// Permission deny rules, as written.
+    pub deny_rules: Vec<String>,
+    /// Command hooks.
+    pub hooks: Vec<HookConfig>,
+    /// The runner's argument template (`{task}` and `{workdir}` not yet filled in), set by
+    /// the launcher for each task from its [`Runners`](super::Runners).
+    pub runner: Vec<String>,
+}
+
+impl TaskSettings {
+    /// The settings of a session working in `workspace` under `policy`: its roots are the
+    /// workspace and the policy's writable roots, resolved; approvals deny; no allow-read
+    /// paths, rules or hooks until the `with_` methods say otherwise.
+    pub fn new(workspace: &Path, policy: SandboxPolicy) -> Self {
+        Self {
+            roots: roots::resolve(workspace, &policy.writable_roots),
+            policy,
+            ..Self::default()
+        }
+    }
+
+    /// Paths the file tools may also read: give the session's.
+    pub fn with_allow_read(mut self, paths: Vec<PathBuf>) -> Self {
+        self.allow_read = paths;
+        self
+    }
+
+    /// Who approves gated calls.
+    pub fn with_approvals(mut self, approvals: TaskApprovals) -> Self {
+        self.approvals = approvals;
+        self
+    }
+
+    /// The session's permission rules, as written.
+    pub fn with_rules(mut self, allow: Vec<String>, deny: Vec<String>) -> Self {
+        self.allow_rules = allow;
+        self.deny_rules = deny;
+        self
+    }
+
+    /// The session's command hooks.
+    pub fn with_hooks(mut self, hooks: Vec<HookConfig>) -> Self {
+        self.hooks = hooks;
+        self
+    }
+
+    /// `dir` resolved, if it is a directory inside [`roots`](Self::roots); else why not,
+    /// naming the roots.
+    pub fn check_workdir(&self, dir: &Path) -> Result<PathBuf, TaskError> {
+        roots::check("workdir", dir, &self.roots).map_err(TaskError::Refused)
+    }
+}
+
+/// The settings task `id` was recorded with: what keel's own runner (`keel exec` started
+/// with `KEEL_TASK_ID`) applies. [`TaskError::NotFound`] when there is no such task;
+/// [`TaskError::Refused`] when it was recorded without settings (by an older keel), which
+/// must not run.
+pub fn load_settings(store: &dyn TaskStore, id: &str) -> Result<TaskSettings, TaskError> {
+    let record = store
+        .get(id)?
+        .ok_or_else(|| TaskError::NotFound { id: id.to_owned() })?;
+    record
+        .settings
+        .ok_or_else(|| TaskError::Refused(no_settings(id)))
+}
+
+/// Why a task without settings does not run.
+pub(super) fn no_settings(id: &str) -> String {
+    format!(
+        "task {id} was recorded without the settings it must run with (by an older keel, or \
+         they are unreadable), so it was not run; start it again"
+    )
+}
