@@ -9,13 +9,13 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use keel_engine::{
-    Agent, Approver, Hooks, JsonlSessionStore, Session, SessionStore, gather_context, project_root,
-    system_prompt,
+    Agent, Approver, Hooks, JsonlSessionStore, PermissionRules, Session, SessionStore,
+    gather_context, project_root, system_prompt,
 };
 use keel_provider::{AnthropicProvider, ApiKey, OpenAiProvider, Provider};
 use keel_sandbox::{PathSandbox, SandboxMode, SandboxPolicy, default_tools};
 
-use keel_agents::tasks::TaskNotifier;
+use keel_agents::tasks::{TaskApprovals, TaskNotifier, TaskSettings, load_settings};
 use keel_agents::{Delegation, Models};
 
 use crate::cli::Options;
@@ -119,6 +119,10 @@ pub struct Setup {
     pub key_var: String,
     /// Lines for stderr about the configuration (keys an untrusted project may not set).
     pub notices: Vec<String>,
+    /// When this is a background task's own run (`KEEL_TASK_ID`): the settings recorded when
+    /// it was started, which replace the sandbox, approvals, allow-read paths, rules and hooks
+    /// the flags and config files would give.
+    pub task: Option<TaskSettings>,
 }
 
 /// `$KEEL_HOME`, else `~/.keel`.
@@ -220,6 +224,21 @@ impl Setup {
             }
         }
         let network = options.network || config.network.unwrap_or(false);
+        let task = match (mode, env("KEEL_TASK_ID")) {
+            (Mode::Exec, Some(id)) => Some(task_settings(&keel_home, &id)?),
+            _ => None,
+        };
+        let (approvals, sandbox, allow_read) = match &task {
+            Some(settings) => (
+                match settings.approvals {
+                    TaskApprovals::Allow => ApprovalMode::Allow,
+                    TaskApprovals::Deny => ApprovalMode::Deny,
+                },
+                settings.policy.mode,
+                settings.allow_read.clone(),
+            ),
+            None => (approvals, sandbox, allow_read),
+        };
         let notices = config
             .project
             .as_ref()
@@ -243,6 +262,7 @@ impl Setup {
             writable_roots,
             key_var: chosen.key_var,
             notices,
+            task,
         })
     }
 
@@ -251,6 +271,9 @@ impl Setup {
     /// workspace holds it, the shell's start-up files when it holds the home directory) and the
     /// provider's key variable hidden from commands.
     pub fn policy(&self) -> SandboxPolicy {
+        if let Some(task) = &self.task {
+            return task.policy.clone();
+        }
         let mut policy = SandboxPolicy::with_mode(self.sandbox);
         if let Some(secs) = self.config.tools.run_command_max_timeout_secs {
             policy.max_command_timeout = Duration::from_secs(secs);
@@ -333,16 +356,24 @@ impl Setup {
                 .collect::<Vec<_>>()
                 .join(", ")
         };
-        let rules = self
-            .config
-            .permission_rules()
-            .map_err(|err| usage(format!("{}: {err}", config_file())))?;
+        let (rules, config_hooks) = match &self.task {
+            Some(task) => (
+                PermissionRules::parse(&task.allow_rules, &task.deny_rules)
+                    .map_err(|err| CliError::Run(format!("the task's rules: {err}")))?,
+                Hooks::from_config(&task.hooks)
+                    .map_err(|err| CliError::Run(format!("the task's hooks: {err}")))?,
+            ),
+            None => (
+                self.config
+                    .permission_rules()
+                    .map_err(|err| usage(format!("{}: {err}", config_file())))?,
+                self.config
+                    .hooks()
+                    .map_err(|err| usage(format!("{}: {err}", config_file())))?,
+            ),
+        };
         let mut hooks = extra_hooks;
-        hooks.extend(
-            self.config
-                .hooks()
-                .map_err(|err| usage(format!("{}: {err}", config_file())))?,
-        );
+        hooks.extend(config_hooks);
         let root = project_root(&self.cwd);
         let mut prompt = system_prompt(&gather_context(&root, &self.cwd));
         let approver: Arc<dyn Approver> = Arc::new(approver);
@@ -402,6 +433,16 @@ impl Setup {
             _ => CliError::Usage(format!("cannot resume: {err}")),
         })
     }
+}
+
+/// The settings recorded with background task `id`, for its own `keel exec`.
+fn task_settings(keel_home: &Path, id: &str) -> Result<TaskSettings, CliError> {
+    let store = crate::tasks::open_store(keel_home)?;
+    load_settings(store.as_ref(), id).map_err(|err| {
+        CliError::Run(format!(
+            "KEEL_TASK_ID={id}: {err}; a task's run takes its settings from the task"
+        ))
+    })
 }
 
 /// The working directory: the resumed session's, else `-C`, else the current one.

@@ -41,6 +41,14 @@ fn runners(config: &Config, keel_exe: &Path) -> Result<Runners, CliError> {
 /// What the session's tasks run with: its workspace, sandbox policy, allow-read paths,
 /// approvals (`ask` becomes deny: a task has no person to ask), rules and hooks.
 pub fn settings(setup: &Setup) -> TaskSettings {
+    // A task started by a task's own run passes on what that run was given.
+    if let Some(task) = &setup.task {
+        return TaskSettings::new(&setup.cwd, task.policy.clone())
+            .with_allow_read(task.allow_read.clone())
+            .with_approvals(task.approvals)
+            .with_rules(task.allow_rules.clone(), task.deny_rules.clone())
+            .with_hooks(task.hooks.clone());
+    }
     let approvals = match setup.approvals {
         ApprovalMode::Allow => TaskApprovals::Allow,
         ApprovalMode::Ask | ApprovalMode::Deny => TaskApprovals::Deny,
