@@ -275,28 +275,15 @@ fn the_scope_and_its_words() {
     assert!(!scopes[2].covers("code", &json!({"task": "fix it", "cwd": "/"})));
 }
 
-/// Answers `allow` to every PreToolUse.
-struct HookAllows;
+/// Gives the same permission decision for every PreToolUse.
+struct HookDecides(PermissionDecision, &'static str);
 
 #[async_trait]
-impl Hook for HookAllows {
+impl Hook for HookDecides {
     async fn run(&self, _input: &HookInput) -> Result<HookOutcome, String> {
         Ok(HookOutcome::Permission {
-            decision: PermissionDecision::Allow,
-            reason: Some("the hook allows everything".into()),
-        })
-    }
-}
-
-/// Answers `deny` to every PreToolUse.
-struct HookDenies;
-
-#[async_trait]
-impl Hook for HookDenies {
-    async fn run(&self, _input: &HookInput) -> Result<HookOutcome, String> {
-        Ok(HookOutcome::Permission {
-            decision: PermissionDecision::Deny,
-            reason: Some("not here".into()),
+            decision: self.0,
+            reason: Some(self.1.into()),
         })
     }
 }
@@ -321,7 +308,10 @@ async fn a_protected_call_reaches_the_approver_despite_allow_rules_hooks_and_alw
     ]);
     let mut setup = Setup::with(protected_tool());
     setup.rules = PermissionRules::parse(&["write_config".into()], &[]).unwrap();
-    setup.hooks = hooks(HookAllows);
+    setup.hooks = hooks(HookDecides(
+        PermissionDecision::Allow,
+        "the hook allows all",
+    ));
     let mut session = setup.session(provider, approver.clone(), dir.path());
     session.run("configure").await;
 
@@ -362,7 +352,7 @@ async fn deny_rules_and_hook_denials_refuse_a_protected_call_without_asking() {
     );
 
     let mut setup = Setup::with(protected_tool());
-    setup.hooks = hooks(HookDenies);
+    setup.hooks = hooks(HookDecides(PermissionDecision::Deny, "not here"));
     let mut session = setup.session(
         one_call_per_turn("write_config", &[input]),
         approver.clone(),
