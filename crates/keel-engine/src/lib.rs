@@ -10,7 +10,11 @@
 //! - Every request keeps each `tool_use` paired with exactly one `tool_result`
 //!   ([`history`]); calls cut off, denied or interrupted get an error result the model reads.
 //! - Gated calls go through [`PermissionRules`], [`Hooks`] and an [`Approver`]
-//!   ([`DenyGated`] by default: headless runs never do destructive things unasked).
+//!   ([`DenyGated`] by default: headless runs never do destructive things unasked). An
+//!   "always" answer covers one [`ApprovalScope`] (the tool with that exact command, path or
+//!   input), never the whole tool; a protected call (`Effect::Protected`: keel's config, a
+//!   repository's `.git`) reaches the approver every time, whatever allow rules, hooks and
+//!   earlier answers say; [`Decision::Cancel`] ends the run as cancelled.
 //! - Sessions are saved as they happen ([`JsonlSessionStore`]) and resumed exactly.
 //!
 //! ```
@@ -50,7 +54,10 @@ mod session;
 pub mod session_store;
 
 pub use agent::{Agent, AgentBuilder, DEFAULT_MAX_ITERATIONS, DEFAULT_MAX_TOKENS};
-pub use approval::{AllowAll, ApprovalRequest, Approver, CallbackApprover, Decision, DenyGated};
+pub use approval::{
+    AllowAll, ApprovalRequest, ApprovalScope, Approver, CallbackApprover, Decision, DenyGated,
+    ScopePattern,
+};
 pub use compaction::{
     Compaction, CompactionError, CompactionPolicy, compact, estimate_tokens, is_valid_cut,
     needs_compaction, rebuild, split_point, summary_request,

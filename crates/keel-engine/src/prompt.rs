@@ -2,7 +2,9 @@
 //! the project it works in (working directory, date, git state, `AGENTS.md`).
 //!
 //! [`gather_context`] collects a [`ProjectContext`] from disk and never fails: whatever cannot
-//! be read is left out (and logged with `tracing::debug`). [`system_prompt`] renders it after
+//! be read is left out (and logged with `tracing::debug`), and so is an instruction file whose
+//! resolved path lies outside the project root (a symlink a repository planted to pull
+//! `~/.ssh` or `/etc` into the prompt). [`system_prompt`] renders it after
 //! [`SYSTEM_PROMPT`]. Everything here is sent with every request, so it stays short.
 //!
 //! ```
@@ -108,14 +110,20 @@ pub fn project_root(cwd: &Path) -> PathBuf {
 /// `root`): the instruction file in `root` and, if `cwd` is a different directory inside
 /// `root`, the one in `cwd`; the git state of the repository containing `root`; today's
 /// date. Never fails: what cannot be read is left out.
+///
+/// An instruction file is read only if its resolved path lies inside `root`: a symlinked
+/// `AGENTS.md` that leads outside the project (to `~/.ssh/id_rsa`, `/etc/passwd`) is skipped
+/// with a debug line, as if it were not there.
 pub fn gather_context(root: &Path, cwd: &Path) -> ProjectContext {
     let mut instructions = Vec::new();
-    instructions.extend(instruction_file(root, Path::new("")));
     let canonical_root = std::fs::canonicalize(root).unwrap_or_else(|_| root.to_path_buf());
+    instructions.extend(instruction_file(root, Path::new(""), &canonical_root));
     let canonical_cwd = std::fs::canonicalize(cwd).unwrap_or_else(|_| cwd.to_path_buf());
     if canonical_cwd != canonical_root {
         match canonical_cwd.strip_prefix(&canonical_root) {
-            Ok(relative) => instructions.extend(instruction_file(&canonical_cwd, relative)),
+            Ok(relative) => {
+                instructions.extend(instruction_file(&canonical_cwd, relative, &canonical_root))
+            }
             Err(_) => tracing::debug!(
                 cwd = %cwd.display(),
                 root = %root.display(),
@@ -131,26 +139,60 @@ pub fn gather_context(root: &Path, cwd: &Path) -> ProjectContext {
     }
 }
 
-/// The first of [`INSTRUCTION_FILE_NAMES`] in `dir`, shown as `relative`/name.
-fn instruction_file(dir: &Path, relative: &Path) -> Option<InstructionFile> {
+/// The first of [`INSTRUCTION_FILE_NAMES`] in `dir` that can be read and resolves inside
+/// `root` (canonical), shown as `relative`/name.
+fn instruction_file(dir: &Path, relative: &Path, root: &Path) -> Option<InstructionFile> {
     for name in INSTRUCTION_FILE_NAMES {
         let path = dir.join(name);
         if !path.is_file() {
             continue;
         }
-        match std::fs::read(&path) {
-            Ok(bytes) => {
+        match read_inside(&path, root) {
+            Ok(Some(bytes)) => {
                 return Some(InstructionFile {
                     path: relative.join(name),
                     content: cap(String::from_utf8_lossy(&bytes).into_owned()),
                 });
             }
+            Ok(None) => {}
             Err(error) => {
                 tracing::debug!(path = %path.display(), %error, "cannot read instruction file");
             }
         }
     }
     None
+}
+
+/// The bytes of the regular file at `path` if the file opened lies inside `root`, else
+/// `None` (with a debug line). The check is made on the opened file, so a symlink swapped in
+/// between the check and the read is caught too.
+fn read_inside(path: &Path, root: &Path) -> std::io::Result<Option<Vec<u8>>> {
+    use std::io::Read as _;
+    use std::os::unix::fs::OpenOptionsExt as _;
+    use std::os::unix::io::AsRawFd as _;
+
+    // Non-blocking, so that a FIFO swapped in cannot stall the session's start.
+    let mut file = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK)
+        .open(path)?;
+    let resolved = std::fs::read_link(format!("/proc/self/fd/{}", file.as_raw_fd()))
+        .or_else(|_| std::fs::canonicalize(path))?;
+    if !resolved.starts_with(root) {
+        tracing::debug!(
+            path = %path.display(),
+            resolved = %resolved.display(),
+            root = %root.display(),
+            "instruction file resolves outside the project root; not read"
+        );
+        return Ok(None);
+    }
+    if !file.metadata()?.is_file() {
+        return Ok(None);
+    }
+    let mut bytes = Vec::new();
+    file.read_to_end(&mut bytes)?;
+    Ok(Some(bytes))
 }
 
 /// `text`, cut to [`MAX_INSTRUCTION_CHARS`] characters with a note when longer.

@@ -17,7 +17,7 @@ use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
 
 use crate::agent::Agent;
-use crate::approval::{ApprovalRequest, Decision};
+use crate::approval::{ApprovalRequest, ApprovalScope, Decision};
 use crate::compaction::{Compaction, CompactionError, compact, estimate_tokens, needs_compaction};
 use crate::events::{AgentEvent, Compacted, RunOutcome, Stop};
 use crate::history::{INTERRUPTED, repair_pairing};
@@ -53,7 +53,8 @@ pub struct Session {
     cwd: PathBuf,
     history: Vec<Message>,
     usage: Usage,
-    always_allowed: HashSet<String>,
+    /// The scopes the person answered "always" for.
+    always_allowed: HashSet<ApprovalScope>,
     cancel: Arc<Mutex<CancellationToken>>,
     /// In a mutex only so that `Session` is `Sync`; written through `&mut self`.
     log: Option<Mutex<Box<dyn SessionLog>>>,
@@ -739,9 +740,13 @@ impl Session {
                     let end = (i..calls.len())
                         .find(|&j| !matches!(plans[j], Plan::Run { read_only: true }))
                         .unwrap_or(calls.len());
-                    let batch = calls[i..end]
-                        .iter()
-                        .map(|call| self.dispatch(call, &ctx, sink));
+                    let batch = calls[i..end].iter().map(|call| async {
+                        if cancel.is_cancelled() {
+                            self.interrupted(call, sink)
+                        } else {
+                            self.dispatch(call, &ctx, sink).await
+                        }
+                    });
                     for (offset, output) in futures::future::join_all(batch)
                         .await
                         .into_iter()
@@ -753,7 +758,7 @@ impl Session {
                 }
                 Plan::Run { read_only: false } => {
                     let output = if cancel.is_cancelled() {
-                        ToolOutput::error(INTERRUPTED)
+                        self.interrupted(&calls[i], sink)
                     } else {
                         self.dispatch(&calls[i], &ctx, sink).await
                     };
@@ -779,12 +784,18 @@ impl Session {
     }
 
     /// Whether a call runs, asking the approver for gated ones.
+    ///
+    /// Deny rules and hooks that block or deny refuse any call. A protected call
+    /// ([`Effect::Protected`]) always reaches the approver: allow rules, hooks answering
+    /// `allow` and earlier "always" answers never skip the question, and "always" is not
+    /// remembered for it. [`Decision::Cancel`] cancels the run.
     async fn plan(&mut self, call: &OwnedCall, cancel: &CancellationToken, sink: &Sink) -> Plan {
         if cancel.is_cancelled() {
             return self.answer(call, ToolOutput::error(INTERRUPTED), sink);
         }
         let effect = self.agent.tools.effect(call.as_call());
         let read_only = effect.is_read_only();
+        let protected = matches!(effect, Effect::Protected { .. });
         let verdict = self.agent.permissions.check(&call.name, &call.input);
         if let Verdict::Deny { rule } = &verdict {
             let text = format!("denied: the permission rule {rule} forbids this call");
@@ -811,7 +822,7 @@ impl Session {
                 HookOutcome::Permission {
                     decision: PermissionDecision::Allow,
                     ..
-                } => return Plan::Run { read_only },
+                } if !protected => return Plan::Run { read_only },
                 HookOutcome::Permission {
                     decision: PermissionDecision::Ask,
                     ..
@@ -819,15 +830,16 @@ impl Session {
                 _ => {}
             }
         }
-        if matches!(verdict, Verdict::Allow { .. }) && !must_ask {
+        if matches!(verdict, Verdict::Allow { .. }) && !must_ask && !protected {
             return Plan::Run { read_only };
         }
         let reason = match &effect {
-            Effect::Destructive { reason } => reason.clone(),
+            Effect::Destructive { reason } | Effect::Protected { reason } => reason.clone(),
             _ if must_ask => "a hook asks for approval".to_owned(),
             _ => return Plan::Run { read_only },
         };
-        if self.always_allowed.contains(&call.name) {
+        let scope = ApprovalScope::of(&call.name, &call.input);
+        if !protected && self.always_allowed.contains(&scope) {
             return Plan::Run { read_only: false };
         }
         emit(
@@ -845,17 +857,26 @@ impl Session {
             input: call.input.clone(),
             effect: effect.clone(),
             reason: reason.clone(),
+            scope,
         };
         let decision = tokio::select! {
             biased;
-            () = cancel.cancelled() => Decision::Deny(INTERRUPTED.into()),
+            () = cancel.cancelled() => Decision::Cancel,
             decision = self.agent.approver.approve(&request) => decision,
         };
         match decision {
             Decision::Allow => Plan::Run { read_only: false },
             Decision::AllowAlways => {
-                self.always_allowed.insert(call.name.clone());
+                // A protected call is asked every time.
+                if !protected {
+                    self.always_allowed.insert(request.scope);
+                }
                 Plan::Run { read_only: false }
+            }
+            Decision::Cancel => {
+                // The person stopped: the whole run ends, as if its cancel handle had fired.
+                cancel.cancel();
+                self.answer(call, ToolOutput::error(INTERRUPTED), sink)
             }
             Decision::Deny(reason) if reason == INTERRUPTED => {
                 self.answer(call, ToolOutput::error(INTERRUPTED), sink)
@@ -882,6 +903,13 @@ impl Session {
             );
         }
         report
+    }
+
+    /// A call answered `interrupted` without running it.
+    fn interrupted(&self, call: &OwnedCall, sink: &Sink) -> ToolOutput {
+        let output = ToolOutput::error(INTERRUPTED);
+        finished(sink, call, &output, std::time::Duration::ZERO);
+        output
     }
 
     /// A call answered without running it.

@@ -98,6 +98,51 @@ fn the_working_directory_adds_its_own_file() {
 }
 
 #[test]
+fn instruction_files_leading_outside_the_project_are_not_read() {
+    let repo = TempRepo::new();
+    let outside = tempfile::tempdir().unwrap();
+    let secret = outside.path().join("id_rsa");
+    std::fs::write(
+        &secret,
+        "-----BEGIN OPENSSH PRIVATE KEY----- outside secret\n",
+    )
+    .unwrap();
+    std::os::unix::fs::symlink(&secret, repo.path().join("AGENTS.md")).unwrap();
+    // The next name is used instead, as if the symlink were not there.
+    repo.write("CLAUDE.md", "use claude\n");
+    // In the working directory too, also through a symlinked directory.
+    std::os::unix::fs::symlink(outside.path(), repo.path().join("linked")).unwrap();
+    std::fs::write(outside.path().join("AGENTS.md"), "outside rules\n").unwrap();
+    repo.write("crates/app/keep.txt", "");
+    std::os::unix::fs::symlink("/etc/passwd", repo.path().join("crates/app/AGENTS.md")).unwrap();
+
+    let context = gather_context(&repo.path(), &repo.path().join("crates/app"));
+    assert_eq!(
+        context.instructions,
+        vec![InstructionFile {
+            path: PathBuf::from("CLAUDE.md"),
+            content: "use claude\n".into(),
+        }]
+    );
+    let context = gather_context(&repo.path(), &repo.path().join("linked"));
+    assert_eq!(context.instructions.len(), 1, "{:?}", context.instructions);
+    let prompt = system_prompt(&context);
+    assert!(!prompt.contains("outside"), "{prompt}");
+    assert!(!prompt.contains("root:"), "{prompt}");
+}
+
+#[test]
+fn a_symlink_to_a_file_inside_the_project_is_read() {
+    let repo = TempRepo::new();
+    repo.write("docs/agents.md", "shared rules\n");
+    std::os::unix::fs::symlink("docs/agents.md", repo.path().join("AGENTS.md")).unwrap();
+    let context = gather_context(&repo.path(), &repo.path());
+    assert_eq!(context.instructions.len(), 1);
+    assert_eq!(context.instructions[0].path, PathBuf::from("AGENTS.md"));
+    assert_eq!(context.instructions[0].content, "shared rules\n");
+}
+
+#[test]
 fn no_instruction_files_means_no_section() {
     let repo = TempRepo::new();
     let context = gather_context(&repo.path(), &repo.path());

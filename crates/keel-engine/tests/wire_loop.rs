@@ -319,3 +319,66 @@ async fn cancel_mid_tool_then_the_next_prompt_over_the_wire() {
         assert_eq!(bodies.len(), 2);
     }
 }
+
+#[tokio::test]
+async fn a_stream_error_echoing_the_key_is_scrubbed_from_the_outcome_events_and_session_file() {
+    const KEY: &str = "sk-live-0123456789-SECRET-abcdef";
+    for wire in WIRES {
+        // The error each back end sends inside a 200 stream, echoing the key.
+        let body = match wire {
+            Wire::Anthropic => format!(
+                "event: error\ndata: {{\"type\":\"error\",\"error\":{{\"type\":\"authentication_error\",\"message\":\"invalid x-api-key {KEY}\"}}}}\n\n"
+            ),
+            Wire::OpenAi => format!(
+                "data: {{\"error\":{{\"message\":\"Incorrect API key provided: {KEY}\",\"type\":\"invalid_request_error\",\"code\":\"invalid_api_key\"}}}}\n\n"
+            ),
+        };
+        let server = serve_turns(wire.route(), vec![body]).await;
+        let provider: Arc<dyn Provider> = match wire {
+            Wire::Anthropic => Arc::new(
+                AnthropicProvider::new(ApiKey::new(KEY))
+                    .unwrap()
+                    .with_base_url(&server.uri())
+                    .unwrap(),
+            ),
+            Wire::OpenAi => Arc::new(
+                OpenAiProvider::new(&format!("{}/v1", server.uri()), Some(ApiKey::new(KEY)))
+                    .unwrap(),
+            ),
+        };
+        let home = tempfile::tempdir().unwrap();
+        let dir = workspace();
+        let mut session = Agent::builder(provider)
+            .model("claude-sonnet-4-5")
+            .session_store(Arc::new(keel_engine::JsonlSessionStore::new(home.path())))
+            .checkpoints(false)
+            .build()
+            .unwrap()
+            .session(dir.path())
+            .unwrap();
+        let events: Vec<AgentEvent> = session.run_streaming("hi").collect().await;
+        let AgentEvent::Finished(outcome) = events.last().unwrap() else {
+            panic!("{wire:?}: the last event is Finished");
+        };
+        assert!(
+            matches!(outcome.stop, Stop::Failed { .. }),
+            "{wire:?}: {outcome:?}"
+        );
+        assert!(
+            outcome.text.contains("[redacted]"),
+            "{wire:?}: {}",
+            outcome.text
+        );
+        let shown = format!("{events:?}");
+        assert!(!shown.contains(KEY), "{wire:?}: {shown}");
+        let mut saved = String::new();
+        for entry in std::fs::read_dir(home.path()).unwrap() {
+            saved.push_str(&std::fs::read_to_string(entry.unwrap().path()).unwrap_or_default());
+        }
+        assert!(
+            saved.contains("[redacted]"),
+            "{wire:?}: the outcome is saved: {saved}"
+        );
+        assert!(!saved.contains(KEY), "{wire:?}: {saved}");
+    }
+}

@@ -4,7 +4,8 @@ use std::time::Duration;
 
 /// Why a model call failed.
 ///
-/// Messages never contain an API key: back ends redact the key from anything a server echoes.
+/// Messages never contain an API key: back ends redact the key from anything a server echoes,
+/// in an HTTP error body or in an error event inside a stream.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
 pub enum ProviderError {
@@ -83,6 +84,46 @@ fn fmt_after(after: &Option<Duration>) -> String {
 }
 
 impl ProviderError {
+    /// The same error with its message passed through `f` (a [`Timeout`](Self::Timeout) has
+    /// none and is returned as is).
+    pub(crate) fn map_message(self, f: impl FnOnce(&str) -> String) -> Self {
+        match self {
+            Self::Auth { message } => Self::Auth {
+                message: f(&message),
+            },
+            Self::RateLimited {
+                retry_after,
+                message,
+            } => Self::RateLimited {
+                retry_after,
+                message: f(&message),
+            },
+            Self::Overloaded { message } => Self::Overloaded {
+                message: f(&message),
+            },
+            Self::Server { status, message } => Self::Server {
+                status,
+                message: f(&message),
+            },
+            Self::InvalidRequest { message } => Self::InvalidRequest {
+                message: f(&message),
+            },
+            Self::ContextLengthExceeded { message } => Self::ContextLengthExceeded {
+                message: f(&message),
+            },
+            Self::Transport { message } => Self::Transport {
+                message: f(&message),
+            },
+            Self::Stream { message } => Self::Stream {
+                message: f(&message),
+            },
+            Self::Config { message } => Self::Config {
+                message: f(&message),
+            },
+            Self::Timeout { after } => Self::Timeout { after },
+        }
+    }
+
     /// Whether trying the same request again may succeed.
     pub fn is_retryable(&self) -> bool {
         matches!(

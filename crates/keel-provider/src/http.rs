@@ -105,6 +105,15 @@ impl HttpTransport {
         redact_opt(self.key.as_ref(), text)
     }
 
+    /// `error` with the key removed from its message: what a server echoes in a stream's error
+    /// event goes through here before it becomes an error, an event or a log line.
+    fn scrub(&self, error: ProviderError) -> ProviderError {
+        match &self.key {
+            Some(key) => error.map_message(|message| key.redact(message)),
+            None => error,
+        }
+    }
+
     /// One attempt: a response with a success status, or why not.
     async fn send(&self, request: &PreparedRequest) -> Result<reqwest::Response, Failure> {
         let send = self
@@ -210,6 +219,9 @@ impl HttpTransport {
                         }
                     }
                 };
+                // Error events and chunks inside the stream may echo the key, as HTTP error
+                // bodies may: nothing leaves this loop (error, retry event, log) unscrubbed.
+                let failure = Failure { error: self.scrub(failure.error), ..failure };
                 if sent_content || !failure.retryable || retries >= self.retry.max_retries {
                     tracing::debug!(error = %failure.error, retries, "model call failed");
                     yield Err(failure.error);

@@ -15,7 +15,9 @@
 //!   than duplicate output; a silent server fails with [`ProviderError::Timeout`].
 //! - **Cost**: [`ModelCatalog`] knows context windows and prices, and says `None` for a model
 //!   it does not know.
-//! - **Secrets**: [`ApiKey`] prints as `[redacted]`, and keys are scrubbed from errors.
+//! - **Secrets**: [`ApiKey`] prints as `[redacted]`, and keys are scrubbed from everything a
+//!   server sends back before it becomes an error or a retry event: HTTP error bodies and
+//!   error events inside a stream (Anthropic's `event: error`, OpenAI's error chunks) alike.
 //!
 //! ```
 //! use keel_provider::{AnthropicStreamParser, ResponseAssembler, StopReason, ToolInput};

@@ -2,6 +2,9 @@
 
 use std::fmt;
 
+/// The shortest beginning of a key, at the end of a shortened message, that is redacted.
+const MIN_CUT_PREFIX: usize = 4;
+
 /// An API key. `Debug` and `Display` print `[redacted]`; the key is read only to build the
 /// request header.
 #[derive(Clone, PartialEq, Eq)]
@@ -27,12 +30,29 @@ impl ApiKey {
         &self.0
     }
 
-    /// `text` with every occurrence of the key replaced by `[redacted]`.
+    /// `text` with every occurrence of the key replaced by `[redacted]`, and a beginning of
+    /// the key cut off by a shortened message (one ending in `…`) replaced too.
     pub(crate) fn redact(&self, text: &str) -> String {
         if self.0.len() < 4 {
             return text.to_owned();
         }
-        text.replace(&self.0, "[redacted]")
+        let text = text.replace(&self.0, "[redacted]");
+        let cut = text
+            .strip_suffix('…')
+            .and_then(|kept| self.strip_cut_key(kept));
+        match cut {
+            Some(before) => format!("{before}[redacted]…"),
+            None => text,
+        }
+    }
+
+    /// `text` without the longest beginning of the key (at least [`MIN_CUT_PREFIX`] bytes) it
+    /// ends with; `None` if it ends with none.
+    fn strip_cut_key<'a>(&self, text: &'a str) -> Option<&'a str> {
+        (MIN_CUT_PREFIX..self.0.len())
+            .rev()
+            .filter_map(|len| self.0.get(..len))
+            .find_map(|prefix| text.strip_suffix(prefix))
     }
 }
 

@@ -352,3 +352,152 @@ async fn a_whole_reply_ends_the_call_even_if_the_body_stays_open() {
         "it waited for the idle timeout"
     );
 }
+
+// Error events inside a stream that began with HTTP 200 (Anthropic's `event: error`, OpenAI's
+// error chunks) whose message echoes the key. No real capture of such an event exists (see
+// `../shared/wire/README.md`), so they are written in the shapes the providers document.
+
+#[derive(Debug, Clone, Copy)]
+enum Backend {
+    Anthropic,
+    OpenAi,
+}
+
+/// Serves `chunks` (every connection) to `backend` with one quick retry, and returns the
+/// events and every error reported: those in retry events, then the final one.
+async fn stream_errors(
+    backend: Backend,
+    chunks: Vec<Vec<u8>>,
+) -> (Vec<StreamEvent>, Vec<ProviderError>) {
+    let server = RawHttpServer::start(vec![RawResponse::sse(chunks, Ending::Complete)]).await;
+    let policy = quick_retries().with_max_retries(1);
+    let (events, error) = match backend {
+        Backend::Anthropic => drain(&anthropic(&server.url()).with_retry_policy(policy)).await,
+        Backend::OpenAi => {
+            let provider =
+                OpenAiProvider::new(&format!("{}/v1", server.url()), Some(ApiKey::new(KEY)))
+                    .unwrap()
+                    .with_retry_policy(policy);
+            drain(&provider).await
+        }
+    };
+    let errors = events
+        .iter()
+        .filter_map(|event| match event {
+            StreamEvent::Retrying { error, .. } => Some(error.clone()),
+            _ => None,
+        })
+        .chain(error)
+        .collect();
+    (events, errors)
+}
+
+/// `count` errors were reported, the last of a kind `last_is` accepts, and neither the text
+/// nor the debug form of any holds the key: each says where it was.
+fn assert_scrubbed(
+    backend: Backend,
+    errors: &[ProviderError],
+    count: usize,
+    last_is: fn(&ProviderError) -> bool,
+) {
+    assert_eq!(errors.len(), count, "{backend:?}: {errors:?}");
+    assert!(
+        errors.last().is_some_and(last_is),
+        "{backend:?}: {errors:?}"
+    );
+    for error in errors {
+        for shown in [error.to_string(), format!("{error:?}")] {
+            assert!(!shown.contains(KEY), "the key leaked: {shown}");
+            assert!(
+                !shown.contains("SECRET-KEY"),
+                "part of the key leaked: {shown}"
+            );
+            assert!(shown.contains("[redacted]"), "{shown}");
+        }
+    }
+}
+
+fn error_event(data: &str) -> Vec<u8> {
+    format!("event: error\ndata: {data}\n\n").into_bytes()
+}
+
+fn error_chunk(data: &str) -> Vec<u8> {
+    format!("data: {data}\n\n").into_bytes()
+}
+
+#[tokio::test]
+async fn error_events_echoing_the_key_are_scrubbed_in_retries_and_final_errors() {
+    let overloaded = error_event(&format!(
+        r#"{{"type":"error","error":{{"type":"overloaded_error","message":"Overloaded (request by key {KEY})"}}}}"#
+    ));
+    let server_error = error_chunk(&format!(
+        r#"{{"error":{{"message":"The server had an error processing the request for key {KEY}","type":"server_error","param":null,"code":null}}}}"#
+    ));
+    for (backend, chunk) in [
+        (Backend::Anthropic, overloaded),
+        (Backend::OpenAi, server_error),
+    ] {
+        let (_, errors) = stream_errors(backend, vec![chunk]).await;
+        // One retry, then the error.
+        assert_scrubbed(backend, &errors, 2, |error| {
+            matches!(
+                error,
+                ProviderError::Overloaded { .. } | ProviderError::Server { .. }
+            )
+        });
+    }
+}
+
+#[tokio::test]
+async fn error_events_echoing_the_key_after_content_are_scrubbed() {
+    let openai_recording = String::from_utf8(wire_bytes("openai-chat/single_tool_call.sse"))
+        .unwrap()
+        .split("\n\n")
+        .take(2)
+        .map(|chunk| format!("{chunk}\n\n").into_bytes())
+        .collect::<Vec<_>>();
+    let mut anthropic_chunks = recorded_events()[..4].to_vec();
+    anthropic_chunks.push(error_event(&format!(
+        r#"{{"type":"error","error":{{"type":"authentication_error","message":"invalid x-api-key: {KEY}"}}}}"#
+    )));
+    let mut openai_chunks = openai_recording;
+    // OpenAI-compatible servers send errors both as a plain chunk and as an `error` event.
+    openai_chunks.push(error_event(&format!(
+        r#"{{"error":{{"message":"Incorrect API key provided: {KEY}.","type":"invalid_request_error","code":"invalid_api_key"}}}}"#
+    )));
+    for (backend, chunks) in [
+        (Backend::Anthropic, anthropic_chunks),
+        (Backend::OpenAi, openai_chunks),
+    ] {
+        let (events, errors) = stream_errors(backend, chunks).await;
+        assert!(
+            events.iter().any(StreamEvent::is_content),
+            "{backend:?}: content came first: {events:?}"
+        );
+        // No retry after content.
+        assert_scrubbed(backend, &errors, 1, |error| {
+            matches!(
+                error,
+                ProviderError::Auth { .. } | ProviderError::InvalidRequest { .. }
+            )
+        });
+    }
+}
+
+#[tokio::test]
+async fn a_key_cut_in_half_by_a_shortened_message_is_scrubbed() {
+    // Server messages are kept up to 2000 bytes: this one is cut inside the key.
+    let message = format!("{}{KEY} and more", "x".repeat(1990));
+    let event = error_event(&format!(
+        r#"{{"type":"error","error":{{"type":"invalid_request_error","message":"{message}"}}}}"#
+    ));
+    let (_, errors) = stream_errors(Backend::Anthropic, vec![event]).await;
+    assert_scrubbed(Backend::Anthropic, &errors, 1, |error| {
+        matches!(error, ProviderError::InvalidRequest { .. })
+    });
+    assert!(
+        errors[0].to_string().ends_with("x[redacted]…"),
+        "{}",
+        errors[0]
+    );
+}

@@ -12,8 +12,12 @@
 //! timeout_secs = 60
 //! ```
 //!
-//! A command runs as `bash -c <command>` in the session's directory. It reads the
-//! [`HookInput`] as JSON on its stdin and answers through its exit code and stdout:
+//! A command runs as `bash -c <command>` in the session's directory, with an environment
+//! that holds no credentials: variables with credential-like names (`*_API_KEY`, `*_TOKEN`,
+//! `*_SECRET`, `*_PASSWORD`, …), agent and desktop sockets (`SSH_AUTH_SOCK`, `TMUX`,
+//! `DBUS_SESSION_BUS_ADDRESS`, …) and the variables named by [`Hooks::hide_env`] are removed.
+//! It reads the [`HookInput`] as JSON on its stdin and answers through its exit code and
+//! stdout:
 //!
 //! - exit 0 with empty or plain-text stdout: [`HookOutcome::Continue`]; for `SessionStart`,
 //!   the text is kept in [`HookReport::messages`] as context for the model;
@@ -366,10 +370,13 @@ impl Entry {
     }
 }
 
-/// The hooks of a session, in the order they were added.
+/// The hooks of a session, in the order they were added, and the environment variables
+/// their commands never see.
 #[derive(Default, Clone)]
 pub struct Hooks {
     entries: Vec<Entry>,
+    /// Variables removed from command hooks' environment besides the usual credential names.
+    hidden_env: Vec<String>,
 }
 
 impl fmt::Debug for Hooks {
@@ -452,9 +459,47 @@ impl Hooks {
         Ok(())
     }
 
-    /// Appends the hooks of `other`, after these.
+    /// Hides the environment variables `names` from command hooks, besides those every hook
+    /// command is denied (credential-like names such as `*_API_KEY`, `*_TOKEN`, `*_SECRET`,
+    /// and agent sockets such as `SSH_AUTH_SOCK` and `TMUX`). A host passes the variables
+    /// holding the keys it uses (a provider's `api_key_env`) and its sandbox policy's
+    /// `hidden_env`.
+    ///
+    /// ```
+    /// use keel_engine::Hooks;
+    ///
+    /// let hooks = Hooks::new().hide_env(["MY_PROVIDER_CREDS"]);
+    /// assert_eq!(hooks.hidden_env(), ["MY_PROVIDER_CREDS"]);
+    /// ```
+    #[must_use]
+    pub fn hide_env<I, S>(mut self, names: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        for name in names {
+            self.hide(name.into());
+        }
+        self
+    }
+
+    fn hide(&mut self, name: String) {
+        if !name.is_empty() && !self.hidden_env.contains(&name) {
+            self.hidden_env.push(name);
+        }
+    }
+
+    /// The variables hidden from command hooks by [`hide_env`](Self::hide_env).
+    pub fn hidden_env(&self) -> &[String] {
+        &self.hidden_env
+    }
+
+    /// Appends the hooks of `other`, after these; the variables either hides are hidden.
     pub fn extend(&mut self, other: Hooks) {
         self.entries.extend(other.entries);
+        for name in other.hidden_env {
+            self.hide(name);
+        }
     }
 
     /// Whether there are no hooks at all.
@@ -474,7 +519,7 @@ impl Hooks {
         let mut report = HookReport::default();
         for entry in self.entries.iter().filter(|entry| entry.applies_to(input)) {
             let result = match &entry.action {
-                Action::Command(command) => command.run(input).await,
+                Action::Command(command) => command.run(input, &self.hidden_env).await,
                 Action::Rust(hook) => run_rust(hook.as_ref(), input).await,
             };
             match result {
