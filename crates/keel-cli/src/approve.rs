@@ -7,9 +7,29 @@ use keel_engine::{AllowAll, ApprovalRequest, Approver, Decision, DenyGated};
 use crate::config::ApprovalMode;
 use crate::render::describe_call;
 
-/// Asks the person a question and returns the line they typed; `None` when they pressed
-/// Ctrl-C or Ctrl-D, or nobody can answer. Called on a blocking thread.
-pub type AskFn = Arc<dyn Fn(&str) -> Option<String> + Send + Sync>;
+/// What the person did at a question.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Answer {
+    /// Typed a line and pressed Enter.
+    Line(String),
+    /// Pressed Ctrl-C: stop the whole turn.
+    Interrupted,
+    /// Pressed Ctrl-D, or nobody can answer: no.
+    Closed,
+}
+
+impl Answer {
+    /// The line typed, trimmed and lower-cased; `None` for Ctrl-C or Ctrl-D.
+    pub fn word(&self) -> Option<String> {
+        match self {
+            Self::Line(line) => Some(line.trim().to_lowercase()),
+            Self::Interrupted | Self::Closed => None,
+        }
+    }
+}
+
+/// Asks the person a question and returns what they did. Called on a blocking thread.
+pub type AskFn = Arc<dyn Fn(&str) -> Answer + Send + Sync>;
 
 /// Asks `[y/N/a(lways)]` for each gated call, and `Continue? [Y/n]` at the iteration warning.
 pub struct TerminalApprover {
@@ -22,20 +42,26 @@ impl TerminalApprover {
         Self { ask }
     }
 
-    async fn ask(&self, question: String) -> Option<String> {
+    async fn ask(&self, question: String) -> Answer {
         let ask = self.ask.clone();
         tokio::task::spawn_blocking(move || ask(&question))
             .await
-            .ok()
-            .flatten()
+            .unwrap_or(Answer::Closed)
     }
 }
 
-/// The question asked for a gated call.
+/// The question asked for a gated call: the call, why it is asked, and the choices — with
+/// what "always" would allow (this exact command, this path, these arguments), or no
+/// "always" at all for a protected call, which is asked every time.
 pub fn approval_question(request: &ApprovalRequest) -> String {
+    let call = describe_call(&request.tool, &request.input);
+    if !request.allows_always() {
+        return format!("Allow {call}? ({}) [y/N] ", request.reason);
+    }
+    let always = request.scope.describe();
+    let always = always.strip_prefix("always ").unwrap_or(&always);
     format!(
-        "Allow {}? ({}) [y/N/a(lways)] ",
-        describe_call(&request.tool, &request.input),
+        "Allow {call}? ({}) [y/N/a(lways): {always}] ",
         request.reason
     )
 }
@@ -44,13 +70,12 @@ pub fn approval_question(request: &ApprovalRequest) -> String {
 impl Approver for TerminalApprover {
     async fn approve(&self, request: &ApprovalRequest) -> Decision {
         let answer = self.ask(approval_question(request)).await;
-        match answer
-            .as_deref()
-            .map(|a| a.trim().to_lowercase())
-            .as_deref()
-        {
+        if answer == Answer::Interrupted {
+            return Decision::Cancel;
+        }
+        match answer.word().as_deref() {
             Some("y" | "yes") => Decision::Allow,
-            Some("a" | "always") => Decision::AllowAlways,
+            Some("a" | "always") if request.allows_always() => Decision::AllowAlways,
             _ => {
                 Decision::Deny("the user declined this call; ask them or do it another way".into())
             }
@@ -59,8 +84,8 @@ impl Approver for TerminalApprover {
 
     async fn continue_after_warning(&self, used: u32, limit: u32) -> bool {
         let question = format!("keel has made {used} of {limit} model calls. Continue? [Y/n] ");
-        match self.ask(question).await {
-            Some(answer) => !matches!(answer.trim().to_lowercase().as_str(), "n" | "no"),
+        match self.ask(question).await.word() {
+            Some(answer) => !matches!(answer.as_str(), "n" | "no"),
             None => false,
         }
     }

@@ -8,7 +8,7 @@ use keel_agents::tasks::TaskLauncher;
 use keel_engine::{AgentEvent, Hooks, RunOutcome, Session, Stop};
 use serde_json::Value;
 
-use crate::approve::{AskFn, ModeApprover};
+use crate::approve::{Answer, AskFn, ModeApprover};
 use crate::cli::{ExecArgs, Options, OutputFormat};
 use crate::output::{InitInfo, init_object, message_object, result_object};
 use crate::render::{CallInputs, finished_line, human_duration};
@@ -61,20 +61,29 @@ fn ask_on_tty() -> Option<AskFn> {
         return None;
     }
     let ask: AskFn = std::sync::Arc::new(|question: &str| {
-        let mut tty = std::fs::OpenOptions::new()
+        let Ok(mut tty) = std::fs::OpenOptions::new()
             .read(true)
             .write(true)
             .open("/dev/tty")
-            .ok()?;
+        else {
+            return Answer::Closed;
+        };
         // Keys typed before the question appeared never answer it.
         let _ = nix::sys::termios::tcflush(&tty, nix::sys::termios::FlushArg::TCIFLUSH);
-        tty.write_all(question.as_bytes()).ok()?;
+        if tty.write_all(question.as_bytes()).is_err() {
+            return Answer::Closed;
+        }
         let mut line = Vec::new();
         let mut byte = [0u8; 1];
-        while tty.read(&mut byte).ok()? == 1 && byte[0] != b'\n' {
-            line.push(byte[0]);
+        loop {
+            match tty.read(&mut byte) {
+                Ok(1) if byte[0] == b'\n' => break,
+                Ok(1) => line.push(byte[0]),
+                _ if line.is_empty() => return Answer::Closed,
+                _ => break,
+            }
         }
-        Some(String::from_utf8_lossy(&line).into_owned())
+        Answer::Line(String::from_utf8_lossy(&line).into_owned())
     });
     Some(ask)
 }

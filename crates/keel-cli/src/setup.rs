@@ -374,6 +374,8 @@ impl Setup {
         };
         let mut hooks = extra_hooks;
         hooks.extend(config_hooks);
+        // Hook commands never see the provider's key variable (nor any credential).
+        let hooks = hooks.hide_env(self.policy().hidden_env);
         let root = project_root(&self.cwd);
         let mut prompt = system_prompt(&gather_context(&root, &self.cwd));
         let approver: Arc<dyn Approver> = Arc::new(approver);

@@ -86,7 +86,7 @@ async fn approvals_answered_yes_run_and_answered_no_are_denied() {
         keel.prompt();
         repo.write("notes.txt", "alpha\n");
         keel.send_line("commit the notes");
-        let before = keel.expect("[y/N/a(lways)]");
+        let before = keel.expect("[y/N/a(lways)");
         assert!(
             before.contains("Allow git_commit(Add notes)?"),
             "the question names the call: {before}"
@@ -97,7 +97,7 @@ async fn approvals_answered_yes_run_and_answered_no_are_denied() {
         repo.write("more.txt", "beta\n");
         keel.send_line("commit the rest");
         keel.expect("Allow git_commit(Add more)?");
-        keel.expect("[y/N/a(lways)]");
+        keel.expect("[y/N/a(lways)");
         keel.send_line("n");
         keel.expect("Left it uncommitted.");
         keel.prompt();
@@ -212,7 +212,7 @@ async fn undo_takes_back_the_commit_keel_made_and_keeps_the_work() {
         keel.expect("notes.txt (new file, 2 lines)");
         keel.expect("+alpha");
         keel.expect("+beta");
-        keel.expect("[y/N/a(lways)]");
+        keel.expect("[y/N/a(lways)");
         keel.send_line("y");
         keel.expect("Wrote and committed the notes.");
         keel.prompt();

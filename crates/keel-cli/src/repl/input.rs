@@ -12,7 +12,7 @@ use rustyline::{
 };
 
 use super::view::View;
-use crate::approve::AskFn;
+use crate::approve::{Answer, AskFn};
 use crate::setup::CliError;
 
 /// Wakes a line read in progress as if Ctrl-C was pressed, so the REPL can react to
@@ -170,8 +170,9 @@ impl Input {
     }
 
     /// Asks approval questions with a line editor like the prompt's (without its history):
-    /// the spinner is cleared and the line ended first; Ctrl-C or Ctrl-D answers `None` (the
-    /// call is denied).
+    /// the spinner is cleared, the line ended and what was typed before the question thrown
+    /// away first; Ctrl-C answers [`Answer::Interrupted`] (the turn stops), Ctrl-D
+    /// [`Answer::Closed`] (no).
     pub fn ask_fn(&self, view: View) -> AskFn {
         let config = self.config.clone();
         let lines = self.lines.clone();
@@ -181,8 +182,14 @@ impl Input {
             let _terminal = lines.lock().unwrap_or_else(PoisonError::into_inner);
             view.before_prompt();
             discard_type_ahead();
-            let mut editor = Editor::<(), DefaultHistory>::with_config(config.clone()).ok()?;
-            editor.readline(question).ok()
+            let Ok(mut editor) = Editor::<(), DefaultHistory>::with_config(config.clone()) else {
+                return Answer::Closed;
+            };
+            match editor.readline(question) {
+                Ok(line) => Answer::Line(line),
+                Err(ReadlineError::Interrupted) => Answer::Interrupted,
+                Err(_) => Answer::Closed,
+            }
         })
     }
 }

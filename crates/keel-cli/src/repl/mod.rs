@@ -28,7 +28,7 @@ use self::snapshot::{SnapshotHook, Snapshots, WRITE_TOOLS};
 use self::totals::Totals;
 use self::view::{Style, View};
 use self::worktree::Baseline;
-use crate::approve::ModeApprover;
+use crate::approve::{Answer, ModeApprover};
 use crate::cli::Options;
 use crate::config::Trust;
 use crate::delegates::Delegates;
@@ -139,15 +139,12 @@ async fn ask_trust(
     let ask = input.ask_fn(view.clone());
     let answer = tokio::task::spawn_blocking(move || ask(&question))
         .await
-        .ok()
-        .flatten();
-    let yes = matches!(
-        answer
-            .as_deref()
-            .map(|a| a.trim().to_lowercase())
-            .as_deref(),
-        Some("y" | "yes")
-    );
+        .unwrap_or(Answer::Closed);
+    if answer == Answer::Interrupted {
+        // No answer: nothing recorded, the project stays untrusted and is asked about again.
+        return Ok(setup);
+    }
+    let yes = matches!(answer.word().as_deref(), Some("y" | "yes"));
     if let Err(err) = trust::record(&setup.keel_home, &project.dir, &project.hash, yes) {
         view.warning(&format!("keel: cannot record the answer: {err}"));
     }

@@ -128,10 +128,13 @@ impl Printer<'_> {
                     self.show_change(&input);
                 }
             }
-            AgentEvent::ApprovalRequested { .. } | AgentEvent::IterationWarning { .. } => {
-                // The question itself is asked, and says it, through the approver.
+            AgentEvent::ApprovalRequested { name, input, .. } => {
+                // The question itself is asked, and says it, through the approver; for an
+                // edit, the person first sees the exact change they are asked about.
                 view.stop_spinner();
+                self.show_proposed_change(&name, &input);
             }
+            AgentEvent::IterationWarning { .. } => view.stop_spinner(),
             AgentEvent::Compacted {
                 before_tokens,
                 after_tokens,
@@ -149,6 +152,41 @@ impl Printer<'_> {
             AgentEvent::Warning { message } => view.warning(&format!("warning: {message}")),
             _ => {}
         }
+    }
+
+    /// The diff a write tool asks to make, before it is approved: `write_file`'s content over
+    /// the file as it is, or `patch_file`'s replacement applied to it.
+    fn show_proposed_change(&self, name: &str, input: &Value) {
+        let Some(path) = target(self.cwd, input) else {
+            return;
+        };
+        let old = std::fs::read_to_string(&path).ok();
+        let text = |key: &str| input.get(key).and_then(Value::as_str);
+        let new = match name {
+            "write_file" => text("content").map(str::to_owned),
+            "patch_file" => match (&old, text("old_string"), text("new_string")) {
+                (Some(old), Some(from), Some(to)) if !from.is_empty() => {
+                    let all = input.get("replace_all").and_then(Value::as_bool) == Some(true);
+                    Some(if all {
+                        old.replace(from, to)
+                    } else {
+                        old.replacen(from, to, 1)
+                    })
+                }
+                _ => None,
+            },
+            _ => None,
+        };
+        let Some(new) = new else {
+            return;
+        };
+        let shown = path
+            .strip_prefix(self.cwd)
+            .unwrap_or(&path)
+            .display()
+            .to_string();
+        let lines = file_diff(self.view.style(), &shown, old.as_deref(), &new);
+        self.view.lines(&lines);
     }
 
     /// The diff of the file a write tool changed.
