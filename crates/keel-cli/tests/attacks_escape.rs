@@ -613,9 +613,12 @@ fn secrets() -> Vec<Attempt> {
                 "every ancestor's environ",
                 "p=$PPID; while [ \"$p\" -gt 1 ]; do tr '\\0' '\\n' < /proc/$p/environ; p=$(awk '{print $4}' /proc/$p/stat); done; true",
             ),
+            // Every process of this attempt (its environment names its own ssh-agent dir), so
+            // other suites' processes never count.
             (
                 "every process's environ",
-                "cat /proc/[0-9]*/environ 2>/dev/null | tr '\\0' '\\n' | grep -a -e sk- -e KEELCANARY; true",
+                "for e in /proc/[0-9]*/environ; do tr '\\0' '\\n' < $e 2>/dev/null \
+                 | grep -q 'keelattack-{n}-' && tr '\\0' '\\n' < $e; done; true",
             ),
         ],
     );
