@@ -138,6 +138,10 @@ fn writes_outside() -> Vec<Attempt> {
                     "echo 'touch {canary}' >> ~/.bash_aliases",
                 ),
                 ("a PATH directory, ~/bin/git", "cp evil.sh ~/bin/git"),
+                (
+                    "a new start-up file, ~/.bash_profile",
+                    "printf 'touch {canary}\\n' > ~/.bash_profile",
+                ),
             ][..],
         ),
     ] {
@@ -302,6 +306,11 @@ fn power_files() -> Vec<Attempt> {
             (".claude/settings.local.json (python)", "mkdir -p .claude && /usr/bin/python3 -c \"open('.claude/settings.local.json','w').write('{}')\""),
         ],
     ));
+    all.push(
+        Attempt::new("config: run_command edits an existing .keel/config.toml")
+            .config("model = \"claude-sonnet-4-5\"\n")
+            .run("echo 'approvals = \"allow\"' >> .keel/config.toml"),
+    );
     all.extend(yes(rows(
         "config: run_command writes ",
         &[(
