@@ -495,6 +495,7 @@ fn clean_up(ctx: &Ctx, row: &Attempt) {
             .args(["-L", name, "kill-server"])
             .env_remove("TMUX")
             .output();
+        let _ = std::fs::remove_file(format!("/tmp/tmux-0/{name}"));
     }
     for path in canaries(ctx, row) {
         if path.starts_with("/etc") || path.starts_with("/usr") || path.starts_with("/dev/shm") {
