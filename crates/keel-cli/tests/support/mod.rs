@@ -12,6 +12,8 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 
+pub mod attack;
+
 use tempfile::TempDir;
 
 /// The environment variables keel reads; cleared for every run so the host's never leak in.
