@@ -286,38 +286,48 @@ impl Setup {
     }
 
     /// Paths commands and the write tools may not change without the person's approval,
-    /// besides the sandbox's own (`.git`, the project's config files).
+    /// besides the sandbox's own (`.git`, the project's config files): the scripts a trusted
+    /// project's hooks and runners run, and — where a writable root holds them — keel's own
+    /// home, the start-up files and user-level programs of the home directory (also those not
+    /// created yet), and the `PATH` directories.
     fn protected_paths(&self) -> Vec<PathBuf> {
         let mut paths = Vec::new();
         if let Some(project) = &self.config.project
             && project.trust.grants()
         {
-            paths.extend(config::project::hook_scripts(
+            paths.extend(config::project::referenced_files(
                 &project.dir,
-                &self.cwd,
-                &project.hook_commands,
+                &[&self.cwd, &project.dir],
+                &project.commands,
             ));
         }
+        let roots: Vec<&Path> = std::iter::once(self.cwd.as_path())
+            .chain(self.writable_roots.iter().map(PathBuf::as_path))
+            .collect();
+        // Strictly inside a root: a root itself (the workspace) is never made read-only.
         let writable = |path: &Path| {
-            std::iter::once(&self.cwd)
-                .chain(&self.writable_roots)
-                .any(|root| path.starts_with(root))
+            roots
+                .iter()
+                .any(|root| path.starts_with(root) && path != *root)
         };
-        let keel_config = self.keel_home.join("config.toml");
-        let keel_config = std::fs::canonicalize(&keel_config).unwrap_or(keel_config);
-        if writable(&keel_config) {
-            paths.push(keel_config);
+        let canonical = |path: PathBuf| std::fs::canonicalize(&path).unwrap_or(path);
+        let keel_home = canonical(self.keel_home.clone());
+        let mut candidates = vec![keel_home.join("config.toml"), keel_home];
+        if let Some(home) = std::env::var_os("HOME").map(PathBuf::from) {
+            let home = canonical(home);
+            candidates.extend(HOME_STARTUP.iter().map(|name| home.join(name)));
         }
-        if let Some(home) = std::env::var_os("HOME").map(PathBuf::from)
-            && let Ok(home) = std::fs::canonicalize(&home)
-            && writable(&home)
-        {
-            paths.extend(
-                HOME_STARTUP
-                    .iter()
-                    .map(|name| home.join(name))
-                    .filter(|path| path.symlink_metadata().is_ok()),
+        if let Some(path) = std::env::var_os("PATH") {
+            candidates.extend(
+                std::env::split_paths(&path)
+                    .filter(|dir| dir.is_absolute())
+                    .map(canonical),
             );
+        }
+        for path in candidates {
+            if writable(&path) && !paths.contains(&path) {
+                paths.push(path);
+            }
         }
         paths
     }
@@ -483,28 +493,37 @@ fn working_dir(
 }
 
 /// Files and directories in the home directory that run later outside the sandbox (a shell's
-/// start-up files, user-level programs and git's config): protected when the workspace or a
-/// writable root holds the home directory.
-const HOME_STARTUP: [&str; 19] = [
+/// start-up files, user-level programs and toolchains, git's and ssh's config): each is
+/// protected, existing or not, when the workspace or a writable root holds it.
+const HOME_STARTUP: [&str; 28] = [
     ".bashrc",
     ".bash_profile",
     ".bash_login",
     ".bash_logout",
+    ".bash_aliases",
     ".profile",
     ".zshrc",
     ".zshenv",
     ".zprofile",
     ".zlogin",
+    ".inputrc",
+    ".vimrc",
     ".gitconfig",
     ".config/git",
     ".config/fish",
     ".config/autostart",
     ".config/systemd",
+    ".config/environment.d",
     ".ssh",
+    ".gnupg",
+    "bin",
     ".local/bin",
     ".cargo/bin",
     ".cargo/env",
     ".cargo/config.toml",
+    ".rustup",
+    ".npmrc",
+    ".pypirc",
 ];
 
 const NO_PROVIDER: &str = "no model provider configured: set ANTHROPIC_API_KEY, or \

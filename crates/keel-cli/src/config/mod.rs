@@ -225,7 +225,7 @@ impl Config {
             trust,
             ignored: Vec::new(),
             needs_trust: Vec::new(),
-            hook_commands: Vec::new(),
+            commands: Vec::new(),
         };
         config.apply_project(file, &mut project);
         config.files.push(path);
@@ -336,10 +336,18 @@ impl Config {
             self.permissions.allow.extend(permissions.allow);
         }
         if take(!hooks.is_empty(), "hooks") {
-            project.hook_commands = hooks.iter().map(|h| h.command.clone()).collect();
+            project
+                .commands
+                .extend(hooks.iter().map(|h| h.command.clone()));
             self.hooks.extend(hooks);
         }
         if take(!tasks.runners.is_empty(), "tasks.runners") {
+            project.commands.extend(
+                tasks
+                    .runners
+                    .values()
+                    .map(|runner| runner.command.join(" ")),
+            );
             self.tasks.runners.extend(tasks.runners);
         }
         if take(!tasks.allowed_agents.is_empty(), "tasks.allowed_agents") {

@@ -53,14 +53,22 @@ fn repository_root(dir: &Path) -> Option<PathBuf> {
         .map(Path::to_path_buf)
 }
 
-/// The hash the trust of the project in `dir` is pinned to: SHA-256 over each power file's
-/// name and content (or its absence), as `sha256:<hex>`.
+/// The hash the trust of the project in `dir` is pinned to, as `sha256:<hex>`: SHA-256 over
+/// each power file's name and content (or its absence), and over the content of every file
+/// inside the project its hooks and task runners name (so a pull that changes a trusted
+/// hook's script makes the project untrusted again, like an edit of its config).
 pub fn config_hash(dir: &Path) -> String {
     let mut hasher = Sha256::new();
-    for name in POWER_FILES {
-        hasher.update(name.as_bytes());
+    let scripts = referenced_files(dir, &[dir], &commands_in_config(dir));
+    let names = POWER_FILES.iter().map(|name| PathBuf::from(*name)).chain(
+        scripts
+            .iter()
+            .filter_map(|path| path.strip_prefix(dir).ok().map(Path::to_path_buf)),
+    );
+    for name in names {
+        hasher.update(name.as_os_str().as_encoded_bytes());
         hasher.update([0]);
-        match read_capped(&dir.join(name)) {
+        match read_capped(&dir.join(&name)) {
             Ok(Some(bytes)) => {
                 hasher.update(b"present\0");
                 hasher.update((bytes.len() as u64).to_le_bytes());
@@ -146,8 +154,8 @@ pub struct Project {
     pub ignored: Vec<String>,
     /// Keys it sets that only a trusted project may set (so trusting it would change things).
     pub needs_trust: Vec<String>,
-    /// The commands of its hooks, when they apply (trusted).
-    pub hook_commands: Vec<String>,
+    /// The command lines of its hooks and task runners, when they apply (trusted).
+    pub commands: Vec<String>,
 }
 
 impl Project {
@@ -176,10 +184,40 @@ impl Project {
     }
 }
 
-/// The scripts inside the project that `commands` (hook commands) name: words that are paths
-/// of existing files inside `dir`, taken relative to `dir` and to `cwd`. Protecting them keeps
-/// the model from rewriting what a trusted hook runs.
-pub fn hook_scripts(dir: &Path, cwd: &Path, commands: &[String]) -> Vec<PathBuf> {
+/// The command lines of the hooks and task runners `dir/.keel/config.toml` sets, read
+/// leniently (a file that does not parse names none; it is refused when loaded anyway).
+pub fn commands_in_config(dir: &Path) -> Vec<String> {
+    let Ok(text) = std::fs::read_to_string(dir.join(".keel").join("config.toml")) else {
+        return Vec::new();
+    };
+    let Ok(value) = text.parse::<toml::Table>() else {
+        return Vec::new();
+    };
+    let mut commands = Vec::new();
+    if let Some(hooks) = value.get("hooks").and_then(toml::Value::as_array) {
+        commands.extend(
+            hooks
+                .iter()
+                .filter_map(|hook| hook.get("command")?.as_str().map(str::to_owned)),
+        );
+    }
+    let runners = value
+        .get("tasks")
+        .and_then(|tasks| tasks.get("runners"))
+        .and_then(toml::Value::as_table);
+    for runner in runners.into_iter().flat_map(|runners| runners.values()) {
+        if let Some(argv) = runner.get("command").and_then(toml::Value::as_array) {
+            let words: Vec<&str> = argv.iter().filter_map(toml::Value::as_str).collect();
+            commands.push(words.join(" "));
+        }
+    }
+    commands
+}
+
+/// The files inside the project that `commands` (hook commands, runners' command lines)
+/// name: words that are paths of existing files inside `dir`, taken relative to each of
+/// `bases`. Protecting them keeps the model from rewriting what a trusted hook runs.
+pub fn referenced_files(dir: &Path, bases: &[&Path], commands: &[String]) -> Vec<PathBuf> {
     let mut scripts = Vec::new();
     for command in commands {
         for word in command.split_whitespace() {
@@ -187,7 +225,7 @@ pub fn hook_scripts(dir: &Path, cwd: &Path, commands: &[String]) -> Vec<PathBuf>
             if word.is_empty() || word.starts_with('-') {
                 continue;
             }
-            for base in [cwd, dir] {
+            for base in bases {
                 let candidate = base.join(word);
                 if let Ok(full) = std::fs::canonicalize(&candidate)
                     && full.is_file()
@@ -219,6 +257,21 @@ mod tests {
         assert_ne!(one, two);
         std::fs::write(dir.path().join("README.md"), "not a power file").unwrap();
         assert_eq!(two, config_hash(dir.path()));
+        // A script a hook runs counts as part of the config.
+        std::fs::create_dir(dir.path().join("scripts")).unwrap();
+        std::fs::write(dir.path().join("scripts/check.sh"), "exit 0\n").unwrap();
+        std::fs::write(
+            dir.path().join(".keel/config.toml"),
+            "[[hooks]]\nevent = \"Stop\"\ncommand = \"bash scripts/check.sh --strict\"\n",
+        )
+        .unwrap();
+        let with_hook = config_hash(dir.path());
+        std::fs::write(dir.path().join("scripts/check.sh"), "curl evil\n").unwrap();
+        assert_ne!(
+            with_hook,
+            config_hash(dir.path()),
+            "the hook's script changed"
+        );
         assert!(two.starts_with("sha256:") && two.len() == 7 + 64, "{two}");
     }
 
