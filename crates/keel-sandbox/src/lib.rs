@@ -27,17 +27,23 @@
 
 pub mod classify;
 mod confine;
+mod env;
 mod error;
 pub mod git;
 mod path;
 mod policy;
+mod protect;
+pub mod reaper;
 pub mod tools;
 
 pub use classify::classify;
+pub use confine::{CommandSandbox, NO_NAMESPACES_VAR};
+pub use env::{is_hidden_var, scrub_env, scrub_std_env};
 pub use error::SandboxError;
 pub use git::{Checkpoint, GitError, GitSession, UndoneCommit};
 pub use path::{Access, PathSandbox, ResolvedPath, WriteReport};
 pub use policy::{SandboxMode, SandboxPolicy};
+pub use protect::{ProtectedSnapshot, RestoreReport};
 
 use std::sync::Arc;
 
@@ -70,8 +76,11 @@ pub fn default_tools(
         .with(tools::GitStatus::new(shared.clone()))?
         .with(tools::GitDiff::new(shared.clone()))?;
     if policy.mode != SandboxMode::ReadOnly {
-        registry.register(tools::WriteFile::new(shared.clone()))?;
-        registry.register(tools::PatchFile::new(shared.clone()))?;
+        let protected = policy.protected_paths.clone();
+        registry.register(
+            tools::WriteFile::new(shared.clone()).with_protected_paths(protected.clone()),
+        )?;
+        registry.register(tools::PatchFile::new(shared.clone()).with_protected_paths(protected))?;
         registry.register(tools::GitCommit::new(shared))?;
     }
     Ok(registry)

@@ -54,7 +54,7 @@ impl Default for SandboxPolicy {
         Self {
             mode: SandboxMode::WorkspaceWrite,
             writable_roots: Vec::new(),
-            network: true,
+            network: false,
             allow_unconfined_fallback: false,
             max_command_timeout: Duration::from_secs(120),
             default_command_timeout: Duration::from_secs(30),
