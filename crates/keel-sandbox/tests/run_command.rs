@@ -85,6 +85,8 @@ fn normalized(output: &ToolOutput) -> Value {
     if !value["metadata"]["landlock_abi"].is_null() {
         value["metadata"]["landlock_abi"] = json!("[abi]");
     }
+    // Whether this machine has user namespaces.
+    value["metadata"]["namespaces"] = json!("[namespaces]");
     value
 }
 
