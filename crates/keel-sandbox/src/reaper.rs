@@ -212,6 +212,7 @@ impl Call {
             None
         };
         let mut targets = Vec::new();
+        let mut zombies = Vec::new();
         for pid in children(std::process::id()) {
             if state.tracked.contains_key(&pid) || state.shells.contains(&pid) {
                 continue;
@@ -223,7 +224,10 @@ impl Call {
             let Some(info) = stat(pid) else { continue };
             let ours = self.pgid.is_some_and(|pgid| info.pgrp == pgid);
             let escaped = sweep && window.is_some_and(|since| info.start >= since);
-            if ours || escaped {
+            if (ours || escaped) && info.zombie {
+                // Dead already (killed with the group): only to reap.
+                zombies.push(pid);
+            } else if ours || escaped {
                 targets.push(pid);
                 let mut stack = children(pid);
                 while let Some(child) = stack.pop() {
@@ -234,6 +238,7 @@ impl Call {
         }
         let mut unreaped = std::mem::take(&mut state.unreaped);
         drop(state);
+        unreaped.extend(pidfds(&zombies));
         let killed = kill_all(&targets);
         if !killed.is_empty() {
             tracing::debug!(killed = killed.len(), "killed processes a command left behind");
@@ -276,17 +281,20 @@ pub(crate) fn reap(pidfds: Vec<OwnedFd>) -> Vec<OwnedFd> {
         .collect()
 }
 
-/// Signals each of `pids` with `SIGKILL` through a pidfd; returns the pidfds of those
-/// signalled.
-fn kill_all(pids: &[u32]) -> Vec<OwnedFd> {
-    let pidfds: Vec<OwnedFd> = pids
-        .iter()
+/// Pidfds of `pids` (those still there).
+fn pidfds(pids: &[u32]) -> Vec<OwnedFd> {
+    pids.iter()
         .filter_map(|&raw| {
             let pid = Pid::from_raw(i32::try_from(raw).ok()?)?;
             rustix::process::pidfd_open(pid, PidfdFlags::empty()).ok()
         })
-        .collect();
-    pidfds
+        .collect()
+}
+
+/// Signals each of `pids` with `SIGKILL` through a pidfd; returns the pidfds of those
+/// signalled.
+fn kill_all(pids: &[u32]) -> Vec<OwnedFd> {
+    pidfds(pids)
         .into_iter()
         .filter(|fd| rustix::process::pidfd_send_signal(fd, Signal::KILL).is_ok())
         .collect()
@@ -307,22 +315,21 @@ pub(crate) fn children(pid: u32) -> Vec<u32> {
     found
 }
 
-/// What `/proc/<pid>/stat` says of a live process.
+/// What `/proc/<pid>/stat` says of a process.
 struct Stat {
+    zombie: bool,
     pgrp: u32,
     start: u64,
 }
 
-/// The process group and start time of `pid`; `None` if gone or a zombie.
+/// The state, process group and start time of `pid`; `None` if gone.
 fn stat(pid: u32) -> Option<Stat> {
     let text = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
     // The command name may hold spaces and parentheses: the fields start after the last ')'.
     let fields: Vec<&str> = text.rsplit_once(')')?.1.split_whitespace().collect();
     // Field 3 is the state, 5 the process group, 22 the start time.
-    if *fields.first()? == "Z" {
-        return None;
-    }
     Some(Stat {
+        zombie: *fields.first()? == "Z",
         pgrp: fields.get(2)?.parse().ok()?,
         start: fields.get(19)?.parse().ok()?,
     })
