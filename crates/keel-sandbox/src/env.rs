@@ -142,7 +142,10 @@ mod tests {
         command.env("EXTRA_API_KEY", "x").env("VISIBLE", "y");
         scrub_std_env(&mut command, &[]);
         let envs: Vec<_> = command.get_envs().collect();
-        assert!(envs.contains(&(OsStr::new("EXTRA_API_KEY"), None)), "{envs:?}");
+        assert!(
+            envs.contains(&(OsStr::new("EXTRA_API_KEY"), None)),
+            "{envs:?}"
+        );
         assert!(
             envs.contains(&(OsStr::new("VISIBLE"), Some(OsStr::new("y")))),
             "{envs:?}"

@@ -26,7 +26,7 @@ use std::io;
 use std::os::fd::OwnedFd;
 use std::sync::{Mutex, MutexGuard, OnceLock};
 
-use rustix::process::{Pid, PidfdFlags, Signal, WaitIdOptions, WaitId};
+use rustix::process::{Pid, PidfdFlags, Signal, WaitId, WaitIdOptions};
 
 /// The registry: pids to spare, running commands, pidfds of killed processes to reap.
 #[derive(Debug, Default)]
@@ -61,10 +61,7 @@ pub fn become_subreaper() -> io::Result<()> {
 
 /// Whether this process is a child subreaper.
 pub fn is_subreaper() -> bool {
-    rustix::process::child_subreaper()
-        .ok()
-        .flatten()
-        .is_some()
+    rustix::process::child_subreaper().ok().flatten().is_some()
 }
 
 /// A child the host started on purpose, spared by the sweep (and, if
@@ -241,11 +238,13 @@ impl Call {
         unreaped.extend(pidfds(&zombies));
         let killed = kill_all(&targets);
         if !killed.is_empty() {
-            tracing::debug!(killed = killed.len(), "killed processes a command left behind");
+            tracing::debug!(
+                killed = killed.len(),
+                "killed processes a command left behind"
+            );
         }
         unreaped.extend(killed);
-        let left = reap(unreaped);
-        left
+        reap(unreaped)
     }
 
     /// Keeps `left` to reap at a later end of call.
@@ -310,7 +309,10 @@ pub(crate) fn children(pid: u32) -> Vec<u32> {
         let Ok(text) = std::fs::read_to_string(task.path().join("children")) else {
             continue;
         };
-        found.extend(text.split_whitespace().filter_map(|p| p.parse::<u32>().ok()));
+        found.extend(
+            text.split_whitespace()
+                .filter_map(|p| p.parse::<u32>().ok()),
+        );
     }
     found
 }

@@ -37,7 +37,12 @@ fn workspace() -> tempfile::TempDir {
         .unwrap()
 }
 
-async fn run_with(root: &Path, policy: SandboxPolicy, ctx: &ToolContext, command: &str) -> ToolOutput {
+async fn run_with(
+    root: &Path,
+    policy: SandboxPolicy,
+    ctx: &ToolContext,
+    command: &str,
+) -> ToolOutput {
     let tool = RunCommand::new(root, policy);
     let args = RunCommandArgs {
         command: command.to_owned(),
@@ -107,38 +112,57 @@ fn cargo_home() -> Option<PathBuf> {
 
 #[test]
 fn cargo_home_is_read_only_but_for_its_lock_files() {
-    in_both_modes("cargo_home_is_read_only_but_for_its_lock_files", async || {
-        let Some(home) = cargo_home() else {
-            println!("skipped: no cargo home on this machine");
-            return;
-        };
-        let root = workspace();
-        let probe = format!("keel-probe-{}", std::process::id());
-        let command = format!(
-            "cd '{h}'; mkdir -p bin; touch bin/{probe} || echo bin refused; \
+    in_both_modes(
+        "cargo_home_is_read_only_but_for_its_lock_files",
+        async || {
+            let Some(home) = cargo_home() else {
+                println!("skipped: no cargo home on this machine");
+                return;
+            };
+            let root = workspace();
+            let probe = format!("keel-probe-{}", std::process::id());
+            let command = format!(
+                "cd '{h}'; mkdir -p bin; touch bin/{probe} || echo bin refused; \
              echo '# x' >> env || echo env refused; touch config.toml || echo config refused; \
              touch registry/{probe} || echo registry refused; \
-             [ -e .package-cache ] && {{ : >> .package-cache && echo lock ok; }}",
-            h = home.display()
-        );
-        let output = run(root.path(), &command).await;
-        for refused in ["bin refused", "env refused", "config refused", "registry refused"] {
-            assert!(output.content.contains(refused), "{refused}: {}", output.content);
-        }
-        assert!(!home.join("bin").join(&probe).exists());
-        if home.join(".package-cache").exists() {
-            assert!(output.content.contains("lock ok"), "{}", output.content);
-        }
-    });
+             [ -e .package-cache ] && {{ : >> .package-cache && echo lock ok; }}; \
+             [ -e .global-cache ] && {{ : >> .global-cache || echo global refused; }}",
+                h = home.display()
+            );
+            let output = run(root.path(), &command).await;
+            for refused in [
+                "bin refused",
+                "env refused",
+                "config refused",
+                "registry refused",
+            ] {
+                assert!(
+                    output.content.contains(refused),
+                    "{refused}: {}",
+                    output.content
+                );
+            }
+            assert!(!home.join("bin").join(&probe).exists());
+            if home.join(".package-cache").exists() {
+                assert!(output.content.contains("lock ok"), "{}", output.content);
+            }
+            if home.join(".global-cache").exists() {
+                assert!(
+                    output.content.contains("global refused"),
+                    "{}",
+                    output.content
+                );
+            }
+        },
+    );
 }
 
 /// A crate of the workspace's `Cargo.lock` whose sources cargo has already fetched and
 /// extracted, with its index entry: `(name, version)`.
 fn fetched_crate(home: &Path) -> Option<(String, String)> {
-    let lock = std::fs::read_to_string(
-        Path::new(env!("CARGO_MANIFEST_DIR")).join("../../Cargo.lock"),
-    )
-    .ok()?;
+    let lock =
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("../../Cargo.lock"))
+            .ok()?;
     let registries: Vec<PathBuf> = std::fs::read_dir(home.join("registry/src"))
         .ok()?
         .flatten()
@@ -178,18 +202,22 @@ fn index_cache_has(cache: &Path, name: &str) -> bool {
 
 #[test]
 fn an_offline_cargo_build_works_with_the_network_off() {
-    in_both_modes("an_offline_cargo_build_works_with_the_network_off", async || {
-        let Some(home) = cargo_home() else {
-            println!("skipped: no cargo home on this machine");
-            return;
-        };
-        let Some((name, version)) = fetched_crate(&home) else {
-            println!("skipped: no small crate of the workspace's Cargo.lock is fetched and extracted");
-            return;
-        };
-        let root = workspace();
-        std::fs::create_dir_all(root.path().join("src")).unwrap();
-        std::fs::write(
+    in_both_modes(
+        "an_offline_cargo_build_works_with_the_network_off",
+        async || {
+            let Some(home) = cargo_home() else {
+                println!("skipped: no cargo home on this machine");
+                return;
+            };
+            let Some((name, version)) = fetched_crate(&home) else {
+                println!(
+                    "skipped: no small crate of the workspace's Cargo.lock is fetched and extracted"
+                );
+                return;
+            };
+            let root = workspace();
+            std::fs::create_dir_all(root.path().join("src")).unwrap();
+            std::fs::write(
             root.path().join("Cargo.toml"),
             format!(
                 "[package]\nname = \"offline-probe\"\nversion = \"0.1.0\"\nedition = \"2021\"\n\n\
@@ -197,22 +225,26 @@ fn an_offline_cargo_build_works_with_the_network_off() {
             ),
         )
         .unwrap();
-        std::fs::write(root.path().join("src/main.rs"), "fn main() { println!(\"built\"); }\n")
+            std::fs::write(
+                root.path().join("src/main.rs"),
+                "fn main() { println!(\"built\"); }\n",
+            )
             .unwrap();
-        let output = run(
-            root.path(),
-            "env -u CARGO_TARGET_DIR -u CARGO_BUILD_TARGET_DIR cargo build --offline 2>&1 && \
+            let output = run(
+                root.path(),
+                "env -u CARGO_TARGET_DIR -u CARGO_BUILD_TARGET_DIR cargo build --offline 2>&1 && \
              ./target/debug/offline-probe",
-        )
-        .await;
-        println!("{}", output.content);
-        assert_eq!(output.metadata["network_blocked"], true);
-        assert!(
-            output.content.contains("built\n[exit code 0]"),
-            "{}",
-            output.content
-        );
-    });
+            )
+            .await;
+            println!("{}", output.content);
+            assert_eq!(output.metadata["network_blocked"], true);
+            assert!(
+                output.content.contains("built\n[exit code 0]"),
+                "{}",
+                output.content
+            );
+        },
+    );
 }
 
 #[test]
@@ -249,11 +281,24 @@ fn the_environment_has_no_credentials_nor_session_sockets() {
                 ..SandboxPolicy::default()
             };
             let output = run_with(root.path(), policy, &ctx, "env").await;
-            for leaked in ["secret-1", "secret-2", "secret-3", "/tmp/tmux-0/default", "agent.sock"]
-            {
-                assert!(!output.content.contains(leaked), "{leaked}:\n{}", output.content);
+            for leaked in [
+                "secret-1",
+                "secret-2",
+                "secret-3",
+                "/tmp/tmux-0/default",
+                "agent.sock",
+            ] {
+                assert!(
+                    !output.content.contains(leaked),
+                    "{leaked}:\n{}",
+                    output.content
+                );
             }
-            assert!(output.content.contains("KEEL_TEST_VISIBLE=yes"), "{}", output.content);
+            assert!(
+                output.content.contains("KEEL_TEST_VISIBLE=yes"),
+                "{}",
+                output.content
+            );
         });
         return;
     }
@@ -295,10 +340,17 @@ fn command_sandbox_confines_another_program() {
         let output = command.output().await.unwrap();
         let text = String::from_utf8_lossy(&output.stdout);
         assert!(text.contains("refused"), "{text}");
-        assert!(text.contains(&*sandbox.temp_dir().to_string_lossy()), "{text}");
+        assert!(
+            text.contains(&*sandbox.temp_dir().to_string_lossy()),
+            "{text}"
+        );
         assert!(root.path().join("inside").exists());
         let report = snapshot.restore();
-        assert_eq!(report.restored, [PathBuf::from(".keel/config.toml")], "{report:?}");
+        assert_eq!(
+            report.restored,
+            [PathBuf::from(".keel/config.toml")],
+            "{report:?}"
+        );
         assert!(!root.path().join(".keel/config.toml").exists());
     });
 }
@@ -310,7 +362,10 @@ fn read_only_and_full_access_modes() {
         let ctx = ToolContext::new(root.path(), "modes-test");
         let read_only = SandboxPolicy::with_mode(SandboxMode::ReadOnly);
         let output = run_with(root.path(), read_only, &ctx, "touch x || echo refused").await;
-        assert_eq!(output.content, "touch: cannot touch 'x': Permission denied\nrefused\n[exit code 0]\n");
+        assert_eq!(
+            output.content,
+            "touch: cannot touch 'x': Permission denied\nrefused\n[exit code 0]\n"
+        );
         let full = SandboxPolicy::with_mode(SandboxMode::FullAccess);
         let output = run_with(root.path(), full, &ctx, "touch x && echo made").await;
         assert_eq!(output.content, "made\n[exit code 0]\n");

@@ -117,7 +117,8 @@ async fn workspace_write_confines_writes_to_the_workspace_and_session_temp() {
 
     // Reading outside, and writing in the workspace, the session temp dir ($TMPDIR) and
     // /dev/null, work; the system temp dir is not writable.
-    let system_temp = std::env::temp_dir().join(format!("keel-landlock-sys-{}", std::process::id()));
+    let system_temp =
+        std::env::temp_dir().join(format!("keel-landlock-sys-{}", std::process::id()));
     let command = format!(
         "cat {}/readable.txt && echo inside > inside.txt && mkdir -p sub/dir && \
          echo temp > \"$TMPDIR/t\" && cat \"$TMPDIR/t\" && echo gone > /dev/null && \
@@ -135,7 +136,11 @@ async fn workspace_write_confines_writes_to_the_workspace_and_session_temp() {
         "{}",
         output.content
     );
-    assert!(output.content.contains("Permission denied"), "{}", output.content);
+    assert!(
+        output.content.contains("Permission denied"),
+        "{}",
+        output.content
+    );
     assert!(!system_temp.exists());
     assert_eq!(
         std::fs::read_to_string(root.path().join("inside.txt")).unwrap(),
@@ -270,7 +275,10 @@ async fn the_description_names_the_sandbox() {
         description.contains("only inside the workspace and its temp dir"),
         "{description}"
     );
-    assert!(description.contains("Network access is blocked"), "{description}");
+    assert!(
+        description.contains("Network access is blocked"),
+        "{description}"
+    );
     let open = SandboxPolicy {
         network: true,
         ..mode(SandboxMode::WorkspaceWrite)

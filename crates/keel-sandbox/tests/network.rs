@@ -140,7 +140,11 @@ async fn tcp_bind_works_only_with_the_network_on() {
     };
     assert_eq!(on, "PROBE ok bound", "{}", output.content);
     let (off, output) = probe(false, "tcp_bind", "").await.unwrap();
-    assert!(off.contains("Operation not permitted"), "{}", output.content);
+    assert!(
+        off.contains("Operation not permitted"),
+        "{}",
+        output.content
+    );
 }
 
 #[tokio::test]
@@ -157,7 +161,11 @@ async fn udp_works_only_with_the_network_on() {
     let mut buf = [0u8; 16];
     assert_eq!(receiver.recv(&mut buf).unwrap(), 5);
     let (off, output) = probe(false, "udp_send", &target).await.unwrap();
-    assert!(off.contains("Operation not permitted"), "{}", output.content);
+    assert!(
+        off.contains("Operation not permitted"),
+        "{}",
+        output.content
+    );
 }
 
 #[tokio::test]

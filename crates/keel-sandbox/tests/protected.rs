@@ -12,9 +12,9 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+use keel_provider::{ToolCall, ToolInput};
 use keel_sandbox::tools::{PatchFileArgs, RunCommand, RunCommandArgs, WriteFile, WriteFileArgs};
 use keel_sandbox::{PathSandbox, SandboxMode, SandboxPolicy, default_tools};
-use keel_provider::{ToolCall, ToolInput};
 use keel_tool::{Effect, Tool, ToolContext, ToolOutput};
 use serde_json::json;
 
@@ -340,7 +340,10 @@ fn file_tools_ask_before_writing_a_protected_file() {
     };
     let registry = default_tools(&sandbox, &policy).unwrap();
     for (name, input) in [
-        ("write_file", json!({"path": "scripts/run.sh", "content": "x"})),
+        (
+            "write_file",
+            json!({"path": "scripts/run.sh", "content": "x"}),
+        ),
         (
             "patch_file",
             json!({"path": "scripts/run.sh", "old_string": "a", "new_string": "b"}),

@@ -30,7 +30,12 @@ fn alive(needle: &str) -> Vec<u32> {
                 return None;
             }
             let stat = std::fs::read_to_string(entry.path().join("stat")).ok()?;
-            let state = stat.rsplit(')').next()?.split_whitespace().next()?.to_owned();
+            let state = stat
+                .rsplit(')')
+                .next()?
+                .split_whitespace()
+                .next()?
+                .to_owned();
             (state != "Z").then_some(pid)
         })
         .collect()
@@ -172,7 +177,7 @@ fn kill_descendants_spares_only_surviving_processes() {
         let (_plain, _plain_guard) = reaper::spawn_std(&mut plain, false).unwrap();
         let mut grandchild = std::process::Command::new("sh");
         grandchild.args(["-c", "sleep 600.342 & wait"]);
-        let _grandchild = grandchild.spawn().unwrap();
+        let mut grandchild = grandchild.spawn().unwrap();
         let mut kept = std::process::Command::new("sleep");
         kept.arg("600.343");
         let (mut kept, kept_guard) = reaper::spawn_std(&mut kept, true).unwrap();
@@ -184,6 +189,7 @@ fn kill_descendants_spares_only_surviving_processes() {
             std::thread::sleep(Duration::from_millis(20));
         }
         assert_eq!(alive("600.343").len(), 1);
+        grandchild.wait().unwrap();
         drop(kept_guard);
         kept.kill().unwrap();
         kept.wait().unwrap();

@@ -11,8 +11,7 @@
 //! - **Files** (Landlock): read and execute everywhere; in workspace-write, write inside the
 //!   workspace root, the session temp dir (its `TMPDIR`), `/dev/shm` and the policy's
 //!   `writable_roots`, plus read/write (never replace) of cargo's package-cache lock files
-//!   (`$CARGO_HOME/.package-cache`, `.package-cache-mutate`, `.global-cache`), so offline
-//!   builds work. Read-only writes nowhere. Both may use `/dev/null`, `/dev/zero`,
+//!   (`$CARGO_HOME/.package-cache`, `.package-cache-mutate`), so offline builds work. Read-only writes nowhere. Both may use `/dev/null`, `/dev/zero`,
 //!   `/dev/full`, `/dev/random`, `/dev/urandom` and `/dev/tty`. Nobody may make a device
 //!   node. Landlock ABI 6 and later also keep the command from signalling processes outside
 //!   its sandbox (such as keel).
@@ -56,9 +55,11 @@ use crate::protect::{Protected, ProtectedSnapshot};
 /// Shared memory, writable like the temp dir in workspace-write mode.
 const SHM: &str = "/dev/shm";
 
-/// Cargo's package-cache lock files (and its last-use database), below `$CARGO_HOME`: all a
-/// `cargo build --offline` of already-fetched dependencies writes there.
-const CARGO_LOCK_FILES: [&str; 3] = [".package-cache", ".package-cache-mutate", ".global-cache"];
+/// Cargo's package-cache lock files, below `$CARGO_HOME`: all a `cargo build --offline` of
+/// already-fetched dependencies needs to write there. (Cargo also opens its last-use
+/// database, `.global-cache`, for writing, and carries on without recording when it cannot:
+/// it stays read-only, because what it holds steers what cargo's garbage collection deletes.)
+const CARGO_LOCK_FILES: [&str; 2] = [".package-cache", ".package-cache-mutate"];
 
 /// The Landlock ABI of the running kernel, or `None` without Landlock. Detected once.
 pub(crate) use self::landlock::landlock_abi;
@@ -143,8 +144,9 @@ impl CommandSandbox {
         };
         let level = abi.unwrap_or(1);
         let writable = writable(workdir, policy, temp_fd);
-        let ruleset = landlock::build_ruleset(landlock::abi_for(level), &writable, block_network)
-            .map_err(|err| setup(format!("its Landlock rules could not be built: {err}")))?;
+        let ruleset =
+            landlock::build_ruleset(landlock::abi_for(level), &writable, block_network)
+                .map_err(|err| setup(format!("its Landlock rules could not be built: {err}")))?;
         let seccomp = if policy.network {
             None
         } else {
@@ -253,9 +255,19 @@ fn writable(workdir: &Path, policy: &SandboxPolicy, temp: std::os::fd::OwnedFd) 
                 dirs.push(PathBuf::from(SHM));
             }
             dirs.extend(policy.writable_roots.iter().cloned());
-            let files = cargo_home()
+            let files: Vec<PathBuf> = cargo_home()
                 .map(|home| CARGO_LOCK_FILES.iter().map(|f| home.join(f)).collect())
                 .unwrap_or_default();
+            for file in &files {
+                // Cargo would create a missing lock file, which the command cannot: the
+                // first build run by keel creates it, empty, as cargo does.
+                if !file.exists() {
+                    let _ = std::fs::OpenOptions::new()
+                        .append(true)
+                        .create(true)
+                        .open(file);
+                }
+            }
             Writable {
                 dirs,
                 first_required: true,

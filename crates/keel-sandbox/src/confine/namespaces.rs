@@ -104,7 +104,9 @@ fn c_path(path: &Path) -> Option<CString> {
 /// and the atime mode), read from the mount now, as bubblewrap does.
 pub(crate) fn read_only_bind(path: &Path) -> Option<[MountOp; 2]> {
     let target = c_path(path)?;
-    let locked = rustix::fs::statvfs(path).ok().map_or(0, |stat| locked_flags(stat.f_flag));
+    let locked = rustix::fs::statvfs(path)
+        .ok()
+        .map_or(0, |stat| locked_flags(stat.f_flag));
     Some([
         MountOp {
             source: Some(target.clone()),

@@ -202,9 +202,10 @@ impl Protected {
     /// Why writing `path` (absolute, symlinks resolved) needs the person's approval, if it
     /// does: the words for [`Effect::Protected`](keel_tool::Effect).
     pub(crate) fn reason(&self, path: &Path) -> Option<String> {
-        let rule = self.rules.iter().find(|rule| {
-            path == rule.path || (rule.tree && path.starts_with(&rule.path))
-        })?;
+        let rule = self
+            .rules
+            .iter()
+            .find(|rule| path == rule.path || (rule.tree && path.starts_with(&rule.path)))?;
         let shown = match path.strip_prefix(&self.root) {
             Ok(rel) => rel.display().to_string(),
             Err(_) => path.display().to_string(),
