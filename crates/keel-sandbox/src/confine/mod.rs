@@ -5,30 +5,7 @@
 //! added, the seccomp program compiled, the mount list written out. The child only makes raw
 //! system calls on that memory between `fork` and `exec` (see [`child`]).
 //!
-//! What a confined command ([`SandboxMode::WorkspaceWrite`] and [`SandboxMode::ReadOnly`])
-//! gets:
-//!
-//! - **Files** (Landlock): read and execute everywhere; in workspace-write, write inside the
-//!   workspace root, the session temp dir (its `TMPDIR`), `/dev/shm` and the policy's
-//!   `writable_roots`, plus read/write (never replace) of cargo's package-cache lock files
-//!   (`$CARGO_HOME/.package-cache`, `.package-cache-mutate`), so offline builds work. Read-only writes nowhere. Both may use `/dev/null`, `/dev/zero`,
-//!   `/dev/full`, `/dev/random`, `/dev/urandom` and `/dev/tty`. Nobody may make a device
-//!   node. Landlock ABI 6 and later also keep the command from signalling processes outside
-//!   its sandbox (such as keel).
-//! - **Network off** (unless the policy's `network`): TCP connect and bind are denied
-//!   (Landlock ABI 4), so are connections to abstract Unix sockets outside the sandbox (ABI
-//!   6); a seccomp filter makes `socket()` of any family but `AF_UNIX` and `AF_NETLINK` and
-//!   `io_uring_setup` fail with `EPERM` (calls of another architecture kill the process); and
-//!   where namespaces work the command has a network namespace of its own.
-//! - **Protected paths** (where unprivileged user namespaces work): a user and mount
-//!   namespace in which every existing protected path is a read-only bind mount and the
-//!   session's socket directories (tmux, X11, the runtime dir, Docker, SSH agents) are
-//!   hidden. Elsewhere, and in every mode, [`ProtectedSnapshot`] detects and restores.
-//! - **Environment**: no credentials, no way back into the session ([`crate::scrub_env`]),
-//!   `TMPDIR`, `TMP` and `TEMP` set to the session temp dir.
-//!
-//! [`SandboxMode::FullAccess`] is not confined (network on); its commands still get the
-//! environment rules and detect-and-restore.
+//! What a confined command gets is documented on [`CommandSandbox`].
 //!
 //! Whatever the kernel cannot enforce is reported, never hidden: a kernel without Landlock
 //! makes confined modes fail, or run unconfined with a note when the policy allows it; an
@@ -62,12 +39,38 @@ const SHM: &str = "/dev/shm";
 const CARGO_LOCK_FILES: [&str; 2] = [".package-cache", ".package-cache-mutate"];
 
 /// The Landlock ABI of the running kernel, or `None` without Landlock. Detected once.
-pub(crate) use self::landlock::landlock_abi;
+use self::landlock::landlock_abi;
 
 /// A command's confinement, prepared in the parent before the spawn: apply it to a
-/// [`tokio::process::Command`] (or a `std` one) and spawn. The same rules as `run_command`'s
-/// (see the [module docs](self)): for hosts that start other programs under a policy, such
-/// as a task runner.
+/// [`tokio::process::Command`] (or a `std` one) and spawn. The same rules as `run_command`'s,
+/// for hosts that start other programs under a policy, such as a task runner.
+///
+/// What a confined command ([`SandboxMode::WorkspaceWrite`] and [`SandboxMode::ReadOnly`])
+/// gets:
+///
+/// - **Files** (Landlock): read and execute everywhere; in workspace-write, write inside the
+///   workspace root, the session temp dir (its `TMPDIR`), `/dev/shm` and the policy's
+///   `writable_roots`, plus read/write (never replace) of cargo's package-cache lock files
+///   (`$CARGO_HOME/.package-cache`, `.package-cache-mutate`), so offline builds work.
+///   Read-only writes nowhere. Both may use `/dev/null`, `/dev/zero`, `/dev/full`,
+///   `/dev/random`, `/dev/urandom` and `/dev/tty`. Nobody may make a device node. Landlock ABI 6 and later also keep the command from signalling processes outside
+///   its sandbox (such as keel).
+/// - **Network off** (unless the policy's `network`): TCP connect and bind are denied
+///   (Landlock ABI 4), so are connections to abstract Unix sockets outside the sandbox (ABI
+///   6); a seccomp filter makes `socket()` of any family but `AF_UNIX` and `AF_NETLINK` and
+///   `io_uring_setup` fail with `EPERM` (calls of another architecture kill the process); and
+///   where namespaces work the command has a network namespace of its own.
+/// - **Protected paths** (where unprivileged user namespaces work): a user and mount
+///   namespace in which every existing protected path is a read-only bind mount and the
+///   session's socket directories (tmux, X11, the runtime dir, Docker, SSH agents) are
+///   hidden. Elsewhere, and in every mode, [`ProtectedSnapshot`] detects and restores.
+/// - **Environment**: no credentials, no way back into the session ([`crate::scrub_env`]),
+///   `TMPDIR`, `TMP` and `TEMP` set to the session temp dir.
+/// - **Its own session**: the child calls `setsid` (its own process group, no controlling
+///   terminal), so its group can be killed whole.
+///
+/// [`SandboxMode::FullAccess`] is not confined (network on); its commands still get the
+/// environment rules and detect-and-restore.
 ///
 /// ```no_run
 /// use keel_sandbox::{CommandSandbox, SandboxPolicy};
