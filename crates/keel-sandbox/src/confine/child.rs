@@ -52,8 +52,6 @@ pub(crate) struct ChildPlan {
     pub(crate) landlock: Option<OwnedFd>,
 }
 
-// SAFETY of the Send/Sync derivation is automatic: every field is plain data or an OwnedFd.
-
 /// Makes `command`'s child run `plan` before it executes the program. The closure holds
 /// `plan` (and so the Landlock descriptor) until the command is dropped.
 pub(crate) fn install(command: &mut std::process::Command, plan: Arc<ChildPlan>) {

@@ -77,7 +77,10 @@ fn probe(flags: libc::c_int) -> bool {
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::null());
     child::install(&mut command, Arc::new(child));
-    command.status().is_ok_and(|status| status.success())
+    // Registered, so a sweep running meanwhile leaves it alone.
+    crate::reaper::spawn_std(&mut command, false)
+        .and_then(|(mut child, _tracked)| child.wait())
+        .is_ok_and(|status| status.success())
 }
 
 /// The namespace plan for `flags` and `mounts`; `None` if a path cannot be a C string.
