@@ -1,7 +1,7 @@
 //! What a confined command may touch, for real: no device nodes, the session temp dir as
 //! `TMPDIR` and not the system temp dir, nothing under `~/.cargo` but cargo's lock files (and
-//! an offline cargo build still works), the session's sockets hidden, the environment
-//! scrubbed; and `CommandSandbox` confining another program the same way.
+//! an offline cargo build still works), the session's sockets hidden, and
+//! `CommandSandbox` confining another program the same way.
 //!
 //! Each test runs twice: with user namespaces (where the machine has them) and in a child
 //! process with `KEEL_SANDBOX_NO_NAMESPACES=1`.
@@ -15,20 +15,8 @@ use keel_sandbox::tools::{RunCommand, RunCommandArgs};
 use keel_sandbox::{CommandSandbox, SandboxMode, SandboxPolicy};
 use keel_tool::{Tool, ToolContext, ToolOutput};
 
-/// Runs `test` here and again in a child test process without namespaces.
-fn in_both_modes(name: &str, test: impl AsyncFnOnce()) {
-    let runtime = tokio::runtime::Runtime::new().unwrap();
-    runtime.block_on(test());
-    if std::env::var_os("KEEL_SANDBOX_NO_NAMESPACES").is_some() {
-        return;
-    }
-    let status = std::process::Command::new(std::env::current_exe().unwrap())
-        .args(["--exact", name, "--test-threads=1", "--nocapture"])
-        .env("KEEL_SANDBOX_NO_NAMESPACES", "1")
-        .status()
-        .unwrap();
-    assert!(status.success(), "{name} without namespaces: {status}");
-}
+mod common;
+use common::in_both_modes;
 
 fn workspace() -> tempfile::TempDir {
     tempfile::Builder::new()
@@ -266,58 +254,6 @@ fn session_sockets_are_hidden_where_namespaces_work() {
             println!("skipped: no user namespaces here, pathname sockets stay visible");
         }
     });
-}
-
-#[test]
-fn the_environment_has_no_credentials_nor_session_sockets() {
-    // Variables are set on a child test process, not on this one.
-    if std::env::var_os("KEEL_TEST_ENV_CHILD").is_some() {
-        let runtime = tokio::runtime::Runtime::new().unwrap();
-        runtime.block_on(async {
-            let root = workspace();
-            let ctx = ToolContext::new(root.path(), "env-test");
-            let policy = SandboxPolicy {
-                hidden_env: vec!["MY_LLM_KEY_VAR".to_owned()],
-                ..SandboxPolicy::default()
-            };
-            let output = run_with(root.path(), policy, &ctx, "env").await;
-            for leaked in [
-                "secret-1",
-                "secret-2",
-                "secret-3",
-                "/tmp/tmux-0/default",
-                "agent.sock",
-            ] {
-                assert!(
-                    !output.content.contains(leaked),
-                    "{leaked}:\n{}",
-                    output.content
-                );
-            }
-            assert!(
-                output.content.contains("KEEL_TEST_VISIBLE=yes"),
-                "{}",
-                output.content
-            );
-        });
-        return;
-    }
-    let status = std::process::Command::new(std::env::current_exe().unwrap())
-        .args([
-            "--exact",
-            "the_environment_has_no_credentials_nor_session_sockets",
-            "--test-threads=1",
-        ])
-        .env("KEEL_TEST_ENV_CHILD", "1")
-        .env("MY_LLM_KEY_VAR", "secret-1")
-        .env("AWS_ACCESS_KEY_ID", "secret-2")
-        .env("GITHUB_PAT", "secret-3")
-        .env("TMUX", "/tmp/tmux-0/default,1,0")
-        .env("SSH_AUTH_SOCK", "/tmp/ssh-x/agent.sock")
-        .env("KEEL_TEST_VISIBLE", "yes")
-        .status()
-        .unwrap();
-    assert!(status.success(), "the child test failed: {status}");
 }
 
 #[test]

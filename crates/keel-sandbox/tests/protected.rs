@@ -18,20 +18,8 @@ use keel_sandbox::{PathSandbox, SandboxMode, SandboxPolicy, default_tools};
 use keel_tool::{Effect, Tool, ToolContext, ToolOutput};
 use serde_json::json;
 
-/// Runs `test` here and again in a child test process without namespaces.
-fn in_both_modes(name: &str, test: impl AsyncFnOnce()) {
-    let runtime = tokio::runtime::Runtime::new().unwrap();
-    runtime.block_on(test());
-    if std::env::var_os("KEEL_SANDBOX_NO_NAMESPACES").is_some() {
-        return;
-    }
-    let status = std::process::Command::new(std::env::current_exe().unwrap())
-        .args(["--exact", name, "--test-threads=1", "--nocapture"])
-        .env("KEEL_SANDBOX_NO_NAMESPACES", "1")
-        .status()
-        .unwrap();
-    assert!(status.success(), "{name} without namespaces: {status}");
-}
+mod common;
+use common::in_both_modes;
 
 /// A git repository with a commit, a `.keel/config.toml` and a `.mcp.json`.
 fn repo() -> tempfile::TempDir {
