@@ -37,8 +37,8 @@ pub struct SandboxPolicy {
     /// Whether commands may use the network (default `false`). Off, a confined command cannot
     /// open a socket of any family but `AF_UNIX` and `AF_NETLINK` (seccomp), nor connect or
     /// bind TCP ports or reach abstract Unix sockets outside its sandbox (Landlock, ABI 4 and
-    /// 6), and, where user namespaces work, has a network namespace of its own. Full access
-    /// always has the network.
+    /// 6), and, where user namespaces work, runs in a network namespace with no interface but
+    /// a loopback that is down. Full access always has the network.
     pub network: bool,
     /// Whether to run unconfined, with a warning, when the kernel cannot enforce `mode`.
     /// When false, commands fail instead.

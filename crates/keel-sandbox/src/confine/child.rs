@@ -3,8 +3,9 @@
 //! Everything is prepared in the parent ([`ChildPlan`]): paths as C strings, the uid/gid map
 //! lines, the mount list, the seccomp program, the Landlock ruleset descriptor. The child
 //! only makes raw, async-signal-safe system calls on that memory, in this order: `setsid`;
-//! with namespaces, `unshare`, the uid/gid maps (`setgroups` denied first), `/` made
-//! recursively private and the mounts; then `prctl(PR_SET_NO_NEW_PRIVS)`, the seccomp
+//! with namespaces, `setns` into the shared ones or `unshare` new ones (then the uid/gid
+//! maps, `setgroups` denied first), a new mount namespace with `/` made recursively private
+//! and the mounts; then `prctl(PR_SET_NO_NEW_PRIVS)`, the seccomp
 //! filter and `landlock_restrict_self`. Landlock forbids mount changes from then on, which is
 //! what keeps the command from undoing the mounts.
 
@@ -30,15 +31,17 @@ pub(crate) struct MountOp {
 /// The namespaces a child enters and what it mounts in them.
 #[derive(Debug)]
 pub(crate) struct NamespacePlan {
-    /// `CLONE_NEWUSER | CLONE_NEWNS`, maybe `| CLONE_NEWNET`.
+    /// Namespaces joined first (`setns`): descriptors the parent keeps open, and their types.
+    pub(crate) join: Vec<(libc::c_int, libc::c_int)>,
+    /// Then made anew (`unshare`): some of `CLONE_NEWUSER`, `CLONE_NEWNS`, `CLONE_NEWNET`.
     pub(crate) flags: libc::c_int,
     pub(crate) setgroups_path: CString,
     pub(crate) uid_map_path: CString,
     pub(crate) gid_map_path: CString,
-    /// `"<uid> <uid> 1\n"`: the user maps to itself.
+    /// `"<uid> <uid> 1\n"`: the user maps to itself (written with a new user namespace).
     pub(crate) uid_map: Vec<u8>,
     pub(crate) gid_map: Vec<u8>,
-    /// After `/` is made private, in order.
+    /// With a new mount namespace: after `/` is made private, in order.
     pub(crate) mounts: Vec<MountOp>,
 }
 
@@ -61,7 +64,7 @@ pub(crate) fn install(command: &mut std::process::Command, plan: Arc<ChildPlan>)
     // async-signal-safe work is allowed. `run` only reads memory prepared before the fork
     // (the plan, shared through an `Arc` the parent keeps alive; no reference count changes
     // in the child), builds small values on the stack, and makes raw system calls (setsid,
-    // unshare, open, write, close, mount, prctl, seccomp, landlock_restrict_self), all
+    // setns, unshare, open, write, close, mount, prctl, seccomp, landlock_restrict_self), all
     // async-signal-safe. On failure it reads errno (`io::Error::last_os_error` builds an
     // integer-only error without allocating). It allocates nothing and takes no locks.
     unsafe {
@@ -141,14 +144,28 @@ fn run(plan: &ChildPlan) -> io::Result<()> {
 }
 
 fn enter_namespaces(plan: &NamespacePlan) -> io::Result<()> {
-    // SAFETY: unshare takes flags only. The child is single-threaded, as a new user
-    // namespace requires.
-    if unsafe { libc::unshare(plan.flags) } != 0 {
-        return Err(last_error());
+    for &(fd, kind) in &plan.join {
+        // SAFETY: setns takes a descriptor number (kept open by the parent) and a type. The
+        // child is single-threaded, as joining a user namespace requires.
+        if unsafe { libc::setns(fd, kind) } != 0 {
+            return Err(last_error());
+        }
     }
-    write_file(&plan.setgroups_path, b"deny")?;
-    write_file(&plan.uid_map_path, &plan.uid_map)?;
-    write_file(&plan.gid_map_path, &plan.gid_map)?;
+    if plan.flags != 0 {
+        // SAFETY: unshare takes flags only. The child is single-threaded, as a new user
+        // namespace requires.
+        if unsafe { libc::unshare(plan.flags) } != 0 {
+            return Err(last_error());
+        }
+    }
+    if plan.flags & libc::CLONE_NEWUSER != 0 {
+        write_file(&plan.setgroups_path, b"deny")?;
+        write_file(&plan.uid_map_path, &plan.uid_map)?;
+        write_file(&plan.gid_map_path, &plan.gid_map)?;
+    }
+    if plan.flags & libc::CLONE_NEWNS == 0 {
+        return Ok(());
+    }
     let root = c"/";
     // SAFETY: mount reads the NUL-terminated strings given (a literal here) and nothing else.
     let private = unsafe {

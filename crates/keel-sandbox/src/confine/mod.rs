@@ -53,13 +53,15 @@ use self::landlock::landlock_abi;
 ///   `writable_roots`, plus read/write (never replace) of cargo's package-cache lock files
 ///   (`$CARGO_HOME/.package-cache`, `.package-cache-mutate`), so offline builds work.
 ///   Read-only writes nowhere. Both may use `/dev/null`, `/dev/zero`, `/dev/full`,
-///   `/dev/random`, `/dev/urandom` and `/dev/tty`. Nobody may make a device node. Landlock ABI 6 and later also keep the command from signalling processes outside
-///   its sandbox (such as keel).
+///   `/dev/random`, `/dev/urandom` and `/dev/tty`. Nobody may make a device node. Landlock
+///   ABI 6 and later also keep the command from signalling processes outside its sandbox
+///   (such as keel).
 /// - **Network off** (unless the policy's `network`): TCP connect and bind are denied
 ///   (Landlock ABI 4), so are connections to abstract Unix sockets outside the sandbox (ABI
 ///   6); a seccomp filter makes `socket()` of any family but `AF_UNIX` and `AF_NETLINK` and
 ///   `io_uring_setup` fail with `EPERM` (calls of another architecture kill the process); and
-///   where namespaces work the command has a network namespace of its own.
+///   where namespaces work the command runs in a network namespace whose only interface is
+///   a loopback that is down (one per keel process, joined by each command).
 /// - **Protected paths** (where unprivileged user namespaces work): a user and mount
 ///   namespace in which every existing protected path is a read-only bind mount and the
 ///   session's socket directories (tmux, X11, the runtime dir, Docker, SSH agents) are
@@ -77,7 +79,8 @@ use self::landlock::landlock_abi;
 ///
 /// # async fn run() -> Result<(), Box<dyn std::error::Error>> {
 /// let workdir = std::path::Path::new("/work/project");
-/// let sandbox = CommandSandbox::prepare(workdir, &SandboxPolicy::default(), "/tmp/keel/s1/tmp".as_ref())?;
+/// let temp = std::path::Path::new("/tmp/keel/s1/tmp");
+/// let sandbox = CommandSandbox::prepare(workdir, &SandboxPolicy::default(), temp)?;
 /// let snapshot = sandbox.snapshot_protected();
 /// let mut command = tokio::process::Command::new("make");
 /// command.current_dir(workdir);
@@ -160,11 +163,9 @@ impl CommandSandbox {
             )
         };
         let support = namespaces::support();
-        let namespace_plan = if support.mount {
-            let mut flags = libc::CLONE_NEWUSER | libc::CLONE_NEWNS;
-            if !policy.network && support.net {
-                flags |= libc::CLONE_NEWNET;
-            }
+        let namespace_plan = if support == namespaces::Support::None {
+            None
+        } else {
             let keep = [workdir, sandbox.temp_dir.as_path()];
             let mut mounts = Vec::new();
             for path in sandbox.protected.existing() {
@@ -173,9 +174,7 @@ impl CommandSandbox {
             for path in namespaces::session_sockets(&keep) {
                 mounts.extend(namespaces::hide(&path));
             }
-            namespaces::plan(flags, mounts)
-        } else {
-            None
+            namespaces::plan(support, !policy.network, mounts)
         };
         sandbox.namespaces = namespace_plan.is_some();
         sandbox.plan = Arc::new(ChildPlan {

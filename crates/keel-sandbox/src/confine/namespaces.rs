@@ -6,14 +6,18 @@
 //! directories of pathname sockets that lead back into the user's session (tmux, X11, the
 //! user's runtime dir, Docker, SSH agents) hidden under an empty read-only tmpfs or
 //! `/dev/null`. With the network off it also gets a network namespace of its own, with only
-//! a loopback interface that is down.
+//! a loopback interface that is down. Joining namespaces is much cheaper than making them, so
+//! where it works every command joins one user namespace and one network namespace made once
+//! for the process, and makes only its mount namespace; elsewhere each command makes all of
+//! its own.
 
 use std::ffi::CString;
+use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, OnceLock};
 
-use rustix::fs::StatVfsMountFlags;
+use rustix::fs::{Mode, OFlags, StatVfsMountFlags};
 
 use super::child::{self, ChildPlan, MountOp, NamespacePlan};
 
@@ -21,52 +25,104 @@ use super::child::{self, ChildPlan, MountOp, NamespacePlan};
 /// protected paths are then guarded by detect-and-restore alone.
 pub const NO_NAMESPACES_VAR: &str = "KEEL_SANDBOX_NO_NAMESPACES";
 
-/// What the machine allows, probed once per process.
+/// How commands get their namespaces on this machine, probed once per process.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct Support {
-    /// A user namespace with a mount namespace: protected paths can be mounted read-only.
-    pub(crate) mount: bool,
-    /// Also a network namespace.
-    pub(crate) net: bool,
+pub(crate) enum Support {
+    /// None work (or [`NO_NAMESPACES_VAR`] is `1`): detect-and-restore only.
+    None,
+    /// Join the process's shared user and network namespaces (`setns`, cheap), then make a
+    /// mount namespace.
+    Shared {
+        /// The shared user namespace (the user mapped to itself).
+        user: RawFd,
+        /// The shared network namespace in it: only a loopback interface, down.
+        net: RawFd,
+    },
+    /// Make new user and mount namespaces for every command, and a network namespace if
+    /// `net`.
+    Fresh {
+        /// Whether new network namespaces work.
+        net: bool,
+    },
 }
 
-/// The namespace support of this machine: probed once by starting `true` in new namespaces;
+/// The namespace support of this machine: probed once, by starting `true` in namespaces;
 /// none when [`NO_NAMESPACES_VAR`] is `1`.
 pub(crate) fn support() -> Support {
     static SUPPORT: OnceLock<Support> = OnceLock::new();
     *SUPPORT.get_or_init(|| {
-        let none = Support {
-            mount: false,
-            net: false,
-        };
         if std::env::var_os(NO_NAMESPACES_VAR).is_some_and(|v| v == "1") {
             tracing::debug!("namespaces turned off by {NO_NAMESPACES_VAR}");
-            return none;
+            return Support::None;
         }
-        let base = libc::CLONE_NEWUSER | libc::CLONE_NEWNS;
-        let support = if probe(base | libc::CLONE_NEWNET) {
-            Support {
-                mount: true,
-                net: true,
-            }
-        } else if probe(base) {
-            Support {
-                mount: true,
-                net: false,
-            }
-        } else {
-            none
-        };
+        let support = probe_support();
         tracing::debug!(?support, "probed namespace support");
         support
     })
 }
 
-/// Whether `true` starts in new namespaces `flags`, with the uid/gid maps and `/` private.
-fn probe(flags: libc::c_int) -> bool {
-    let Some(plan) = plan(flags, Vec::new()) else {
-        return false;
-    };
+fn probe_support() -> Support {
+    if let Some((user, net)) = shared() {
+        let joined = Support::Shared { user, net };
+        if plan(joined, true, Vec::new()).is_some_and(probe) {
+            return joined;
+        }
+    }
+    let fresh = Support::Fresh { net: true };
+    if plan(fresh, true, Vec::new()).is_some_and(probe) {
+        return fresh;
+    }
+    let fresh = Support::Fresh { net: false };
+    if plan(fresh, false, Vec::new()).is_some_and(probe) {
+        return fresh;
+    }
+    Support::None
+}
+
+/// The shared user and network namespaces, made once and kept open for the process's life:
+/// a helper (`cat`, waiting on its stdin) is started in new ones, their descriptors taken
+/// from `/proc`, and the helper let go.
+fn shared() -> Option<(RawFd, RawFd)> {
+    static SHARED: OnceLock<Option<(OwnedFd, OwnedFd)>> = OnceLock::new();
+    SHARED
+        .get_or_init(|| {
+            let plan = plan(Support::Fresh { net: true }, true, Vec::new()).map(|mut plan| {
+                // No mount namespace for the helper: it only holds the others.
+                plan.flags &= !libc::CLONE_NEWNS;
+                plan
+            })?;
+            let mut command = std::process::Command::new("cat");
+            command
+                .stdin(std::process::Stdio::piped())
+                .stdout(std::process::Stdio::null())
+                .stderr(std::process::Stdio::null());
+            child::install(
+                &mut command,
+                Arc::new(ChildPlan {
+                    namespaces: Some(plan),
+                    ..ChildPlan::default()
+                }),
+            );
+            let (mut helper, _tracked) = crate::reaper::spawn_std(&mut command, false).ok()?;
+            let open = |kind: &str| {
+                rustix::fs::open(
+                    format!("/proc/{}/ns/{kind}", helper.id()),
+                    OFlags::RDONLY | OFlags::CLOEXEC,
+                    Mode::empty(),
+                )
+                .ok()
+            };
+            let held = open("user").zip(open("net"));
+            drop(helper.stdin.take());
+            let _ = helper.wait();
+            held
+        })
+        .as_ref()
+        .map(|(user, net)| (user.as_raw_fd(), net.as_raw_fd()))
+}
+
+/// Whether `true` starts in the namespaces of `plan`.
+fn probe(plan: NamespacePlan) -> bool {
     let child = ChildPlan {
         namespaces: Some(plan),
         ..ChildPlan::default()
@@ -83,11 +139,34 @@ fn probe(flags: libc::c_int) -> bool {
         .is_ok_and(|status| status.success())
 }
 
-/// The namespace plan for `flags` and `mounts`; `None` if a path cannot be a C string.
-pub(crate) fn plan(flags: libc::c_int, mounts: Vec<MountOp>) -> Option<NamespacePlan> {
+/// The namespaces for a command under `support` (with a network namespace when
+/// `network_off`), making `mounts` in its new mount namespace; `None` without namespaces.
+pub(crate) fn plan(
+    support: Support,
+    network_off: bool,
+    mounts: Vec<MountOp>,
+) -> Option<NamespacePlan> {
+    let (join, flags) = match support {
+        Support::None => return None,
+        Support::Shared { user, net } => {
+            let mut join = vec![(user, libc::CLONE_NEWUSER)];
+            if network_off {
+                join.push((net, libc::CLONE_NEWNET));
+            }
+            (join, libc::CLONE_NEWNS)
+        }
+        Support::Fresh { net } => {
+            let mut flags = libc::CLONE_NEWUSER | libc::CLONE_NEWNS;
+            if network_off && net {
+                flags |= libc::CLONE_NEWNET;
+            }
+            (Vec::new(), flags)
+        }
+    };
     let uid = rustix::process::geteuid().as_raw();
     let gid = rustix::process::getegid().as_raw();
     Some(NamespacePlan {
+        join,
         flags,
         setgroups_path: CString::new("/proc/self/setgroups").ok()?,
         uid_map_path: CString::new("/proc/self/uid_map").ok()?,
@@ -227,6 +306,55 @@ mod tests {
             locked_flags(StatVfsMountFlags::NODEV),
             libc::MS_NODEV | libc::MS_STRICTATIME
         );
+    }
+
+    /// Runs `script` with `sh -c` in the namespaces of `plan`; its stdout and success.
+    fn run_in(plan: NamespacePlan, script: &str) -> (String, bool) {
+        let mut command = std::process::Command::new("sh");
+        command.arg("-c").arg(script);
+        child::install(
+            &mut command,
+            Arc::new(ChildPlan {
+                namespaces: Some(plan),
+                ..ChildPlan::default()
+            }),
+        );
+        let output = command.output().unwrap();
+        (
+            String::from_utf8_lossy(&output.stdout).into_owned(),
+            output.status.success(),
+        )
+    }
+
+    #[test]
+    fn both_ways_into_namespaces_protect_files_and_take_the_network() {
+        if support() == Support::None {
+            println!("skipped: no user namespaces here");
+            return;
+        }
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("protected");
+        std::fs::write(&file, "kept\n").unwrap();
+        let mut ways = vec![Support::Fresh { net: true }];
+        if let Some((user, net)) = shared() {
+            ways.push(Support::Shared { user, net });
+        }
+        for way in ways {
+            let mounts = read_only_bind(&file).unwrap().into_iter().collect();
+            let script = format!(
+                "echo changed > '{}' || echo refused; grep -c : /proc/net/dev",
+                file.display()
+            );
+            let (out, ok) = run_in(plan(way, true, mounts).unwrap(), &script);
+            assert!(ok, "{way:?}: {out}");
+            // Refused, and only the loopback interface.
+            assert_eq!(out, "refused\n1\n", "{way:?}");
+            assert_eq!(std::fs::read_to_string(&file).unwrap(), "kept\n");
+            // With the network on, the host's network namespace.
+            let (out, _) = run_in(plan(way, false, Vec::new()).unwrap(), "cat /proc/net/dev");
+            let host = std::fs::read_to_string("/proc/net/dev").unwrap();
+            assert_eq!(out.lines().count(), host.lines().count(), "{way:?}");
+        }
     }
 
     #[test]

@@ -155,7 +155,11 @@ impl ProtectedSnapshot {
             }
         }
         if !report.is_empty() {
-            tracing::warn!(restored = ?report.restored, failures = ?report.failures, "restored protected paths a command changed");
+            tracing::warn!(
+                restored = ?report.restored,
+                failures = ?report.failures,
+                "restored protected paths a command changed"
+            );
         }
         report
     }

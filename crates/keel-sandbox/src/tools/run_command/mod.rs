@@ -30,8 +30,8 @@ const SETTLE: Duration = Duration::from_millis(100);
 /// After killing: how long to keep reading output before giving up on the pipe.
 const DRAIN: Duration = Duration::from_millis(500);
 /// After killing what a call left: how long to wait to reap it before leaving that to a
-/// later call.
-const REAP_WAIT: Duration = Duration::from_millis(200);
+/// later call (a SIGKILLed process dies at once, unless the machine is very busy).
+const REAP_WAIT: Duration = Duration::from_secs(2);
 /// Added to the longest command timeout for the registry's own timeout, so this tool's
 /// timeout handling (which kills the processes and reports) runs first.
 const REGISTRY_SLACK: Duration = Duration::from_secs(30);
