@@ -4,7 +4,8 @@ use std::path::PathBuf;
 
 use keel_tool::ToolError;
 
-/// Why the sandbox refused a path. Every message names the path as the model gave it.
+/// Why the sandbox refused a path or could not confine a command. Every message about a path
+/// names the path as the model gave it.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum SandboxError {
@@ -67,6 +68,19 @@ pub enum SandboxError {
         /// The path as given.
         given: String,
     },
+    /// The kernel cannot enforce the policy's mode and the policy does not allow running
+    /// unconfined.
+    #[error("{message}")]
+    Unenforceable {
+        /// What is missing and what the person can do.
+        message: String,
+    },
+    /// A command's sandbox could not be set up.
+    #[error("the command's sandbox could not be set up: {message}")]
+    Setup {
+        /// Why.
+        message: String,
+    },
     /// An I/O error.
     #[error("{given}: {source}")]
     Io {
@@ -90,9 +104,10 @@ impl From<SandboxError> for ToolError {
     fn from(err: SandboxError) -> Self {
         match err {
             SandboxError::NotFound { .. } => ToolError::NotFound(err.to_string()),
-            SandboxError::Io { .. } | SandboxError::Empty | SandboxError::TooLong { .. } => {
-                ToolError::Failed(err.to_string())
-            }
+            SandboxError::Io { .. }
+            | SandboxError::Empty
+            | SandboxError::TooLong { .. }
+            | SandboxError::Setup { .. } => ToolError::Failed(err.to_string()),
             _ => ToolError::Denied(err.to_string()),
         }
     }

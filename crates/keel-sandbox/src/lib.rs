@@ -6,8 +6,29 @@
 //!   root (never under `.git/`); reads may also use extra read-only roots. Symlinks are
 //!   resolved before the check, and files are opened with `openat2(RESOLVE_BENEATH)` so a
 //!   symlink swapped in mid-operation cannot escape.
-//! - [`SandboxPolicy`]: what commands may do; enforced by the kernel with Landlock.
+//! - [`SandboxPolicy`]: what commands may do, enforced by the kernel through a
+//!   [`CommandSandbox`]: Landlock for files (write only in the workspace, the session temp
+//!   dir and the policy's roots; never a device node), the network off by default (a seccomp
+//!   filter on `socket()`, Landlock's TCP and abstract-socket rules, a network namespace),
+//!   and where unprivileged user namespaces work, a mount namespace in which the protected
+//!   paths are read-only and the session's sockets (tmux, X11, the runtime dir, Docker, SSH
+//!   agents) hidden. [`CommandSandbox`] also confines programs a host starts itself (task
+//!   runners).
+//! - Protected paths: `.git`, the configuration files that grant keel powers
+//!   (`.keel/config.toml`, `.claude/settings*.json`, `.mcp.json`), the `core.hooksPath`
+//!   directory and the policy's `protected_paths`. The file tools never write `.git` and
+//!   mark writes to the others [`Effect::Protected`](keel_tool::Effect) (the person is always
+//!   asked); around every command, [`ProtectedSnapshot`] restores what changed anyway.
+//! - [`scrub_env`]: the environment every process keel starts gets — no credentials, no
+//!   `TMUX`, `SSH_AUTH_SOCK`, desktop bus or display.
+//! - [`reaper`]: no process outlives its call — keel as a child subreaper, the sweep of
+//!   escaped processes after each command, [`reaper::kill_descendants`] at exit.
 //! - The built-in tools in [`tools`], each an ordinary [`keel_tool::Tool`].
+//!
+//! Not covered: pathname Unix sockets outside the hidden directories can still be connected
+//! to (Landlock ABI 7 cannot restrict them); without user namespaces, protected paths are
+//! only restored after a command (a process that escaped and outlived the sweep could change
+//! them later); a repository cloned into a subdirectory carries its own `.git/config`.
 //!
 //! ```
 //! use keel_sandbox::{Access, PathSandbox, SandboxError};
@@ -27,17 +48,23 @@
 
 pub mod classify;
 mod confine;
+mod env;
 mod error;
 pub mod git;
 mod path;
 mod policy;
+mod protect;
+pub mod reaper;
 pub mod tools;
 
 pub use classify::classify;
+pub use confine::{CommandSandbox, NO_NAMESPACES_VAR};
+pub use env::{is_hidden_var, scrub_env, scrub_std_env};
 pub use error::SandboxError;
 pub use git::{Checkpoint, GitError, GitSession, UndoneCommit};
 pub use path::{Access, PathSandbox, ResolvedPath, WriteReport};
 pub use policy::{SandboxMode, SandboxPolicy};
+pub use protect::{ProtectedSnapshot, RestoreReport};
 
 use std::sync::Arc;
 
@@ -70,8 +97,11 @@ pub fn default_tools(
         .with(tools::GitStatus::new(shared.clone()))?
         .with(tools::GitDiff::new(shared.clone()))?;
     if policy.mode != SandboxMode::ReadOnly {
-        registry.register(tools::WriteFile::new(shared.clone()))?;
-        registry.register(tools::PatchFile::new(shared.clone()))?;
+        let protected = policy.protected_paths.clone();
+        registry.register(
+            tools::WriteFile::new(shared.clone()).with_protected_paths(protected.clone()),
+        )?;
+        registry.register(tools::PatchFile::new(shared.clone()).with_protected_paths(protected))?;
         registry.register(tools::GitCommit::new(shared))?;
     }
     Ok(registry)

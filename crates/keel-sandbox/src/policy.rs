@@ -9,8 +9,9 @@ use serde::{Deserialize, Serialize};
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum SandboxMode {
-    /// Read anywhere; write only inside the workspace, the system temp dir and `/dev/null`-like
-    /// devices.
+    /// Read anywhere; write only inside the workspace, the session temp dir (`TMPDIR`),
+    /// `/dev/shm`, the policy's `writable_roots`, cargo's package-cache lock files and
+    /// `/dev/null`-like devices. Never the system temp dir, `~/.cargo/bin` or `~/.cargo/env`.
     #[default]
     WorkspaceWrite,
     /// Read anywhere; write nowhere but `/dev/null`-like devices.
@@ -27,11 +28,17 @@ pub struct SandboxPolicy {
     /// Where commands may write.
     pub mode: SandboxMode,
     /// More directories commands may write under [`SandboxMode::WorkspaceWrite`], besides the
-    /// workspace and the temp dir: caches such as `~/.cargo` or `~/.npm` that builds need.
-    /// Ignored in the other modes. Missing directories are skipped.
+    /// workspace and the session temp dir, added by the person (`--add-dir`): caches such as
+    /// `~/.npm` that builds need. Ignored in the other modes. Missing directories are
+    /// skipped. A root holding programs that run later outside the sandbox (`~/.cargo`, whose
+    /// `bin` and `env` are, or a PATH directory) gives that away: cargo's lock files are
+    /// writable without it.
     pub writable_roots: Vec<PathBuf>,
-    /// Whether commands may open network connections (`false` blocks TCP connect/bind where the
-    /// kernel's Landlock ABI allows).
+    /// Whether commands may use the network (default `false`). Off, a confined command cannot
+    /// open a socket of any family but `AF_UNIX` and `AF_NETLINK` (seccomp), nor connect or
+    /// bind TCP ports or reach abstract Unix sockets outside its sandbox (Landlock, ABI 4 and
+    /// 6), and, where user namespaces work, runs in a network namespace with no interface but
+    /// a loopback that is down. Full access always has the network.
     pub network: bool,
     /// Whether to run unconfined, with a warning, when the kernel cannot enforce `mode`.
     /// When false, commands fail instead.
@@ -54,7 +61,7 @@ impl Default for SandboxPolicy {
         Self {
             mode: SandboxMode::WorkspaceWrite,
             writable_roots: Vec::new(),
-            network: true,
+            network: false,
             allow_unconfined_fallback: false,
             max_command_timeout: Duration::from_secs(120),
             default_command_timeout: Duration::from_secs(30),

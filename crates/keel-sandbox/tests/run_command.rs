@@ -85,6 +85,8 @@ fn normalized(output: &ToolOutput) -> Value {
     if !value["metadata"]["landlock_abi"].is_null() {
         value["metadata"]["landlock_abi"] = json!("[abi]");
     }
+    // Whether this machine has user namespaces.
+    value["metadata"]["namespaces"] = json!("[namespaces]");
     value
 }
 
@@ -170,17 +172,27 @@ async fn runs_in_the_root() {
 }
 
 #[test]
-fn credentials_are_not_passed_on() {
+fn credentials_and_session_sockets_are_not_passed_on() {
     // Environment variables are set on a child test process, not on this one (setting them
     // here would race with the other tests).
     if std::env::var_os("KEEL_TEST_CREDENTIALS_CHILD").is_some() {
         let runtime = tokio::runtime::Runtime::new().unwrap();
-        let output = runtime.block_on(run("env"));
+        let dir = temp_dir();
+        let hidden = SandboxPolicy {
+            hidden_env: vec!["MY_LLM_KEY_VAR".to_owned()],
+            ..policy()
+        };
+        let output = runtime.block_on(run_in(dir.path(), hidden, "env", None));
         assert!(!output.is_error, "{}", output.content);
         for secret in [
             "sk-ant-secret",
             "sk-openai-secret",
             "ghp-secret",
+            "custom-secret",
+            "aws-id-secret",
+            "pat-secret",
+            "/tmp/tmux-0/default",
+            "agent.sock",
             "pg-secret",
         ] {
             assert!(
@@ -204,7 +216,7 @@ fn credentials_are_not_passed_on() {
     let status = std::process::Command::new(std::env::current_exe().unwrap())
         .args([
             "--exact",
-            "credentials_are_not_passed_on",
+            "credentials_and_session_sockets_are_not_passed_on",
             "--test-threads=1",
         ])
         .env("KEEL_TEST_CREDENTIALS_CHILD", "1")
@@ -212,6 +224,11 @@ fn credentials_are_not_passed_on() {
         .env("OPENAI_API_KEY", "sk-openai-secret")
         .env("GITHUB_TOKEN", "ghp-secret")
         .env("PGPASSWORD", "pg-secret")
+        .env("MY_LLM_KEY_VAR", "custom-secret")
+        .env("AWS_ACCESS_KEY_ID", "aws-id-secret")
+        .env("GITHUB_PAT", "pat-secret")
+        .env("TMUX", "/tmp/tmux-0/default,1,0")
+        .env("SSH_AUTH_SOCK", "/tmp/ssh-x/agent.sock")
         .env("KEEL_TEST_VISIBLE", "yes")
         .status()
         .unwrap();

@@ -8,6 +8,7 @@
 //! `\r\n`.
 
 use std::io::Read;
+use std::path::PathBuf;
 use std::sync::Arc;
 
 use keel_tool::{Effect, Tool, ToolContext, ToolError, ToolOutput};
@@ -19,6 +20,7 @@ use super::read_file::{
     BINARY_PROBE_BYTES, binary_error, open_regular_file, plural, push_numbered, thousands,
 };
 use crate::path::PathSandbox;
+use crate::protect::write_effect;
 
 /// The largest file `patch_file` edits (it holds the whole file in memory).
 pub const MAX_PATCH_BYTES: u64 = 32 * 1024 * 1024;
@@ -54,12 +56,24 @@ pub struct PatchFileArgs {
 #[derive(Debug, Clone)]
 pub struct PatchFile {
     sandbox: Arc<PathSandbox>,
+    protected_paths: Vec<PathBuf>,
 }
 
 impl PatchFile {
     /// A `patch_file` editing through `sandbox`.
     pub fn new(sandbox: Arc<PathSandbox>) -> Self {
-        Self { sandbox }
+        Self {
+            sandbox,
+            protected_paths: Vec::new(),
+        }
+    }
+
+    /// Also treats `paths` as protected (the policy's
+    /// [`protected_paths`](crate::SandboxPolicy::protected_paths)): writing them, or below
+    /// them, needs the person's approval.
+    pub fn with_protected_paths(mut self, paths: Vec<PathBuf>) -> Self {
+        self.protected_paths = paths;
+        self
     }
 }
 
@@ -80,8 +94,10 @@ impl Tool for PatchFile {
         DESCRIPTION
     }
 
-    fn effect(&self, _args: &PatchFileArgs) -> Effect {
-        Effect::Mutating
+    /// [`Effect::Protected`] for a protected path (resolved: a symlink to one counts),
+    /// else [`Effect::Mutating`].
+    fn effect(&self, args: &PatchFileArgs) -> Effect {
+        write_effect(&self.sandbox, &self.protected_paths, &args.path)
     }
 
     async fn call(&self, args: PatchFileArgs, _ctx: &ToolContext) -> Result<ToolOutput, ToolError> {

@@ -1,5 +1,6 @@
 //! `write_file`: creates a file or replaces its whole content, atomically.
 
+use std::path::PathBuf;
 use std::sync::Arc;
 
 use keel_tool::{Effect, Tool, ToolContext, ToolError, ToolOutput};
@@ -9,6 +10,7 @@ use serde_json::json;
 
 use super::read_file::{plural, thousands};
 use crate::path::PathSandbox;
+use crate::protect::write_effect;
 
 /// The arguments of `write_file`.
 #[derive(Debug, Clone, Deserialize, JsonSchema)]
@@ -23,12 +25,24 @@ pub struct WriteFileArgs {
 #[derive(Debug, Clone)]
 pub struct WriteFile {
     sandbox: Arc<PathSandbox>,
+    protected_paths: Vec<PathBuf>,
 }
 
 impl WriteFile {
     /// A `write_file` writing through `sandbox`.
     pub fn new(sandbox: Arc<PathSandbox>) -> Self {
-        Self { sandbox }
+        Self {
+            sandbox,
+            protected_paths: Vec::new(),
+        }
+    }
+
+    /// Also treats `paths` as protected (the policy's
+    /// [`protected_paths`](crate::SandboxPolicy::protected_paths)): writing them, or below
+    /// them, needs the person's approval.
+    pub fn with_protected_paths(mut self, paths: Vec<PathBuf>) -> Self {
+        self.protected_paths = paths;
+        self
     }
 }
 
@@ -47,8 +61,10 @@ impl Tool for WriteFile {
         DESCRIPTION
     }
 
-    fn effect(&self, _args: &WriteFileArgs) -> Effect {
-        Effect::Mutating
+    /// [`Effect::Protected`] for a protected path (resolved: a symlink to one counts),
+    /// else [`Effect::Mutating`].
+    fn effect(&self, args: &WriteFileArgs) -> Effect {
+        write_effect(&self.sandbox, &self.protected_paths, &args.path)
     }
 
     async fn call(&self, args: WriteFileArgs, _ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
