@@ -8,8 +8,9 @@
 use std::ffi::{OsStr, OsString};
 
 /// Name endings (compared without case) of variables that hold credentials.
-const SECRET_SUFFIXES: [&str; 13] = [
+const SECRET_SUFFIXES: [&str; 14] = [
     "_KEY",
+    "_KEY_ID",
     "APIKEY",
     "_TOKEN",
     "_SECRET",
@@ -30,9 +31,10 @@ const SECRET_NAMES: [&str; 4] = ["AWS_ACCESS_KEY_ID", "TOKEN", "SECRET", "NPM_CO
 /// Variables that lead back into the user's session: a terminal multiplexer (`tmux
 /// new-window` runs outside the sandbox), the SSH and GPG agents, the desktop bus, the
 /// display server.
-const SESSION_NAMES: [&str; 11] = [
+const SESSION_NAMES: [&str; 12] = [
     "TMUX",
     "TMUX_PANE",
+    "TMUX_TMPDIR",
     "STY",
     "SSH_AUTH_SOCK",
     "SSH_AGENT_PID",
@@ -45,9 +47,9 @@ const SESSION_NAMES: [&str; 11] = [
 ];
 
 /// Whether a process keel starts must not see the variable `name`: a credential (names ending
-/// in `_KEY`, `APIKEY`, `_TOKEN`, `_SECRET`, `PASSWORD`, `_PASSWD`, `_PASSPHRASE`,
+/// in `_KEY`, `_KEY_ID`, `APIKEY`, `_TOKEN`, `_SECRET`, `PASSWORD`, `_PASSWD`, `_PASSPHRASE`,
 /// `_CREDENTIALS`, `_PAT`, `_AUTH`, `_COOKIE`, and `AWS_ACCESS_KEY_ID`; any case), a way
-/// into the user's session (`TMUX`, `TMUX_PANE`, `STY`, `SSH_AUTH_SOCK`, `SSH_AGENT_PID`,
+/// into the user's session (`TMUX`, `TMUX_PANE`, `TMUX_TMPDIR`, `STY`, `SSH_AUTH_SOCK`, `SSH_AGENT_PID`,
 /// `DBUS_SESSION_BUS_ADDRESS`, `GPG_AGENT_INFO`, `WAYLAND_DISPLAY`, `DISPLAY`, `XAUTHORITY`,
 /// `KITTY_LISTEN_ON`), or one of `hidden` (the variables holding keel's own keys, such as a
 /// provider's `api_key_env`; compared without case).

@@ -61,6 +61,46 @@ fn device_nodes_cannot_be_made() {
 }
 
 #[test]
+fn commands_hold_no_capabilities_and_cannot_read_keel_through_proc() {
+    in_both_modes(
+        "commands_hold_no_capabilities_and_cannot_read_keel_through_proc",
+        async || {
+            let root = workspace();
+            // This test process stands in for keel: non-dumpable, as the binary makes itself.
+            rustix::process::set_dumpable_behavior(rustix::process::DumpableBehavior::NotDumpable)
+                .unwrap();
+            let output = run(
+                root.path(),
+                &format!(
+                    "grep -E '^Cap(Eff|Prm|Bnd|Amb):' /proc/self/status; \
+                     cat /proc/{}/environ >/dev/null 2>&1 && echo READ-KEEL",
+                    std::process::id()
+                ),
+            )
+            .await;
+            for line in output.content.lines().filter(|l| l.starts_with("Cap")) {
+                assert!(
+                    line.ends_with("0000000000000000"),
+                    "a capability is left: {}",
+                    output.content
+                );
+            }
+            assert_eq!(
+                output
+                    .content
+                    .lines()
+                    .filter(|l| l.starts_with("Cap"))
+                    .count(),
+                4,
+                "{}",
+                output.content
+            );
+            assert!(!output.content.contains("READ-KEEL"), "{}", output.content);
+        },
+    );
+}
+
+#[test]
 fn tmpdir_is_the_session_dir_and_the_system_temp_dir_is_not_writable() {
     in_both_modes(
         "tmpdir_is_the_session_dir_and_the_system_temp_dir_is_not_writable",

@@ -5,8 +5,10 @@
 //! only makes raw, async-signal-safe system calls on that memory, in this order: `setsid`;
 //! with namespaces, `setns` into the shared ones or `unshare` new ones (then the uid/gid
 //! maps, `setgroups` denied first), a new mount namespace with `/` made recursively private
-//! and the mounts; then `prctl(PR_SET_NO_NEW_PRIVS)`, the seccomp
-//! filter and `landlock_restrict_self`. Landlock forbids mount changes from then on, which is
+//! and the mounts; then every capability dropped from the bounding and ambient sets (so a
+//! command keel runs as root has none after `exec`: it cannot read keel's memory or
+//! environment through `/proc`, make devices or override file permissions), then
+//! `prctl(PR_SET_NO_NEW_PRIVS)`, the seccomp filter and `landlock_restrict_self`. Landlock forbids mount changes from then on, which is
 //! what keeps the command from undoing the mounts.
 
 #![allow(unsafe_code)]
@@ -49,6 +51,9 @@ pub(crate) struct NamespacePlan {
 #[derive(Debug, Default)]
 pub(crate) struct ChildPlan {
     pub(crate) namespaces: Option<NamespacePlan>,
+    /// The highest capability number of this kernel: every capability up to it is dropped
+    /// from the bounding set. `None`: none is dropped.
+    pub(crate) last_capability: Option<libc::c_int>,
     pub(crate) no_new_privs: bool,
     /// A seccomp program; its length fits `u16` (checked when it was built).
     pub(crate) seccomp: Option<Vec<libc::sock_filter>>,
@@ -89,6 +94,9 @@ fn run(plan: &ChildPlan) -> io::Result<()> {
     }
     if let Some(namespaces) = &plan.namespaces {
         enter_namespaces(namespaces)?;
+    }
+    if let Some(last) = plan.last_capability {
+        drop_capabilities(last);
     }
     if plan.no_new_privs {
         let zero = libc::c_ulong::from(0u8);
@@ -141,6 +149,43 @@ fn run(plan: &ChildPlan) -> io::Result<()> {
         }
     }
     Ok(())
+}
+
+/// The highest capability number the kernel knows (`/proc/sys/kernel/cap_last_cap`), read in
+/// the parent; the newest this crate knows when the file cannot be read.
+pub(crate) fn last_capability() -> Option<libc::c_int> {
+    const KNOWN_LAST: libc::c_int = 40; // CAP_CHECKPOINT_RESTORE
+    let read = std::fs::read_to_string("/proc/sys/kernel/cap_last_cap")
+        .ok()
+        .and_then(|text| text.trim().parse::<libc::c_int>().ok());
+    Some(read.unwrap_or(KNOWN_LAST).clamp(0, 63))
+}
+
+/// Drops every capability up to `last` from the bounding set and clears the ambient set, so
+/// that after `exec` the command holds none, even as root (`no_new_privs` keeps setuid and
+/// file capabilities from giving them back). Failures are ignored: a process without
+/// `CAP_SETPCAP` (any non-root user outside a user namespace) has no capabilities to drop.
+fn drop_capabilities(last: libc::c_int) {
+    let zero = libc::c_ulong::from(0u8);
+    for cap in 0..=last {
+        let Ok(cap) = libc::c_ulong::try_from(cap) else {
+            continue;
+        };
+        // SAFETY: prctl with PR_CAPBSET_DROP takes integer arguments only.
+        unsafe {
+            libc::prctl(libc::PR_CAPBSET_DROP, cap, zero, zero, zero);
+        }
+    }
+    // SAFETY: prctl with PR_CAP_AMBIENT takes integer arguments only.
+    unsafe {
+        libc::prctl(
+            libc::PR_CAP_AMBIENT,
+            libc::c_ulong::try_from(libc::PR_CAP_AMBIENT_CLEAR_ALL).unwrap_or(4),
+            zero,
+            zero,
+            zero,
+        );
+    }
 }
 
 fn enter_namespaces(plan: &NamespacePlan) -> io::Result<()> {

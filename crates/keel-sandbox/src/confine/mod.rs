@@ -179,6 +179,7 @@ impl CommandSandbox {
         sandbox.namespaces = namespace_plan.is_some();
         sandbox.plan = Arc::new(ChildPlan {
             namespaces: namespace_plan,
+            last_capability: child::last_capability(),
             no_new_privs: true,
             seccomp,
             landlock: Some(ruleset),

@@ -231,9 +231,10 @@ fn locked_flags(flags: StatVfsMountFlags) -> libc::c_ulong {
 }
 
 /// The pathname-socket places that lead back into the user's session, as they exist on this
-/// machine: `/tmp/tmux-<uid>`, `/tmp/.X11-unix`, `/run/user/<uid>`, `$XDG_RUNTIME_DIR`,
-/// `/run/docker.sock`, `/var/run/docker.sock`, `/tmp/ssh-*`; resolved, without those that
-/// hold any of `keep` (the workspace, the temp dir).
+/// machine: `/tmp/tmux-<uid>` and `$TMUX_TMPDIR/tmux-<uid>`, `/tmp/.X11-unix`,
+/// `/run/user/<uid>`, `$XDG_RUNTIME_DIR`, `/run/docker.sock`, `/var/run/docker.sock`,
+/// `/tmp/ssh-*` and `$SSH_AUTH_SOCK` itself; resolved, without those that hold any
+/// of `keep` (the workspace, the temp dir).
 pub(crate) fn session_sockets(keep: &[&Path]) -> Vec<PathBuf> {
     let uid = rustix::process::geteuid().as_raw();
     let mut places = vec![
@@ -244,6 +245,10 @@ pub(crate) fn session_sockets(keep: &[&Path]) -> Vec<PathBuf> {
         PathBuf::from("/var/run/docker.sock"),
     ];
     places.extend(std::env::var_os("XDG_RUNTIME_DIR").map(PathBuf::from));
+    places.extend(
+        std::env::var_os("TMUX_TMPDIR").map(|dir| PathBuf::from(dir).join(format!("tmux-{uid}"))),
+    );
+    places.extend(std::env::var_os("SSH_AUTH_SOCK").map(PathBuf::from));
     if let Ok(entries) = std::fs::read_dir("/tmp") {
         places.extend(
             entries
