@@ -69,6 +69,11 @@ fn main() -> ExitCode {
         eprintln!("keel: warning: cannot protect keel's memory from other processes: {err}");
     }
     let cli = Cli::parse();
+    // Orphans of the commands keel runs (double forks, `setsid -f`) become keel's children, so
+    // they can be found and killed when their call ends, and at exit.
+    if let Err(err) = keel_sandbox::reaper::become_subreaper() {
+        eprintln!("keel: warning: cannot become a child subreaper: {err}");
+    }
     let runtime = match tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -79,7 +84,14 @@ fn main() -> ExitCode {
             return ExitCode::from(1);
         }
     };
-    match runtime.block_on(dispatch(cli)) {
+    let result = runtime.block_on(dispatch(cli));
+    drop(runtime);
+    // Nothing keel started outlives it, but the detached supervisors of background tasks.
+    let killed = keel_sandbox::reaper::kill_descendants();
+    if killed > 0 {
+        tracing::debug!(killed, "killed processes left at exit");
+    }
+    match result {
         Ok(code) => ExitCode::from(code),
         Err(err) => {
             eprintln!("keel: {err}");

@@ -67,8 +67,20 @@ pub fn is_hidden_var(name: impl AsRef<OsStr>, hidden: &[String]) -> bool {
     let upper = name.to_ascii_uppercase();
     SECRET_SUFFIXES.iter().any(|suffix| upper.ends_with(suffix))
         || SECRET_NAMES.contains(&upper.as_str())
-        || SESSION_NAMES.contains(&name.as_ref())
+        || is_session_var(name.as_ref())
         || hidden.iter().any(|h| h.eq_ignore_ascii_case(&name))
+}
+
+/// Whether the variable `name` leads back into the user's session (a terminal multiplexer,
+/// an SSH or GPG agent, the desktop bus, the display): what even keel's own processes that
+/// keep its credentials (the runner of a background task, which calls the model) must not get.
+///
+/// ```
+/// assert!(keel_sandbox::is_session_var("TMUX"));
+/// assert!(!keel_sandbox::is_session_var("ANTHROPIC_API_KEY"));
+/// ```
+pub fn is_session_var(name: impl AsRef<OsStr>) -> bool {
+    SESSION_NAMES.contains(&name.as_ref().to_string_lossy().as_ref())
 }
 
 /// The names `command` must not pass on: hidden variables of this process's environment

@@ -59,7 +59,7 @@ pub mod tools;
 
 pub use classify::classify;
 pub use confine::{CommandSandbox, NO_NAMESPACES_VAR};
-pub use env::{is_hidden_var, scrub_env, scrub_std_env};
+pub use env::{is_hidden_var, is_session_var, scrub_env, scrub_std_env};
 pub use error::SandboxError;
 pub use git::{Checkpoint, GitError, GitSession, UndoneCommit};
 pub use path::{Access, PathSandbox, ResolvedPath, WriteReport};

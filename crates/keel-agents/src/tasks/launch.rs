@@ -169,18 +169,20 @@ impl TaskLauncher {
     fn spawn(&self, id: &str) -> Result<(), TaskError> {
         match &self.spawner {
             Spawner::Detached { program, args } => {
-                let mut child = std::process::Command::new(program)
+                let mut command = std::process::Command::new(program);
+                command
                     .args(args)
                     .arg(id)
                     .stdin(std::process::Stdio::null())
                     .stdout(std::process::Stdio::null())
-                    .stderr(std::process::Stdio::null())
-                    .spawn()
+                    .stderr(std::process::Stdio::null());
+                // Registered as it starts as a child to leave running when keel sweeps its
+                // descendants (at a command's end, at exit): it outlives keel on purpose.
+                let (mut child, survivor) = keel_sandbox::reaper::spawn_std(&mut command, true)
                     .map_err(|source| TaskError::Io {
                         context: format!("starting {}", program.display()),
                         source,
                     })?;
-                let survivor = keep_running(child.id());
                 // Reaped when it exits, so it never lingers as a zombie of a long-lived host.
                 std::thread::spawn(move || {
                     let _survivor = survivor;
@@ -244,19 +246,6 @@ pub fn cancel(store: &dyn TaskStore, id: &str) -> Result<TaskRecord, TaskError> 
             None => Err(TaskError::NotFound { id: id.to_owned() }),
         },
     }
-}
-
-/// A detached supervisor registered as one to leave running when keel sweeps its
-/// descendants (at a command's end, at exit): it outlives its launcher on purpose. Held until
-/// the supervisor exits.
-struct Survivor;
-
-/// Registers the detached supervisor `pid` as a [`Survivor`].
-// integration: keel_sandbox::reaper — register `pid` in the reaper's registry as a child
-// that is never swept and survives `kill_descendants()` (a `Tracked` guard marked
-// surviving), and return that guard instead of `Survivor`.
-fn keep_running(_pid: u32) -> Survivor {
-    Survivor
 }
 
 /// Marks interrupted the tasks `store` records as running whose supervisor is gone (checked

@@ -3,13 +3,13 @@
 //! timeout or cancellation, and records the real exit status and a summary.
 
 use std::collections::VecDeque;
-use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::time::Duration;
 
 use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncWriteExt, BufReader};
 use tokio::process::Command;
+use keel_sandbox::CommandSandbox;
 use tracing::Instrument;
 
 use super::process::{kill_group, start_time};
@@ -215,11 +215,11 @@ async fn run_runner(store: &dyn TaskStore, record: &TaskRecord) -> TaskEnd {
     let own = record.runner == DEFAULT_RUNNER;
     scrub_runner_env(&mut command, settings, own);
     command.env("KEEL_TASK_ID", &record.id);
-    let confinement = if own {
+    let sandbox = if own {
         None
     } else {
         match confine(&mut command, settings, &workdir, &record.output_path) {
-            Ok(confinement) => Some(confinement),
+            Ok(sandbox) => Some(sandbox),
             Err(err) => {
                 return failed(format!(
                     "cannot confine runner `{}` ({program}): {err}",
@@ -228,13 +228,11 @@ async fn run_runner(store: &dyn TaskStore, record: &TaskRecord) -> TaskEnd {
             }
         }
     };
-    // What confines the runner must live until it is started, no longer.
-    let spawned = {
-        let _confinement = confinement;
-        command.spawn()
-    };
-    let mut child = match spawned {
-        Ok(child) => child,
+    // What a confined runner changed of the protected paths is put back when it ends.
+    let protected = sandbox.as_ref().map(CommandSandbox::snapshot_protected);
+    // Registered with the reaper as it starts, so a sweep of commands' strays spares it.
+    let (mut child, _tracked) = match keel_sandbox::reaper::spawn(&mut command) {
+        Ok(spawned) => spawned,
         Err(err) => {
             return failed(format!(
                 "cannot start runner `{}` ({program}): {err}",
@@ -243,7 +241,6 @@ async fn run_runner(store: &dyn TaskStore, record: &TaskRecord) -> TaskEnd {
         }
     };
     let group = child.id();
-    let _tracked = group.map(track_runner);
     let (Some(stdout), Some(stderr)) = (child.stdout.take(), child.stderr.take()) else {
         if let Some(group) = group {
             let _ = kill_group(group);
@@ -293,8 +290,10 @@ async fn run_runner(store: &dyn TaskStore, record: &TaskRecord) -> TaskEnd {
         pump(stdout, "", &log, &mut out_tail),
         pump(stderr, "[stderr] ", &log, &mut err_tail)
     );
-    // Whatever the runner left in its group goes with it.
+    // Whatever the runner left in its group goes with it; then what it changed of the
+    // protected paths is put back.
     kill(group);
+    let restored = protected.map(|snapshot| snapshot.restore());
     let _ = log.lock().await.flush().await;
     let output_tail = out_tail.text();
     let error_tail = err_tail.text();
@@ -332,6 +331,11 @@ async fn run_runner(store: &dyn TaskStore, record: &TaskRecord) -> TaskEnd {
             Some(format!("waiting for the runner failed: {err}")),
         ),
     };
+    let restore_note = restored.as_ref().and_then(keel_sandbox::RestoreReport::note);
+    let note = match (note, restore_note) {
+        (Some(note), Some(restored)) => Some(format!("{note}; {restored}")),
+        (note, restored) => note.or(restored),
+    };
     TaskEnd {
         status,
         exit_code,
@@ -342,137 +346,42 @@ async fn run_runner(store: &dyn TaskStore, record: &TaskRecord) -> TaskEnd {
     }
 }
 
-/// Variables that reach a terminal, an agent or a desktop session: no runner gets them.
-const SESSION_VARS: [&str; 10] = [
-    "TMUX",
-    "TMUX_PANE",
-    "SSH_AUTH_SOCK",
-    "SSH_AGENT_PID",
-    "DBUS_SESSION_BUS_ADDRESS",
-    "GPG_AGENT_INFO",
-    "WAYLAND_DISPLAY",
-    "DISPLAY",
-    "XAUTHORITY",
-    "STY",
-];
-
-/// Name endings of variables that hold credentials.
-const SECRET_SUFFIXES: [&str; 11] = [
-    "API_KEY",
-    "APIKEY",
-    "_KEY",
-    "_TOKEN",
-    "_SECRET",
-    "SECRET_KEY",
-    "ACCESS_KEY",
-    "ACCESS_KEY_ID",
-    "PASSWORD",
-    "_PAT",
-    "_CREDENTIALS",
-];
-
 /// Takes from the runner's environment what it must not see: for every runner the
 /// terminal, agent and desktop sockets; for a runner other than keel's own (`own` false),
-/// also credentials and the policy's hidden variables, as commands. keel's own runner keeps
-/// the provider's key (custom `api_key_env` included): it needs it, and hides it from its
-/// commands itself.
+/// also credentials and the policy's hidden variables, as commands
+/// ([`keel_sandbox::scrub_env`]). keel's own runner keeps the provider's key (custom
+/// `api_key_env` included): it needs it, and hides it from its commands itself.
 fn scrub_runner_env(command: &mut Command, settings: &TaskSettings, own: bool) {
-    let names: Vec<_> = std::env::vars_os().map(|(name, _)| name).collect();
-    for name in scrubbed(&names, &settings.policy.hidden_env, own) {
-        command.env_remove(name);
+    if !own {
+        keel_sandbox::scrub_env(command, &settings.policy.hidden_env);
+        return;
+    }
+    for (name, _) in std::env::vars_os() {
+        if keel_sandbox::is_session_var(&name) {
+            command.env_remove(name);
+        }
     }
 }
 
-/// Which of `names` a runner does not get; see [`scrub_runner_env`].
-// integration: keel_sandbox::scrub_env(command, hidden) replaces this for other runners
-// (own == false); for keel's own runner only SESSION_VARS go.
-fn scrubbed<'a>(names: &'a [std::ffi::OsString], hidden: &[String], own: bool) -> Vec<&'a OsStr> {
-    names
-        .iter()
-        .map(|name| name.as_os_str())
-        .filter(|name| {
-            let text = name.to_string_lossy();
-            if SESSION_VARS.contains(&text.as_ref()) {
-                return true;
-            }
-            if own {
-                return false;
-            }
-            let upper = text.to_ascii_uppercase();
-            hidden.iter().any(|h| h.as_str() == text)
-                || SECRET_SUFFIXES.iter().any(|suffix| upper.ends_with(suffix))
-        })
-        .collect()
-}
-
-/// What keeps a runner confined until it is started.
-struct Confinement;
-
 /// Confines runner `command` (not keel's own) under the recorded policy, working in
-/// `workdir`, its temporary files beside its log (`<id>.tmp`).
-// integration: keel_sandbox::CommandSandbox — `CommandSandbox::prepare(workdir,
-// &settings.policy, &temp_dir)?` then `.apply(command)`, returning the sandbox (it must
-// outlive the spawn) instead of `Confinement`. Until then other runners run unconfined.
+/// `workdir`, its temporary files beside its log (`<id>.tmp`): the same Landlock, seccomp
+/// and namespace rules as keel's commands.
 fn confine(
-    _command: &mut Command,
+    command: &mut Command,
     settings: &TaskSettings,
     workdir: &Path,
     log: &Path,
-) -> Result<Confinement, String> {
-    let _temp_dir: PathBuf = log.with_extension("tmp");
-    tracing::debug!(
-        workdir = %workdir.display(),
-        mode = ?settings.policy.mode,
-        "runner not confined: keel-sandbox's CommandSandbox is not wired yet"
-    );
-    Ok(Confinement)
-}
-
-/// A runner registered with keel's reaper, so that sweeping the strays of a command leaves it
-/// alone (it is a child of the host when supervised in-process). Held until it ends.
-struct Tracked;
-
-/// Registers runner process `pid` as [`Tracked`].
-// integration: keel_sandbox::reaper — register `pid` in the reaper's registry (a `Tracked`
-// guard, not surviving) and return that guard instead.
-fn track_runner(_pid: u32) -> Tracked {
-    Tracked
+) -> Result<CommandSandbox, String> {
+    let temp_dir: PathBuf = log.with_extension("tmp");
+    let sandbox = CommandSandbox::prepare(workdir, &settings.policy, &temp_dir)
+        .map_err(|err| err.to_string())?;
+    sandbox.apply(command);
+    Ok(sandbox)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn other_runners_lose_credentials_and_hidden_names_and_keel_keeps_its_key() {
-        let kept = ["PATH", "HOME", "KEYBOARD"];
-        let secrets = [
-            "ANTHROPIC_API_KEY",
-            "GITHUB_TOKEN",
-            "AWS_ACCESS_KEY_ID",
-            "GH_PAT",
-        ];
-        let sessions = ["TMUX", "SSH_AUTH_SOCK"];
-        let names: Vec<std::ffi::OsString> = kept
-            .iter()
-            .chain(&secrets)
-            .chain(&["MY_LLM"])
-            .chain(&sessions)
-            .map(Into::into)
-            .collect();
-        let hidden = ["MY_LLM".to_owned()];
-        let scrub = |own: bool| -> Vec<String> {
-            scrubbed(&names, &hidden, own)
-                .into_iter()
-                .map(|n| n.to_string_lossy().into_owned())
-                .collect()
-        };
-        let mut gone: Vec<&str> = secrets.to_vec();
-        gone.push("MY_LLM");
-        gone.extend(sessions);
-        assert_eq!(scrub(false), gone);
-        assert_eq!(scrub(true), sessions);
-    }
 
     #[test]
     fn summaries_come_from_json_results_else_the_last_lines() {

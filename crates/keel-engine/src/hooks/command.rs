@@ -83,8 +83,7 @@ impl CommandHook {
         let stdin_json = serde_json::to_vec(input)
             .map_err(|error| format!("could not serialize its input: {error}"))?;
         let mut command = Command::new("bash");
-        scrub_env(&mut command, hidden);
-        let mut child = command
+        command
             .arg("-c")
             .arg(&self.command)
             .current_dir(&input.cwd)
@@ -95,8 +94,12 @@ impl CommandHook {
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .process_group(0)
-            .kill_on_drop(true)
-            .spawn()
+            .kill_on_drop(true);
+        // The same environment as commands: no credentials, no agent or desktop sockets, none
+        // of the host's hidden variables.
+        keel_sandbox::scrub_env(&mut command, hidden);
+        // Registered with the reaper as it starts, so a sweep of commands' strays spares it.
+        let (mut child, _tracked) = keel_sandbox::reaper::spawn(&mut command)
             .map_err(|error| format!("could not be started in {}: {error}", input.cwd.display()))?;
         // The child leads its own process group; the guard kills the group if we give up on
         // it (timeout, or this future dropped).
@@ -125,56 +128,6 @@ impl CommandHook {
             }
         }
     }
-}
-
-/// Removes from `command`'s environment every variable of this process that is named in
-/// `hidden`, has a credential-like name, or leads to an agent or desktop socket.
-// integration: keel_sandbox::scrub_env — the shared implementation (helper A) replaces this
-// one once it lands; until then this is a minimal stand-in with the same contract.
-fn scrub_env(command: &mut Command, hidden: &[String]) {
-    for (name, _) in std::env::vars_os() {
-        let text = name.to_string_lossy();
-        if hidden.iter().any(|hidden| *hidden == text) || is_sensitive_name(&text) {
-            command.env_remove(&name);
-        }
-    }
-}
-
-/// Variables that lead out of the sandbox to a running agent, multiplexer or desktop.
-const SOCKET_VARIABLES: [&str; 9] = [
-    "TMUX",
-    "TMUX_PANE",
-    "SSH_AUTH_SOCK",
-    "SSH_AGENT_PID",
-    "DBUS_SESSION_BUS_ADDRESS",
-    "GPG_AGENT_INFO",
-    "WAYLAND_DISPLAY",
-    "DISPLAY",
-    "XAUTHORITY",
-];
-
-/// Name endings (upper case) of variables that hold credentials.
-const CREDENTIAL_ENDINGS: [&str; 11] = [
-    "_KEY",
-    "_KEY_ID",
-    "APIKEY",
-    "_TOKEN",
-    "SECRET",
-    "PASSWORD",
-    "PASSWD",
-    "_PAT",
-    "_CREDENTIAL",
-    "_CREDENTIALS",
-    "_AUTH",
-];
-
-/// Whether a variable named `name` (any case) holds a credential or leads to a socket.
-fn is_sensitive_name(name: &str) -> bool {
-    let upper = name.to_ascii_uppercase();
-    SOCKET_VARIABLES.contains(&upper.as_str())
-        || CREDENTIAL_ENDINGS
-            .iter()
-            .any(|ending| upper.ends_with(ending))
 }
 
 /// Writes stdin, reads stdout and stderr, and waits for the exit, all at once so that no pipe
@@ -496,39 +449,6 @@ mod tests {
             .err()
             .unwrap_or_default();
         assert!(error.contains("\"perhaps\""), "{error}");
-    }
-
-    #[test]
-    fn credential_and_socket_names_are_sensitive() {
-        for name in [
-            "ANTHROPIC_API_KEY",
-            "openai_api_key",
-            "AWS_ACCESS_KEY_ID",
-            "AWS_SECRET_ACCESS_KEY",
-            "AWS_SESSION_TOKEN",
-            "GITHUB_TOKEN",
-            "GH_PAT",
-            "CLIENT_SECRET",
-            "DB_PASSWORD",
-            "GOOGLE_APPLICATION_CREDENTIALS",
-            "NPM_CONFIG__AUTH",
-            "SSH_AUTH_SOCK",
-            "TMUX",
-            "DISPLAY",
-        ] {
-            assert!(is_sensitive_name(name), "{name}");
-        }
-        for name in [
-            "PATH",
-            "HOME",
-            "LANG",
-            "TOKENIZERS_PARALLELISM",
-            "KEEL_SESSION_ID",
-            "CARGO_TARGET_DIR",
-            "KEYBOARD",
-        ] {
-            assert!(!is_sensitive_name(name), "{name}");
-        }
     }
 
     #[test]
