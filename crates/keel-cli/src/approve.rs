@@ -28,18 +28,25 @@ impl Answer {
     }
 }
 
-/// Asks the person a question and returns what they did. Called on a blocking thread.
+/// Asks the person a question and returns what they did. Called on a blocking thread. The
+/// question's last line is the prompt; lines before it (what the call would change) are
+/// shown first.
 pub type AskFn = Arc<dyn Fn(&str) -> Answer + Send + Sync>;
+
+/// The lines shown before the question about a call, e.g. the diff of an edit.
+pub type PreviewFn = Arc<dyn Fn(&ApprovalRequest) -> Vec<String> + Send + Sync>;
 
 /// Asks `[y/N/a(lways)]` for each gated call, and `Continue? [Y/n]` at the iteration warning.
 pub struct TerminalApprover {
     ask: AskFn,
+    preview: Option<PreviewFn>,
 }
 
 impl TerminalApprover {
-    /// An approver that asks through `ask`.
-    pub fn new(ask: AskFn) -> Self {
-        Self { ask }
+    /// An approver that asks through `ask`, showing what `preview` gives before each question
+    /// about a call.
+    pub fn new(ask: AskFn, preview: Option<PreviewFn>) -> Self {
+        Self { ask, preview }
     }
 
     async fn ask(&self, question: String) -> Answer {
@@ -69,7 +76,13 @@ pub fn approval_question(request: &ApprovalRequest) -> String {
 #[async_trait::async_trait]
 impl Approver for TerminalApprover {
     async fn approve(&self, request: &ApprovalRequest) -> Decision {
-        let answer = self.ask(approval_question(request)).await;
+        let mut question = String::new();
+        for line in self.preview.iter().flat_map(|preview| preview(request)) {
+            question.push_str(&line);
+            question.push('\n');
+        }
+        question.push_str(&approval_question(request));
+        let answer = self.ask(question).await;
         if answer == Answer::Interrupted {
             return Decision::Cancel;
         }
@@ -95,11 +108,12 @@ impl Approver for TerminalApprover {
 pub struct ModeApprover(Arc<dyn Approver>);
 
 impl ModeApprover {
-    /// The approver `mode` means; `ask` uses `ask` (and, without it, refuses as `deny`).
-    pub fn new(mode: ApprovalMode, ask: Option<AskFn>) -> Self {
+    /// The approver `mode` means; `ask` uses `ask` (and, without it, refuses as `deny`),
+    /// showing `preview`'s lines before each question.
+    pub fn new(mode: ApprovalMode, ask: Option<AskFn>, preview: Option<PreviewFn>) -> Self {
         Self(match (mode, ask) {
             (ApprovalMode::Allow, _) => Arc::new(AllowAll),
-            (ApprovalMode::Ask, Some(ask)) => Arc::new(TerminalApprover::new(ask)),
+            (ApprovalMode::Ask, Some(ask)) => Arc::new(TerminalApprover::new(ask, preview)),
             (ApprovalMode::Deny, _) | (ApprovalMode::Ask, None) => Arc::new(DenyGated),
         })
     }

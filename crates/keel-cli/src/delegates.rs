@@ -220,7 +220,7 @@ pub async fn command(options: &Options, command: Command) -> Result<u8, CliError
             "--no-delegation leaves nothing to list or run here".into(),
         ));
     }
-    let wired = setup.agent(ModeApprover::new(setup.approvals, None), Hooks::new())?;
+    let wired = setup.agent(ModeApprover::new(setup.approvals, None, None), Hooks::new())?;
     let delegates = wired
         .delegates
         .ok_or_else(|| CliError::Run("delegation is off".into()))?;

@@ -125,7 +125,7 @@ pub async fn run(options: &Options, args: ExecArgs) -> Result<u8, CliError> {
         }
         _ => None,
     };
-    let wired = setup.agent(ModeApprover::new(setup.approvals, ask), Hooks::new())?;
+    let wired = setup.agent(ModeApprover::new(setup.approvals, ask, None), Hooks::new())?;
     for warning in wired.delegates.iter().flat_map(|d| d.warnings.iter()) {
         progress(&format!("keel: warning: {warning}"));
     }

@@ -185,7 +185,17 @@ impl Input {
             let Ok(mut editor) = Editor::<(), DefaultHistory>::with_config(config.clone()) else {
                 return Answer::Closed;
             };
-            match editor.readline(question) {
+            // Lines before the last are shown first (what the call would change); the last is
+            // the prompt.
+            let prompt = match question.rsplit_once('\n') {
+                Some((before, prompt)) => {
+                    let lines: Vec<String> = before.lines().map(str::to_owned).collect();
+                    view.lines(&lines);
+                    prompt
+                }
+                None => question,
+            };
+            match editor.readline(prompt) {
                 Ok(line) => Answer::Line(line),
                 Err(ReadlineError::Interrupted) => Answer::Interrupted,
                 Err(_) => Answer::Closed,

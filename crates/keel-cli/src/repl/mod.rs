@@ -28,7 +28,7 @@ use self::snapshot::{SnapshotHook, Snapshots, WRITE_TOOLS};
 use self::totals::Totals;
 use self::view::{Style, View};
 use self::worktree::Baseline;
-use crate::approve::{Answer, ModeApprover};
+use crate::approve::{Answer, ModeApprover, PreviewFn};
 use crate::cli::Options;
 use crate::config::Trust;
 use crate::delegates::Delegates;
@@ -90,7 +90,15 @@ pub async fn run(options: &Options, choice: SessionChoice) -> Result<u8, CliErro
             Arc::new(SnapshotHook::new(snapshots.clone())),
         )
         .map_err(|err| CliError::Run(format!("the diff hook: {err}")))?;
-    let approver = ModeApprover::new(setup.approvals, Some(input.ask_fn(view.clone())));
+    let preview: PreviewFn = {
+        let (style, cwd) = (view.style(), setup.cwd.clone());
+        Arc::new(move |request| turn::proposed_change(style, &cwd, &request.tool, &request.input))
+    };
+    let approver = ModeApprover::new(
+        setup.approvals,
+        Some(input.ask_fn(view.clone())),
+        Some(preview),
+    );
     let wired = setup.agent(approver, hooks)?;
     let agent = wired.agent;
     let session = setup.session(&agent, &choice)?;

@@ -9,7 +9,7 @@ use serde_json::Value;
 
 use super::diff::file_diff;
 use super::snapshot::{Snapshots, target};
-use super::view::View;
+use super::view::{Style, View};
 use crate::render::{CallInputs, describe_call, finished_line, human_duration};
 use crate::signals;
 
@@ -128,13 +128,11 @@ impl Printer<'_> {
                     self.show_change(&input);
                 }
             }
-            AgentEvent::ApprovalRequested { name, input, .. } => {
-                // The question itself is asked, and says it, through the approver; for an
-                // edit, the person first sees the exact change they are asked about.
+            AgentEvent::ApprovalRequested { .. } | AgentEvent::IterationWarning { .. } => {
+                // The question itself is asked, and says it (with the change an edit would
+                // make), through the approver.
                 view.stop_spinner();
-                self.show_proposed_change(&name, &input);
             }
-            AgentEvent::IterationWarning { .. } => view.stop_spinner(),
             AgentEvent::Compacted {
                 before_tokens,
                 after_tokens,
@@ -152,41 +150,6 @@ impl Printer<'_> {
             AgentEvent::Warning { message } => view.warning(&format!("warning: {message}")),
             _ => {}
         }
-    }
-
-    /// The diff a write tool asks to make, before it is approved: `write_file`'s content over
-    /// the file as it is, or `patch_file`'s replacement applied to it.
-    fn show_proposed_change(&self, name: &str, input: &Value) {
-        let Some(path) = target(self.cwd, input) else {
-            return;
-        };
-        let old = std::fs::read_to_string(&path).ok();
-        let text = |key: &str| input.get(key).and_then(Value::as_str);
-        let new = match name {
-            "write_file" => text("content").map(str::to_owned),
-            "patch_file" => match (&old, text("old_string"), text("new_string")) {
-                (Some(old), Some(from), Some(to)) if !from.is_empty() => {
-                    let all = input.get("replace_all").and_then(Value::as_bool) == Some(true);
-                    Some(if all {
-                        old.replace(from, to)
-                    } else {
-                        old.replacen(from, to, 1)
-                    })
-                }
-                _ => None,
-            },
-            _ => None,
-        };
-        let Some(new) = new else {
-            return;
-        };
-        let shown = path
-            .strip_prefix(self.cwd)
-            .unwrap_or(&path)
-            .display()
-            .to_string();
-        let lines = file_diff(self.view.style(), &shown, old.as_deref(), &new);
-        self.view.lines(&lines);
     }
 
     /// The diff of the file a write tool changed.
@@ -222,6 +185,41 @@ impl Printer<'_> {
             _ => view.warning(&one_line(&outcome.text)),
         }
     }
+}
+
+/// The diff a write tool asks to make, shown before the question about it: `write_file`'s
+/// content over the file as it is, or `patch_file`'s replacement applied to it; nothing for
+/// other tools.
+pub fn proposed_change(style: Style, cwd: &Path, name: &str, input: &Value) -> Vec<String> {
+    let Some(path) = target(cwd, input) else {
+        return Vec::new();
+    };
+    let old = std::fs::read_to_string(&path).ok();
+    let text = |key: &str| input.get(key).and_then(Value::as_str);
+    let new = match name {
+        "write_file" => text("content").map(str::to_owned),
+        "patch_file" => match (&old, text("old_string"), text("new_string")) {
+            (Some(old), Some(from), Some(to)) if !from.is_empty() => {
+                let all = input.get("replace_all").and_then(Value::as_bool) == Some(true);
+                Some(if all {
+                    old.replace(from, to)
+                } else {
+                    old.replacen(from, to, 1)
+                })
+            }
+            _ => None,
+        },
+        _ => None,
+    };
+    let Some(new) = new else {
+        return Vec::new();
+    };
+    let shown = path
+        .strip_prefix(cwd)
+        .unwrap_or(&path)
+        .display()
+        .to_string();
+    file_diff(style, &shown, old.as_deref(), &new)
 }
 
 /// `text` on one line.
