@@ -103,6 +103,29 @@ pub fn check_inside(dir: &Path, path: &Path) -> Result<(), AgentsError> {
     })
 }
 
+/// The project's definitions folders `names` (relative to `project_root`, such as
+/// `.keel/agents`), without those that resolve outside the project: a repository whose
+/// `.keel/skills` is a symlink to `~/notes` or `/etc` does not get those files read as its
+/// definitions. A folder that does not exist is kept (it has no definitions).
+pub fn project_dirs(project_root: &Path, names: &[&str]) -> Vec<PathBuf> {
+    let root = std::fs::canonicalize(project_root).unwrap_or_else(|_| project_root.to_path_buf());
+    names
+        .iter()
+        .map(|name| project_root.join(name))
+        .filter(|dir| match std::fs::canonicalize(dir) {
+            Ok(real) if !real.starts_with(&root) => {
+                tracing::warn!(
+                    folder = %dir.display(),
+                    target = %real.display(),
+                    "definitions folder skipped: it is a symlink out of the project"
+                );
+                false
+            }
+            _ => true,
+        })
+        .collect()
+}
+
 /// README, CHANGELOG and LICENSE files document a folder; they define nothing.
 pub fn is_not_a_definition(path: &Path) -> bool {
     let stem = path

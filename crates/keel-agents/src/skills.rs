@@ -107,10 +107,8 @@ impl SkillIndex {
     /// The skills folders to search, in order: `<project_root>/.keel/skills`,
     /// `<project_root>/.claude/skills`, then `<keel_home>/skills` if there is a keel home.
     pub fn standard_dirs(project_root: &Path, keel_home: Option<&Path>) -> Vec<PathBuf> {
-        let mut dirs = vec![
-            project_root.join(".keel").join("skills"),
-            project_root.join(".claude").join("skills"),
-        ];
+        let mut dirs =
+            crate::frontmatter::project_dirs(project_root, &[".keel/skills", ".claude/skills"]);
         if let Some(home) = keel_home {
             dirs.push(home.join("skills"));
         }

@@ -128,10 +128,7 @@ impl AgentDefinitions {
     /// Where definitions are looked for, first wins: the project's `.keel/agents` and
     /// `.claude/agents`, then `$KEEL_HOME/agents`.
     pub fn standard_dirs(project_root: &Path, keel_home: Option<&Path>) -> Vec<PathBuf> {
-        let mut dirs = vec![
-            project_root.join(".keel").join("agents"),
-            project_root.join(".claude").join("agents"),
-        ];
+        let mut dirs = frontmatter::project_dirs(project_root, &[".keel/agents", ".claude/agents"]);
         dirs.extend(keel_home.map(|home| home.join("agents")));
         dirs
     }

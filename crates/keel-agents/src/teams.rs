@@ -73,7 +73,7 @@ impl TeamDefinitions {
     /// Where team files are looked for, first wins: the project's `.keel/teams`, then
     /// `$KEEL_HOME/teams`.
     pub fn standard_dirs(project_root: &Path, keel_home: Option<&Path>) -> Vec<PathBuf> {
-        let mut dirs = vec![project_root.join(".keel").join("teams")];
+        let mut dirs = crate::frontmatter::project_dirs(project_root, &[".keel/teams"]);
         dirs.extend(keel_home.map(|home| home.join("teams")));
         dirs
     }

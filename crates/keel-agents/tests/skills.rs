@@ -95,6 +95,29 @@ fn standard_dirs_are_project_keel_then_project_claude_then_home() {
 }
 
 #[test]
+fn a_project_definitions_folder_linked_out_of_the_project_is_not_read() {
+    let s = Setup::new();
+    let elsewhere = s.project.parent().unwrap().join("elsewhere");
+    write(
+        &elsewhere,
+        "planted.md",
+        "---\ndescription: Reads the secret notes outside the project\n---\nSECRET\n",
+    );
+    std::fs::create_dir_all(s.project.join(".keel")).unwrap();
+    std::os::unix::fs::symlink(&elsewhere, s.project.join(".keel/skills")).unwrap();
+    std::os::unix::fs::symlink(&elsewhere, s.project.join(".claude")).unwrap();
+    let index = s.index();
+    assert!(names(&index).is_empty(), "{:?}", names(&index));
+    // The user's own folder may be a symlink (a dotfiles repository): it is theirs.
+    std::fs::remove_dir_all(&s.home).unwrap();
+    std::os::unix::fs::symlink(&elsewhere, &s.home).unwrap();
+    std::fs::rename(elsewhere.join("planted.md"), elsewhere.join("mine.md")).unwrap();
+    std::fs::create_dir_all(elsewhere.join("skills")).unwrap();
+    std::fs::rename(elsewhere.join("mine.md"), elsewhere.join("skills/mine.md")).unwrap();
+    assert_eq!(names(&s.index()), ["mine"]);
+}
+
+#[test]
 fn skills_are_found_in_all_three_folders_in_both_layouts() {
     let s = Setup::new();
     let deploy = write(

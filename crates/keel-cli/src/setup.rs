@@ -239,12 +239,24 @@ impl Setup {
             ),
             None => (approvals, sandbox, allow_read),
         };
-        let notices = config
+        let mut notices: Vec<String> = config
             .project
             .as_ref()
             .and_then(config::Project::notice)
             .into_iter()
             .collect();
+        let home_real = std::fs::canonicalize(&keel_home).unwrap_or_else(|_| keel_home.clone());
+        if std::iter::once(&cwd)
+            .chain(&writable_roots)
+            .any(|root| home_real.starts_with(root))
+        {
+            notices.push(format!(
+                "warning: KEEL_HOME ({}) lies where commands may write: they could change \
+                 keel's sessions and task records (only its config.toml is protected); set \
+                 KEEL_HOME to a directory outside the workspace",
+                keel_home.display()
+            ));
+        }
         Ok(Self {
             cwd,
             keel_home,
@@ -288,8 +300,8 @@ impl Setup {
     /// Paths commands and the write tools may not change without the person's approval,
     /// besides the sandbox's own (`.git`, the project's config files): the scripts a trusted
     /// project's hooks and runners run, and — where a writable root holds them — keel's own
-    /// home, the start-up files and user-level programs of the home directory (also those not
-    /// created yet), and the `PATH` directories.
+    /// config, the start-up files and user-level programs of the home directory (also those
+    /// not created yet), and the `PATH` directories.
     fn protected_paths(&self) -> Vec<PathBuf> {
         let mut paths = Vec::new();
         if let Some(project) = &self.config.project
@@ -311,8 +323,10 @@ impl Setup {
                 .any(|root| path.starts_with(root) && path != *root)
         };
         let canonical = |path: PathBuf| std::fs::canonicalize(&path).unwrap_or(path);
-        let keel_home = canonical(self.keel_home.clone());
-        let mut candidates = vec![keel_home.join("config.toml"), keel_home];
+        // keel's own config; the rest of its home (sessions, the task store, which keel itself
+        // writes while commands run) cannot be restored around a command, hence the warning
+        // `resolve` gives when it is writable.
+        let mut candidates = vec![canonical(self.keel_home.join("config.toml"))];
         if let Some(home) = std::env::var_os("HOME").map(PathBuf::from) {
             let home = canonical(home);
             candidates.extend(HOME_STARTUP.iter().map(|name| home.join(name)));

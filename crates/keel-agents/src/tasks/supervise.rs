@@ -7,9 +7,9 @@ use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::time::Duration;
 
+use keel_sandbox::CommandSandbox;
 use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncWriteExt, BufReader};
 use tokio::process::Command;
-use keel_sandbox::CommandSandbox;
 use tracing::Instrument;
 
 use super::process::{kill_group, start_time};
@@ -331,7 +331,9 @@ async fn run_runner(store: &dyn TaskStore, record: &TaskRecord) -> TaskEnd {
             Some(format!("waiting for the runner failed: {err}")),
         ),
     };
-    let restore_note = restored.as_ref().and_then(keel_sandbox::RestoreReport::note);
+    let restore_note = restored
+        .as_ref()
+        .and_then(keel_sandbox::RestoreReport::note);
     let note = match (note, restore_note) {
         (Some(note), Some(restored)) => Some(format!("{note}; {restored}")),
         (note, restored) => note.or(restored),
