@@ -326,7 +326,7 @@ impl Setup {
         // keel's own config; the rest of its home (sessions, the task store, which keel itself
         // writes while commands run) cannot be restored around a command, hence the warning
         // `resolve` gives when it is writable.
-        let mut candidates = vec![canonical(self.keel_home.join("config.toml"))];
+        let mut candidates = vec![canonical(self.keel_home.clone()).join("config.toml")];
         if let Some(home) = std::env::var_os("HOME").map(PathBuf::from) {
             let home = canonical(home);
             candidates.extend(HOME_STARTUP.iter().map(|name| home.join(name)));
