@@ -201,16 +201,7 @@ impl Setup {
         }
         let mut writable_roots = Vec::new();
         for dir in &options.add_dir {
-            let full = std::fs::canonicalize(dir)
-                .ok()
-                .filter(|full| full.is_dir())
-                .ok_or_else(|| {
-                    CliError::Usage(format!(
-                        "--add-dir {}: not an existing directory; name one that exists",
-                        dir.display()
-                    ))
-                })?;
-            writable_roots.push(full);
+            writable_roots.push(existing_dir(dir, "--add-dir ")?);
         }
         let home = std::env::var_os("HOME").map(PathBuf::from);
         for root in &config.writable_roots {
@@ -459,6 +450,20 @@ impl Setup {
             _ => CliError::Usage(format!("cannot resume: {err}")),
         })
     }
+}
+
+/// `dir` resolved, if it is an existing directory; else a usage error naming it after
+/// `what` (a flag, or nothing).
+pub fn existing_dir(dir: &Path, what: &str) -> Result<PathBuf, CliError> {
+    std::fs::canonicalize(dir)
+        .ok()
+        .filter(|full| full.is_dir())
+        .ok_or_else(|| {
+            CliError::Usage(format!(
+                "{what}{}: not an existing directory; name one that exists",
+                dir.display()
+            ))
+        })
 }
 
 /// The settings recorded with background task `id`, for its own `keel exec`.

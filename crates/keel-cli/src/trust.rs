@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 use toml_edit::{DocumentMut, Item, Table, value};
 
 use crate::config::{self, project};
-use crate::setup::{CliError, keel_home};
+use crate::setup::{CliError, existing_dir, keel_home};
 
 /// Records the user's decision about the project in `dir` (canonical), pinned to `hash`, in
 /// `$KEEL_HOME/config.toml` (`keel_home`); creates the file if needed.
@@ -91,16 +91,7 @@ fn project_of(dir: Option<&Path>) -> Result<PathBuf, CliError> {
         None => std::env::current_dir()
             .map_err(|err| CliError::Usage(format!("the current directory: {err}")))?,
     };
-    let full = std::fs::canonicalize(&given)
-        .ok()
-        .filter(|full| full.is_dir())
-        .ok_or_else(|| {
-            CliError::Usage(format!(
-                "{}: not an existing directory; name the project's directory",
-                given.display()
-            ))
-        })?;
-    Ok(project::locate(&full))
+    Ok(project::locate(&existing_dir(&given, "")?))
 }
 
 /// The power files present in `dir`, as names.

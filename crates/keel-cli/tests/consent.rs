@@ -11,13 +11,10 @@ mod support;
 use std::time::Duration;
 
 use keel_test_support::git::TempRepo;
-use keel_test_support::mock::{request_bodies, sse_response};
-use keel_test_support::render::anthropic_sse;
+use keel_test_support::mock::request_bodies;
 use pty::Pty;
 use serde_json::{Value, json};
 use support::*;
-use wiremock::matchers::{method, path};
-use wiremock::{Mock, MockServer};
 
 /// Runs blocking terminal work while the mock server keeps serving.
 fn blocking<T>(work: impl FnOnce() -> T) -> T {
@@ -124,23 +121,13 @@ async fn keys_typed_before_a_question_never_answer_it() {
     let repo = TempRepo::new();
     repo.write("build/f.txt", "x\n");
     let home = Home::new();
-    let server = MockServer::start().await;
     // The model "thinks" for a while before asking to delete build/.
-    Mock::given(method("POST"))
-        .and(path("/v1/messages"))
-        .respond_with(
-            sse_response(anthropic_sse(&rm("toolu_1", "build")))
-                .set_delay(Duration::from_millis(1500)),
-        )
-        .up_to_n_times(1)
-        .mount(&server)
-        .await;
-    Mock::given(method("POST"))
-        .and(path("/v1/messages"))
-        .respond_with(sse_response(anthropic_sse(&text("Kept it."))))
-        .up_to_n_times(1)
-        .mount(&server)
-        .await;
+    let server = slow_then(
+        &rm("toolu_1", "build"),
+        Duration::from_millis(1500),
+        &text("Kept it."),
+    )
+    .await;
     let mut command = home.keel_anthropic(&server);
     command.current_dir(repo.path());
     let runtime = tokio::runtime::Handle::current();
@@ -148,12 +135,7 @@ async fn keys_typed_before_a_question_never_answer_it() {
         let mut keel = Pty::spawn(command);
         keel.prompt();
         keel.send_line("tidy up");
-        let asked = (0..200).any(|_| {
-            std::thread::sleep(Duration::from_millis(10));
-            runtime
-                .block_on(server.received_requests())
-                .is_some_and(|requests| !requests.is_empty())
-        });
+        let asked = wait_for_request(&server, &runtime);
         assert!(asked, "keel never asked the model: {}", keel.transcript());
         // Typed while the model works, before any question is on the screen.
         keel.send_line("y");

@@ -13,13 +13,10 @@ mod support;
 use std::time::Duration;
 
 use keel_test_support::git::TempRepo;
-use keel_test_support::mock::{request_bodies, sse_response};
-use keel_test_support::render::anthropic_sse;
+use keel_test_support::mock::request_bodies;
 use pty::Pty;
 use serde_json::{Value, json};
 use support::*;
-use wiremock::matchers::{method, path};
-use wiremock::{Mock, MockServer};
 
 /// Runs blocking terminal work while the mock server keeps serving.
 fn blocking<T>(work: impl FnOnce() -> T) -> T {
@@ -136,21 +133,12 @@ async fn approvals_answered_yes_run_and_answered_no_are_denied() {
 async fn ctrl_c_cancels_a_slow_turn_and_the_next_prompt_is_answered() {
     let repo = TempRepo::new();
     let home = Home::new();
-    let server = MockServer::start().await;
-    Mock::given(method("POST"))
-        .and(path("/v1/messages"))
-        .respond_with(
-            sse_response(anthropic_sse(&text("Too late."))).set_delay(Duration::from_secs(30)),
-        )
-        .up_to_n_times(1)
-        .mount(&server)
-        .await;
-    Mock::given(method("POST"))
-        .and(path("/v1/messages"))
-        .respond_with(sse_response(anthropic_sse(&text("The second answer."))))
-        .up_to_n_times(1)
-        .mount(&server)
-        .await;
+    let server = slow_then(
+        &text("Too late."),
+        Duration::from_secs(30),
+        &text("The second answer."),
+    )
+    .await;
     let mut command = home.keel_anthropic(&server);
     command.current_dir(repo.path());
     let runtime = tokio::runtime::Handle::current();
@@ -159,12 +147,7 @@ async fn ctrl_c_cancels_a_slow_turn_and_the_next_prompt_is_answered() {
         keel.prompt();
         keel.send_line("a slow question");
         // Press Ctrl-C once the model has been asked (its answer is 30 s away).
-        let asked = (0..200).any(|_| {
-            std::thread::sleep(Duration::from_millis(25));
-            runtime
-                .block_on(server.received_requests())
-                .is_some_and(|requests| !requests.is_empty())
-        });
+        let asked = wait_for_request(&server, &runtime);
         assert!(asked, "keel never asked the model: {}", keel.transcript());
         keel.ctrl_c();
         keel.expect("cancelling…");

@@ -30,18 +30,6 @@ fn wait_for(path: &std::path::Path) -> String {
     }
 }
 
-fn alive(pid: &str) -> bool {
-    // A zombie has exited; only a running process counts.
-    std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|stat| {
-        !stat
-            .rsplit(')')
-            .next()
-            .unwrap_or("")
-            .trim()
-            .starts_with('Z')
-    })
-}
-
 /// Runs `keel exec` whose model starts a long command, sends `signal` once the command runs,
 /// and checks keel exits soon, the command is gone and the session recorded the cancellation.
 async fn stops_on(signal: nix::sys::signal::Signal) {
@@ -64,10 +52,12 @@ async fn stops_on(signal: nix::sys::signal::Signal) {
         .stderr(std::process::Stdio::piped());
     let child = command.spawn().unwrap();
     let pid_file = repo.path().join("pid.txt");
-    let sleeper = tokio::task::spawn_blocking(move || wait_for(&pid_file))
+    let sleeper: u32 = tokio::task::spawn_blocking(move || wait_for(&pid_file))
         .await
+        .unwrap()
+        .parse()
         .unwrap();
-    assert!(alive(&sleeper));
+    assert!(process_alive(sleeper));
     let started = Instant::now();
     nix::sys::signal::kill(
         nix::unistd::Pid::from_raw(i32::try_from(child.id()).unwrap()),
@@ -88,7 +78,7 @@ async fn stops_on(signal: nix::sys::signal::Signal) {
         "a cancelled run exits 1, not killed by the signal; stderr: {}",
         stderr(&output)
     );
-    assert!(!alive(&sleeper), "the command outlived keel");
+    assert!(!process_alive(sleeper), "the command outlived keel");
     let result: serde_json::Value = serde_json::from_str(stdout(&output).trim()).unwrap();
     assert_eq!(result["subtype"], "error_during_execution", "{result}");
     // The session was saved with the call answered.

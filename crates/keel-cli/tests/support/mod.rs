@@ -125,3 +125,48 @@ pub fn redact(text: &str, paths: &[(&Path, &str)]) -> String {
     let took = regex::Regex::new(r"· \d+(\.\d+)? (ms|s)").unwrap();
     took.replace_all(&out, "· [time]").into_owned()
 }
+
+/// Whether process `pid` runs (a zombie has exited: it does not count).
+pub fn process_alive(pid: u32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|stat| {
+        !stat
+            .rsplit(')')
+            .next()
+            .unwrap_or("")
+            .trim()
+            .starts_with('Z')
+    })
+}
+
+/// A server whose first Anthropic reply comes after `delay` (a model that thinks), and whose
+/// second comes at once.
+pub async fn slow_then(
+    first: &keel_provider::ToolUseResponse,
+    delay: std::time::Duration,
+    second: &keel_provider::ToolUseResponse,
+) -> wiremock::MockServer {
+    use keel_test_support::mock::sse_response;
+    use keel_test_support::render::anthropic_sse;
+    use wiremock::matchers::{method, path};
+    let server = wiremock::MockServer::start().await;
+    for (reply, wait) in [(first, delay), (second, std::time::Duration::ZERO)] {
+        wiremock::Mock::given(method("POST"))
+            .and(path("/v1/messages"))
+            .respond_with(sse_response(anthropic_sse(reply)).set_delay(wait))
+            .up_to_n_times(1)
+            .mount(&server)
+            .await;
+    }
+    server
+}
+
+/// Waits, from blocking code, until `server` has received a request (at most 5 s); whether
+/// it did.
+pub fn wait_for_request(server: &wiremock::MockServer, runtime: &tokio::runtime::Handle) -> bool {
+    (0..200).any(|_| {
+        std::thread::sleep(std::time::Duration::from_millis(25));
+        runtime
+            .block_on(server.received_requests())
+            .is_some_and(|requests| !requests.is_empty())
+    })
+}

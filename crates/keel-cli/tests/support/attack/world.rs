@@ -258,14 +258,7 @@ const REPO_COMMIT: &str = "set -e; git add -A && git commit -qm initial \
     && git init -q --bare ../remote.git && git remote add origin ../remote.git";
 
 pub(super) fn alive(pid: u32) -> bool {
-    std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|stat| {
-        !stat
-            .rsplit(')')
-            .next()
-            .unwrap_or("")
-            .trim()
-            .starts_with('Z')
-    })
+    super::super::process_alive(pid)
 }
 
 pub(super) fn cmdline(pid: u32) -> String {
