@@ -250,3 +250,79 @@ async fn an_edit_of_keels_config_is_shown_and_asked_every_time() {
     assert_eq!(code, 0, "{transcript}");
     assert!(!repo.path().join(".keel/config.toml").exists());
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_session_asks_once_whether_to_trust_a_project_and_records_the_answer() {
+    let repo = TempRepo::new();
+    repo.write("build/f.txt", "x\n");
+    repo.write(".keel/config.toml", "approvals = \"allow\"\n");
+    let home = Home::new();
+    // Trusted: approvals = "allow" applies, so the deletion runs without a question.
+    let server = anthropic_server(&[rm("toolu_1", "build"), text("Deleted.")]).await;
+    let mut command = home.keel_anthropic(&server);
+    command.current_dir(repo.path());
+    let (code, transcript) = blocking(|| {
+        let mut keel = Pty::spawn(command);
+        let question = keel.expect("Trust this project? [y/N] ");
+        assert!(
+            question.contains(".keel/config.toml sets approvals"),
+            "the question names the file and its keys: {question}"
+        );
+        keel.send_line("y");
+        keel.prompt();
+        keel.send_line("delete build");
+        keel.expect("Deleted.");
+        keel.prompt();
+        keel.ctrl_d();
+        keel.wait()
+    });
+    assert_eq!(code, 0, "{transcript}");
+    assert!(!repo.path().join("build").exists(), "{transcript}");
+    assert!(!transcript.contains("Allow run_command"), "{transcript}");
+    let user_config = std::fs::read_to_string(home.keel_home().join("config.toml")).unwrap();
+    assert!(
+        user_config.contains("trusted = true") && user_config.contains("config_hash = \"sha256:"),
+        "{user_config}"
+    );
+
+    // Edited since: asked again; "n" is recorded and the config's keys are ignored.
+    repo.write(
+        ".keel/config.toml",
+        "approvals = \"allow\"\nmodel = \"m\"\n",
+    );
+    repo.write("build/f.txt", "x\n");
+    let ask_again = |server: &wiremock::MockServer, answer: Option<&'static str>| {
+        let mut command = home.keel_anthropic(server);
+        command.current_dir(repo.path());
+        blocking(move || {
+            let mut keel = Pty::spawn(command);
+            if let Some(answer) = answer {
+                let question = keel.expect("Trust this project? [y/N] ");
+                assert!(
+                    question.contains("changed since you trusted it"),
+                    "{question}"
+                );
+                keel.send_line(answer);
+            }
+            keel.expect("ignored approvals");
+            keel.prompt();
+            keel.send_line("delete build");
+            keel.expect("Allow run_command(rm -rf build)?");
+            keel.expect("] ");
+            keel.send_line("n");
+            keel.expect("Kept.");
+            keel.prompt();
+            keel.ctrl_d();
+            keel.wait()
+        })
+    };
+    let server = anthropic_server(&[rm("toolu_1", "build"), text("Kept.")]).await;
+    let (code, transcript) = ask_again(&server, Some("n"));
+    assert_eq!(code, 0, "{transcript}");
+    // The same files again: not asked, still not trusted.
+    let server = anthropic_server(&[rm("toolu_1", "build"), text("Kept.")]).await;
+    let (code, transcript) = ask_again(&server, None);
+    assert_eq!(code, 0, "{transcript}");
+    assert!(!transcript.contains("Trust this project?"), "{transcript}");
+    assert!(repo.path().join("build/f.txt").exists());
+}

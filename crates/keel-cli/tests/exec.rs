@@ -638,3 +638,44 @@ async fn an_untrusted_project_config_grants_nothing_and_says_so_in_one_line() {
         notice[0]
     );
 }
+
+#[tokio::test]
+async fn keel_untrust_takes_the_trust_back() {
+    let repo = TempRepo::new();
+    repo.write(".keel/config.toml", "approvals = \"allow\"\n");
+    let home = Home::new();
+    let keel_in_repo = |args: &[&str]| {
+        let mut command = home.keel();
+        command.current_dir(repo.path()).args(args);
+        command
+    };
+    let trusted = run(keel_in_repo(&["trust"])).await;
+    assert_eq!(trusted.status.code(), Some(0), "{}", stderr(&trusted));
+    let untrusted = run(keel_in_repo(&["untrust"])).await;
+    assert_eq!(untrusted.status.code(), Some(0), "{}", stderr(&untrusted));
+    assert!(
+        stdout(&untrusted).contains("is no longer trusted"),
+        "{}",
+        stdout(&untrusted)
+    );
+    let again = run(keel_in_repo(&["untrust"])).await;
+    assert!(
+        stdout(&again).contains("was not trusted"),
+        "{}",
+        stdout(&again)
+    );
+    let server = anthropic_server(&[text("Hi.")]).await;
+    let mut command = home.keel_anthropic(&server);
+    command.current_dir(repo.path()).args(["exec", "hi"]);
+    let output = run(command).await;
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    assert!(
+        stderr(&output).contains("ignored approvals"),
+        "{}",
+        stderr(&output)
+    );
+    // A bad directory is one line and exit 2.
+    let bad = run(keel_in_repo(&["trust", "/nonexistent/keel-dir"])).await;
+    assert_eq!(bad.status.code(), Some(2));
+    assert_eq!(stderr(&bad).lines().count(), 1, "{}", stderr(&bad));
+}
