@@ -11,7 +11,7 @@ use serde_json::Value;
 use crate::approve::{Answer, AskFn, ModeApprover};
 use crate::cli::{ExecArgs, Options, OutputFormat};
 use crate::output::{InitInfo, init_object, message_object, result_object};
-use crate::render::{CallInputs, finished_line, human_duration};
+use crate::render::{CallInputs, finished_line, human_duration, restored_note};
 use crate::setup::{CliError, Mode, SessionChoice, Setup};
 use crate::signals;
 
@@ -271,6 +271,9 @@ async fn stream_run(
             } if format == OutputFormat::Text => {
                 let input = calls.take(&id);
                 progress(&finished_line(&name, &input, &output, is_error, duration));
+                if let Some(note) = restored_note(&output) {
+                    progress(&format!("keel: {note}"));
+                }
             }
             AgentEvent::Warning { message } if format == OutputFormat::Text => {
                 progress(&format!("warning: {message}"));

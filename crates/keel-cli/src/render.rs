@@ -83,6 +83,16 @@ pub fn finished_line(
     )
 }
 
+/// The note a command's result carries when keel restored protected paths it changed (`.git`
+/// config or hooks, keel's configuration), for the person as well as the model.
+pub fn restored_note(output: &str) -> Option<&str> {
+    output.lines().find_map(|line| {
+        line.strip_prefix("[note: ")
+            .filter(|note| note.starts_with("the command changed protected paths"))
+            .map(|note| note.trim_end_matches(']'))
+    })
+}
+
 /// `3 ms`, `1.2 s`, `2 min 5 s`.
 pub fn human_duration(duration: Duration) -> String {
     let millis = duration.as_millis();

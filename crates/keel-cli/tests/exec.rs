@@ -679,3 +679,38 @@ async fn keel_untrust_takes_the_trust_back() {
     assert_eq!(bad.status.code(), Some(2));
     assert_eq!(stderr(&bad).lines().count(), 1, "{}", stderr(&bad));
 }
+
+#[tokio::test]
+async fn a_restored_protected_path_is_told_to_the_person_too() {
+    let repo = TempRepo::new();
+    let config_before = std::fs::read_to_string(repo.path().join(".git/config")).unwrap();
+    let home = Home::new();
+    let server = anthropic_server(&[
+        tool_call(
+            "toolu_1",
+            "run_command",
+            json!({"command": "git config core.fsmonitor 'touch /tmp/keel-planted'"}),
+        ),
+        text("Done."),
+    ])
+    .await;
+    let mut command = home.keel_anthropic(&server);
+    command
+        .current_dir(repo.path())
+        // The detect-and-restore path (without namespaces the write lands, then is undone).
+        .env("KEEL_SANDBOX_NO_NAMESPACES", "1")
+        .args(["exec", "configure git"]);
+    let output = run(command).await;
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    assert_eq!(
+        std::fs::read_to_string(repo.path().join(".git/config")).unwrap(),
+        config_before
+    );
+    let err = stderr(&output);
+    assert!(
+        err.lines().any(|line| line
+            .starts_with("keel: the command changed protected paths, which were restored: ")
+            && line.contains(".git/config")),
+        "{err}"
+    );
+}

@@ -10,7 +10,7 @@ use serde_json::Value;
 use super::diff::file_diff;
 use super::snapshot::{Snapshots, target};
 use super::view::{Style, View};
-use crate::render::{CallInputs, describe_call, finished_line, human_duration};
+use crate::render::{CallInputs, describe_call, finished_line, human_duration, restored_note};
 use crate::signals;
 
 /// What the spinner says while the model is being waited for.
@@ -124,6 +124,9 @@ impl Printer<'_> {
                     &finished_line(&name, &input, &output, is_error, duration),
                     is_error,
                 );
+                if let Some(note) = restored_note(&output) {
+                    view.warning(&format!("keel: {note}"));
+                }
                 if !is_error && (name == "write_file" || name == "patch_file") {
                     self.show_change(&input);
                 }
