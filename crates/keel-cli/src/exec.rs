@@ -146,7 +146,7 @@ pub async fn run(options: &Options, args: ExecArgs) -> Result<u8, CliError> {
                 .map(|n| n.to_string())
                 .collect(),
             approvals: setup.approvals.name(),
-            sandbox: sandbox_name(setup.sandbox),
+            sandbox: sandbox_name(setup.policy.mode),
         }));
     }
     let cancel = session.cancel_handle();

@@ -101,8 +101,6 @@ pub struct Setup {
     pub model: String,
     /// Approvals.
     pub approvals: ApprovalMode,
-    /// The sandbox.
-    pub sandbox: SandboxMode,
     /// The iteration limit.
     pub max_iterations: u32,
     /// The session store.
@@ -111,12 +109,11 @@ pub struct Setup {
     pub allow_read: Vec<PathBuf>,
     /// Whether the agent gets the delegation tools.
     pub delegation: bool,
-    /// Whether commands may use the network.
-    pub network: bool,
-    /// More directories commands may write in (`--add-dir`, then the config's), canonical.
-    pub writable_roots: Vec<PathBuf>,
-    /// The environment variable holding the provider's key (hidden from commands and hooks).
-    pub key_var: String,
+    /// What commands may do: the mode, the network, the writable roots (`--add-dir`, then the
+    /// config's, canonical), the protected paths and the provider's key variable hidden from
+    /// commands and hooks; a task's own run takes the policy recorded with the task. Worked
+    /// out once, here.
+    pub policy: SandboxPolicy,
     /// Lines for stderr about the configuration (keys an untrusted project may not set).
     pub notices: Vec<String>,
     /// When this is a background task's own run (`KEEL_TASK_ID`): the settings recorded when
@@ -214,21 +211,31 @@ impl Setup {
                 writable_roots.push(full);
             }
         }
-        let network = options.network || config.network.unwrap_or(false);
         let task = match (mode, env("KEEL_TASK_ID")) {
             (Mode::Exec, Some(id)) => Some(task_settings(&keel_home, &id)?),
             _ => None,
         };
-        let (approvals, sandbox, allow_read) = match &task {
+        let (approvals, policy, allow_read) = match &task {
             Some(settings) => (
                 match settings.approvals {
                     TaskApprovals::Allow => ApprovalMode::Allow,
                     TaskApprovals::Deny => ApprovalMode::Deny,
                 },
-                settings.policy.mode,
+                settings.policy.clone(),
                 settings.allow_read.clone(),
             ),
-            None => (approvals, sandbox, allow_read),
+            None => {
+                let mut policy = SandboxPolicy::with_mode(sandbox);
+                if let Some(secs) = config.tools.run_command_max_timeout_secs {
+                    policy.max_command_timeout = Duration::from_secs(secs);
+                }
+                policy.network = options.network || config.network.unwrap_or(false);
+                policy.protected_paths =
+                    protected_paths(&config, &cwd, &keel_home, &writable_roots);
+                policy.writable_roots = writable_roots;
+                policy.hidden_env = vec![chosen.key_var.clone()];
+                (approvals, policy, allow_read)
+            }
         };
         let mut notices: Vec<String> = config
             .project
@@ -238,7 +245,7 @@ impl Setup {
             .collect();
         let home_real = std::fs::canonicalize(&keel_home).unwrap_or_else(|_| keel_home.clone());
         if std::iter::once(&cwd)
-            .chain(&writable_roots)
+            .chain(&policy.writable_roots)
             .any(|root| home_real.starts_with(root))
         {
             notices.push(format!(
@@ -256,85 +263,14 @@ impl Setup {
             provider: chosen.provider,
             model,
             approvals,
-            sandbox,
             max_iterations,
             store,
             allow_read,
             delegation: !options.no_delegation,
-            network,
-            writable_roots,
-            key_var: chosen.key_var,
+            policy,
             notices,
             task,
         })
-    }
-
-    /// The sandbox policy for commands: the mode, the network, the writable roots, the
-    /// protected paths (the scripts of a trusted project's hooks, keel's own config when the
-    /// workspace holds it, the shell's start-up files when it holds the home directory) and the
-    /// provider's key variable hidden from commands.
-    pub fn policy(&self) -> SandboxPolicy {
-        if let Some(task) = &self.task {
-            return task.policy.clone();
-        }
-        let mut policy = SandboxPolicy::with_mode(self.sandbox);
-        if let Some(secs) = self.config.tools.run_command_max_timeout_secs {
-            policy.max_command_timeout = Duration::from_secs(secs);
-        }
-        policy.network = self.network;
-        policy.writable_roots = self.writable_roots.clone();
-        policy.hidden_env = vec![self.key_var.clone()];
-        policy.protected_paths = self.protected_paths();
-        policy
-    }
-
-    /// Paths commands and the write tools may not change without the person's approval,
-    /// besides the sandbox's own (`.git`, the project's config files): the scripts a trusted
-    /// project's hooks and runners run, and — where a writable root holds them — keel's own
-    /// config, the start-up files and user-level programs of the home directory (also those
-    /// not created yet), and the `PATH` directories.
-    fn protected_paths(&self) -> Vec<PathBuf> {
-        let mut paths = Vec::new();
-        if let Some(project) = &self.config.project
-            && project.trust.grants()
-        {
-            paths.extend(config::project::referenced_files(
-                &project.dir,
-                &[&self.cwd, &project.dir],
-                &project.commands,
-            ));
-        }
-        let roots: Vec<&Path> = std::iter::once(self.cwd.as_path())
-            .chain(self.writable_roots.iter().map(PathBuf::as_path))
-            .collect();
-        // Strictly inside a root: a root itself (the workspace) is never made read-only.
-        let writable = |path: &Path| {
-            roots
-                .iter()
-                .any(|root| path.starts_with(root) && path != *root)
-        };
-        let canonical = |path: PathBuf| std::fs::canonicalize(&path).unwrap_or(path);
-        // keel's own config; the rest of its home (sessions, the task store, which keel itself
-        // writes while commands run) cannot be restored around a command, hence the warning
-        // `resolve` gives when it is writable.
-        let mut candidates = vec![canonical(self.keel_home.clone()).join("config.toml")];
-        if let Some(home) = std::env::var_os("HOME").map(PathBuf::from) {
-            let home = canonical(home);
-            candidates.extend(HOME_STARTUP.iter().map(|name| home.join(name)));
-        }
-        if let Some(path) = std::env::var_os("PATH") {
-            candidates.extend(
-                std::env::split_paths(&path)
-                    .filter(|dir| dir.is_absolute())
-                    .map(canonical),
-            );
-        }
-        for path in candidates {
-            if writable(&path) && !paths.contains(&path) {
-                paths.push(path);
-            }
-        }
-        paths
     }
 
     /// The agent: the built-in tools in the working directory, the system prompt with the
@@ -349,7 +285,7 @@ impl Setup {
         let usage = |message: String| CliError::Usage(message);
         let mut sandbox = PathSandbox::new(&self.cwd)
             .map_err(|err| usage(format!("{}: {err}", self.cwd.display())))?;
-        for path in self.allow_read.iter().chain(&self.writable_roots) {
+        for path in self.allow_read.iter().chain(&self.policy.writable_roots) {
             sandbox = sandbox
                 .allow_read(path)
                 .map_err(|err| usage(format!("--allow-read {}: {err}", path.display())))?;
@@ -361,7 +297,7 @@ impl Setup {
                 .allow_read(&user_skills)
                 .map_err(|err| CliError::Run(format!("{}: {err}", user_skills.display())))?;
         }
-        let base = default_tools(&sandbox, &self.policy())
+        let base = default_tools(&sandbox, &self.policy)
             .map_err(|err| CliError::Run(format!("the built-in tools: {err}")))?;
         let config_file = || {
             self.config
@@ -390,7 +326,7 @@ impl Setup {
         let mut hooks = extra_hooks;
         hooks.extend(config_hooks);
         // Hook commands never see the provider's key variable (nor any credential).
-        let hooks = hooks.hide_env(self.policy().hidden_env);
+        let hooks = hooks.hide_env(self.policy.hidden_env.clone());
         let root = project_root(&self.cwd);
         let mut prompt = system_prompt(&gather_context(&root, &self.cwd));
         let approver: Arc<dyn Approver> = Arc::new(approver);
@@ -464,6 +400,60 @@ pub fn existing_dir(dir: &Path, what: &str) -> Result<PathBuf, CliError> {
                 dir.display()
             ))
         })
+}
+
+/// Paths commands and the write tools may not change without the person's approval,
+/// besides the sandbox's own (`.git`, the project's config files): the scripts a trusted
+/// project's hooks and runners run, and — where a writable root holds them — keel's own
+/// config, the start-up files and user-level programs of the home directory (also those
+/// not created yet), and the `PATH` directories.
+fn protected_paths(
+    config: &Config,
+    cwd: &Path,
+    keel_home: &Path,
+    writable_roots: &[PathBuf],
+) -> Vec<PathBuf> {
+    let mut paths = Vec::new();
+    if let Some(project) = &config.project
+        && project.trust.grants()
+    {
+        paths.extend(config::project::referenced_files(
+            &project.dir,
+            &[cwd, &project.dir],
+            &project.commands,
+        ));
+    }
+    let roots: Vec<&Path> = std::iter::once(cwd)
+        .chain(writable_roots.iter().map(PathBuf::as_path))
+        .collect();
+    // Strictly inside a root: a root itself (the workspace) is never made read-only.
+    let writable = |path: &Path| {
+        roots
+            .iter()
+            .any(|root| path.starts_with(root) && path != *root)
+    };
+    let canonical = |path: PathBuf| std::fs::canonicalize(&path).unwrap_or(path);
+    // keel's own config; the rest of its home (sessions, the task store, which keel itself
+    // writes while commands run) cannot be restored around a command, hence the warning
+    // `resolve` gives when it is writable.
+    let mut candidates = vec![canonical(keel_home.to_path_buf()).join("config.toml")];
+    if let Some(home) = std::env::var_os("HOME").map(PathBuf::from) {
+        let home = canonical(home);
+        candidates.extend(HOME_STARTUP.iter().map(|name| home.join(name)));
+    }
+    if let Some(path) = std::env::var_os("PATH") {
+        candidates.extend(
+            std::env::split_paths(&path)
+                .filter(|dir| dir.is_absolute())
+                .map(canonical),
+        );
+    }
+    for path in candidates {
+        if writable(&path) && !paths.contains(&path) {
+            paths.push(path);
+        }
+    }
+    paths
 }
 
 /// The settings recorded with background task `id`, for its own `keel exec`.

@@ -53,7 +53,7 @@ pub fn settings(setup: &Setup) -> TaskSettings {
         ApprovalMode::Allow => TaskApprovals::Allow,
         ApprovalMode::Ask | ApprovalMode::Deny => TaskApprovals::Deny,
     };
-    TaskSettings::new(&setup.cwd, setup.policy())
+    TaskSettings::new(&setup.cwd, setup.policy.clone())
         .with_allow_read(setup.allow_read.clone())
         .with_approvals(approvals)
         .with_rules(
