@@ -64,7 +64,7 @@ pub use error::SandboxError;
 pub use git::{Checkpoint, GitError, GitSession, UndoneCommit};
 pub use path::{Access, PathSandbox, ResolvedPath, WriteReport};
 pub use policy::{SandboxMode, SandboxPolicy};
-pub use protect::{ProtectedSnapshot, RestoreReport};
+pub use protect::{CONFIG_FILES, ProtectedSnapshot, RestoreReport, repository_root};
 
 use std::sync::Arc;
 

@@ -15,14 +15,10 @@ use sha2::{Digest, Sha256};
 
 use super::parse::ProjectTrust;
 
-/// The project files that can grant powers, relative to the project's directory. The trust
-/// hash covers all of them, so trusting one version of them trusts exactly that version.
-pub const POWER_FILES: [&str; 4] = [
-    ".keel/config.toml",
-    ".claude/settings.json",
-    ".claude/settings.local.json",
-    ".mcp.json",
-];
+/// The project files that can grant powers, relative to the project's directory (the ones
+/// the sandbox protects). The trust hash covers all of them, so trusting one version of them
+/// trusts exactly that version.
+pub use keel_sandbox::CONFIG_FILES as POWER_FILES;
 
 /// The most bytes of one power file hashed; a larger file is hashed as "too large" (and
 /// a config that large is refused when read anyway).
@@ -32,7 +28,7 @@ const MAX_HASHED: u64 = 16 * 1024 * 1024;
 /// that holds `.keel/config.toml`, else the repository root; outside a repository, `cwd`
 /// itself (ancestors of a directory that is not a repository are never read).
 pub fn locate(cwd: &Path) -> PathBuf {
-    let Some(root) = repository_root(cwd) else {
+    let Some(root) = keel_sandbox::repository_root(cwd) else {
         return cwd.to_path_buf();
     };
     for dir in cwd.ancestors() {
@@ -44,13 +40,6 @@ pub fn locate(cwd: &Path) -> PathBuf {
         }
     }
     root
-}
-
-/// The nearest ancestor of `dir` (itself included) with a `.git` entry.
-fn repository_root(dir: &Path) -> Option<PathBuf> {
-    dir.ancestors()
-        .find(|d| d.join(".git").symlink_metadata().is_ok())
-        .map(Path::to_path_buf)
 }
 
 /// The hash the trust of the project in `dir` is pinned to, as `sha256:<hex>`: SHA-256 over

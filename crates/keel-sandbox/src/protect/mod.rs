@@ -27,8 +27,8 @@ use crate::path::{Access, PathSandbox};
 pub use snapshot::{ProtectedSnapshot, RestoreReport};
 
 /// The configuration files that grant keel powers, relative to the workspace root and the
-/// repository root.
-pub(crate) const CONFIG_FILES: [&str; 4] = [
+/// repository root: protected here, and what a host pins a project's trust to.
+pub const CONFIG_FILES: [&str; 4] = [
     ".keel/config.toml",
     ".claude/settings.json",
     ".claude/settings.local.json",
@@ -264,8 +264,10 @@ pub(crate) fn resolve(path: &Path) -> PathBuf {
     }
 }
 
-/// The nearest directory at or above `root` that has a `.git` entry.
-fn repository_root(root: &Path) -> Option<PathBuf> {
+/// The nearest directory at or above `root` that has a `.git` entry (a directory, or the
+/// file of a worktree or submodule): the repository whose `.git` is protected, and where a
+/// host's search for project configuration stops.
+pub fn repository_root(root: &Path) -> Option<PathBuf> {
     root.ancestors()
         .find(|dir| dir.join(".git").symlink_metadata().is_ok())
         .map(Path::to_path_buf)
