@@ -604,6 +604,21 @@ command = ["claude", "-p", "{task}", "--output-format", "json"]
     }
 
     #[test]
+    fn the_readme_config_example_is_a_valid_config() {
+        let readme =
+            std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("../../README.md"))
+                .unwrap();
+        let example = readme
+            .split("```toml\n")
+            .skip(1)
+            .filter_map(|block| block.split("```").next())
+            .find(|block| block.contains("[provider]"))
+            .expect("the README shows a whole config");
+        let file = parse_text(example).unwrap();
+        assert_eq!(file.provider.unwrap().name.as_deref(), Some("local"));
+    }
+
+    #[test]
     fn missing_files_are_an_empty_config() {
         let home = tempfile::tempdir().unwrap();
         let config = Config::load(Some(&home.path().join("nowhere")), home.path(), false).unwrap();
