@@ -385,9 +385,10 @@ fn classify_words(
 }
 
 /// Whether a command word is the result of an expansion (`$X`, `${X}`, `$(...)`, backticks,
-/// a glob): what runs is only known when the shell runs it.
+/// a glob): what runs is only known when the shell runs it. A variable in the directory only
+/// (`$HOME/bin/tool`) leaves the program's name as written, which is judged.
 fn is_computed(word: &str) -> bool {
-    word.contains(['$', '`', '*', '?'])
+    word.contains("$(") || word.contains('`') || basename(word).contains(['$', '*', '?', '{', '}'])
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -605,10 +606,16 @@ fn classify_find(args: &[String], depth: usize, verdict: &mut Verdict) {
                 while args.get(end).is_some_and(|word| word != ";" && word != "+") {
                     end += 1;
                 }
+                // `{}` is each file found: any name, as a glob would be.
                 let inner: Vec<String> = args[start..end.min(args.len())]
                     .iter()
-                    .filter(|word| *word != "{}")
-                    .cloned()
+                    .map(|word| {
+                        if word == "{}" {
+                            "*".to_owned()
+                        } else {
+                            word.clone()
+                        }
+                    })
                     .collect();
                 classify_words(&inner, None, depth + 1, verdict);
                 i = end;

@@ -102,6 +102,9 @@ const DESTRUCTIVE: &[&str] = &[
     "X=rm; $X f",
     "eval \"$CMD\"",
     "exec $CMD",
+    "${CMD/x/rm} f",
+    "$HOME/bin/rm f",
+    "find . -name '*.c' -exec mv {} old/ \\;",
     // rm behind wrappers and paths.
     "bash -c 'rm f'",
     "sh -c \"bash -c 'unlink f'\"",
@@ -167,6 +170,8 @@ const HARMLESS: &[(&str, &str)] = &[
     ("ls -la; cat f | grep x", "ro"),
     ("echo \"$HOME\"", "ro"),
     ("mkdir -p d && touch d/f", "mut"),
+    ("$HOME/.cargo/bin/cargo test", "ro"),
+    ("find . -name '*.rs' -exec grep -l foo {} +", "ro"),
 ];
 
 fn describe(effect: &Effect) -> String {
