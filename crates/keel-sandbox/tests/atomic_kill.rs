@@ -6,7 +6,7 @@
 
 use std::path::Path;
 use std::process::{Command, Stdio};
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use keel_sandbox::PathSandbox;
 
@@ -77,18 +77,35 @@ fn killed_writes_leave_old_or_new_contents_and_no_temp() {
     let dir = tempfile::tempdir().unwrap();
     let (a, b, fresh) = (contents(b'a'), contents(b'b'), contents(b'f'));
     std::fs::write(dir.path().join("data.txt"), &a).unwrap();
-    let exe = std::env::current_exe().unwrap();
-    let (mut saw_new, mut saw_fresh) = (0, 0);
-    for kill in 0..KILLS {
+    let spawn = || {
         let _ = std::fs::remove_file(dir.path().join("fresh.txt"));
-        let mut child = Command::new(&exe)
+        Command::new(std::env::current_exe().unwrap())
             .args(["--exact", "child_writes_until_killed", "--nocapture"])
             .env(CHILD_DIR, dir.path())
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .spawn()
-            .unwrap();
-        std::thread::sleep(Duration::from_millis(5 + rng.below(250)));
+            .unwrap()
+    };
+    // How long a child takes to start and write fresh.txt on this machine, now: the kills
+    // then fall before, during and after that first write, and in later ones.
+    let started = Instant::now();
+    let mut child = spawn();
+    while !dir.path().join("fresh.txt").exists() {
+        assert!(
+            started.elapsed() < Duration::from_secs(60),
+            "the child never wrote"
+        );
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    let first_write = started.elapsed().as_millis() as u64;
+    child.kill().unwrap();
+    child.wait().unwrap();
+    eprintln!("a child writes fresh.txt after {first_write} ms");
+    let (mut saw_new, mut saw_fresh) = (0, 0);
+    for kill in 0..KILLS {
+        let mut child = spawn();
+        std::thread::sleep(Duration::from_millis(rng.below(3 * first_write + 1)));
         child.kill().unwrap(); // SIGKILL
         let status = child.wait().unwrap();
         assert!(!status.success(), "kill {kill}: the child ended by itself");
