@@ -366,4 +366,72 @@ mod tests {
         repair_pairing(&mut history);
         assert_eq!(history, vec![Message::user("hello")]);
     }
+
+    #[test]
+    fn results_are_inserted_in_call_order_whatever_order_they_come_in() {
+        let mut history = vec![
+            Message::user("go"),
+            Message::new(Role::Assistant, vec![call("a"), call("b"), call("c")]),
+        ];
+        for id in ["c", "a", "b"] {
+            insert_result(&mut history, result(id));
+        }
+        assert_eq!(
+            history[2].content,
+            vec![result("a"), result("b"), result("c")]
+        );
+    }
+
+    #[test]
+    fn consecutive_user_messages_are_merged_and_canonical_form_is_stable() {
+        let mut history = vec![
+            Message::user("go"),
+            Message::new(Role::Assistant, vec![call("a")]),
+            Message::user("again"),
+            Message::user("and again"),
+        ];
+        assert!(canonicalize(&mut history) > 0);
+        assert_eq!(history.len(), 3);
+        assert_eq!(
+            history[2].content,
+            vec![
+                ContentBlock::tool_result("a", STOPPED, true),
+                ContentBlock::text("again"),
+                ContentBlock::text("and again"),
+            ]
+        );
+        let before = history.clone();
+        assert_eq!(canonicalize(&mut history), 0);
+        assert_eq!(history, before);
+    }
+
+    #[test]
+    fn rewind_points_never_split_a_call_from_its_result() {
+        let history = vec![
+            Message::user("go"),
+            Message::new(Role::Assistant, vec![call("a")]),
+            Message::new(Role::User, vec![result("a")]),
+            Message::assistant("done"),
+        ];
+        assert!(check_rewind(&history, 0).is_ok());
+        assert!(check_rewind(&history, 1).is_ok());
+        assert!(check_rewind(&history, 2).is_err());
+        assert!(check_rewind(&history, 3).is_ok());
+        assert!(check_rewind(&history, 4).is_ok());
+        assert!(check_rewind(&history, 5).is_err());
+        assert_eq!(prompt_boundary(&history), 4);
+        // A prompt that will join the results left last starts before their call.
+        assert_eq!(prompt_boundary(&history[..3]), 1);
+        // One that will join an unanswered prompt starts with it.
+        assert_eq!(prompt_boundary(&history[..1]), 0);
+    }
+
+    #[test]
+    fn ids_are_checked_for_both_wire_formats() {
+        assert!(is_valid_id("toolu_01A-b"));
+        assert!(is_valid_id("call_abc123"));
+        assert!(!is_valid_id(""));
+        assert!(!is_valid_id("call.1"));
+        assert!(!is_valid_id("a b"));
+    }
 }

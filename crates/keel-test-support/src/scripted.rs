@@ -60,6 +60,16 @@ impl ScriptedProvider {
         self.then(Turn::Events(vec![Err(error)]))
     }
 
+    /// Appends a reply cut off mid-stream: the first `keep` events [`reply_events`] would
+    /// stream for `reply` (text and tool-input deltas included), then `error` (e.g. the
+    /// `ProviderError::Stream` a dropped connection gives).
+    pub fn then_cut(self, reply: &ToolUseResponse, keep: usize, error: ProviderError) -> Self {
+        let mut events: Vec<Result<StreamEvent, ProviderError>> =
+            reply_events(reply).into_iter().take(keep).map(Ok).collect();
+        events.push(Err(error));
+        self.then(Turn::Events(events))
+    }
+
     /// Every request received so far.
     pub fn requests(&self) -> Vec<CompletionRequest> {
         self.requests.lock().unwrap().clone()

@@ -92,3 +92,35 @@ impl Snapshots for FakeSnapshots {
 pub fn keep(dir: &tempfile::TempDir) -> PathBuf {
     dir.path().to_path_buf()
 }
+
+/// Whether `messages` is a request the real APIs accept: it starts with a user message,
+/// roles alternate strictly, every `tool_use` id is non-empty, `[A-Za-z0-9_-]` and unique,
+/// and each call is answered exactly once in the very next message.
+pub fn check_request(messages: &[keel_provider::Message]) -> Result<(), String> {
+    use keel_provider::{ContentBlock, Role};
+    if messages.first().is_none_or(|m| m.role != Role::User) {
+        return Err("the first message is not a user message".into());
+    }
+    for (i, pair) in messages.windows(2).enumerate() {
+        if pair[0].role == pair[1].role {
+            return Err(format!("messages {i} and {} have the same role", i + 1));
+        }
+    }
+    for (i, m) in messages.iter().enumerate() {
+        if m.content.is_empty() {
+            return Err(format!("message {i} is empty"));
+        }
+    }
+    let mut ids = std::collections::HashSet::new();
+    for block in messages.iter().flat_map(|m| &m.content) {
+        if let ContentBlock::ToolUse { id, .. } = block {
+            if !keel_engine::history::is_valid_id(id) {
+                return Err(format!("bad tool_use id {id:?}"));
+            }
+            if !ids.insert(id.clone()) {
+                return Err(format!("tool_use id {id:?} used twice"));
+            }
+        }
+    }
+    keel_engine::history::check_pairing(messages)
+}
