@@ -10,7 +10,9 @@ use serde_json::Value;
 
 use crate::approve::{Answer, AskFn, ModeApprover};
 use crate::cli::{ExecArgs, Options, OutputFormat};
-use crate::output::{InitInfo, init_object, message_object, result_object};
+use crate::output::{
+    InitInfo, init_object, message_object, reply_discarded_object, result_object, snapshot_object,
+};
 use crate::render::{CallInputs, finished_line, human_duration, restored_note};
 use crate::setup::{CliError, Mode, SessionChoice, Setup};
 use crate::signals;
@@ -274,6 +276,24 @@ async fn stream_run(
                 if let Some(note) = restored_note(&output) {
                     progress(&format!("keel: {note}"));
                 }
+            }
+            AgentEvent::ReplyDiscarded {
+                attempt,
+                max_attempts,
+                error,
+            } => match format {
+                OutputFormat::StreamJson => print_json(&reply_discarded_object(
+                    attempt,
+                    max_attempts,
+                    &error,
+                    &session_id,
+                )),
+                _ => progress(&format!(
+                    "the reply was cut off ({error}); asking again ({attempt}/{max_attempts})"
+                )),
+            },
+            AgentEvent::SnapshotTaken { call_id, id } if format == OutputFormat::StreamJson => {
+                print_json(&snapshot_object(&call_id, &id.0, &session_id));
             }
             AgentEvent::Warning { message } if format == OutputFormat::Text => {
                 progress(&format!("warning: {message}"));

@@ -74,6 +74,36 @@ pub fn init_object(info: &InitInfo<'_>) -> Value {
     })
 }
 
+/// A `stream-json` line saying the reply being streamed was cut off and is discarded (a UI
+/// drops what it showed of it); the same request is sent again.
+pub fn reply_discarded_object(
+    attempt: u32,
+    max_attempts: u32,
+    error: &str,
+    session_id: &str,
+) -> Value {
+    json!({
+        "type": "system",
+        "subtype": "reply_discarded",
+        "attempt": attempt,
+        "max_attempts": max_attempts,
+        "error": error,
+        "session_id": session_id,
+    })
+}
+
+/// A `stream-json` line saying the workspace was snapshotted before call `call_id`
+/// (`keel rewind SNAPSHOT` puts it back).
+pub fn snapshot_object(call_id: &str, snapshot: &str, session_id: &str) -> Value {
+    json!({
+        "type": "system",
+        "subtype": "snapshot",
+        "tool_use_id": call_id,
+        "snapshot_id": snapshot,
+        "session_id": session_id,
+    })
+}
+
 /// A `stream-json` line for a message added to the history: `assistant` for the model's,
 /// `user` for tool results (and a `Stop` hook's reason).
 pub fn message_object(message: &Message, session_id: &str) -> Value {

@@ -150,6 +150,20 @@ impl Printer<'_> {
                 "retrying ({attempt}) in {}: {error}",
                 human_duration(wait)
             )),
+            AgentEvent::ReplyDiscarded {
+                attempt,
+                max_attempts,
+                error,
+            } => {
+                // What was shown of the cut reply stays on screen; the line says it is void.
+                view.stop_spinner();
+                view.end_line();
+                self.streamed = false;
+                view.warning(&format!(
+                    "the reply above was cut off ({error}) and is discarded; asking again \
+                     ({attempt}/{max_attempts})"
+                ));
+            }
             AgentEvent::Warning { message } => view.warning(&format!("warning: {message}")),
             _ => {}
         }
