@@ -18,6 +18,7 @@ mod setup;
 mod signals;
 mod tasks;
 mod trust;
+mod usage;
 
 use std::process::ExitCode;
 
@@ -68,7 +69,19 @@ fn main() -> ExitCode {
     if let Err(err) = nix::sys::prctl::set_dumpable(false) {
         eprintln!("keel: warning: cannot protect keel's memory from other processes: {err}");
     }
-    let cli = Cli::parse();
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(err) => {
+            let (text, code) = usage::clap_failure(&err, std::env::args_os());
+            if code == 0 {
+                // Help and version, as clap lays them out.
+                let _ = err.print();
+            } else {
+                eprintln!("{text}");
+            }
+            return ExitCode::from(code);
+        }
+    };
     // Orphans of the commands keel runs (double forks, `setsid -f`) become keel's children, so
     // they can be found and killed when their call ends, and at exit.
     if let Err(err) = keel_sandbox::reaper::become_subreaper() {

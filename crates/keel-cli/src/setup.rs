@@ -155,6 +155,8 @@ impl Setup {
         session: &SessionChoice,
     ) -> Result<Self, CliError> {
         let keel_home = keel_home()?;
+        crate::usage::check_writable_home(&keel_home)?;
+        crate::usage::check_model_name(options.model.as_deref())?;
         let store = session_store(&keel_home);
         let cwd = working_dir(options, session, &store)?;
         let config = Config::load(Some(&keel_home), &cwd, options.trust_project)
@@ -546,6 +548,27 @@ struct Chosen {
     key_var: String,
 }
 
+/// How long a model call may wait for the next piece of its reply, and take in all.
+struct Timeouts {
+    idle: std::time::Duration,
+    request: std::time::Duration,
+}
+
+impl Timeouts {
+    /// `[provider] idle_timeout_secs` and `request_timeout_secs`, else the provider's defaults.
+    fn of(config: &Config) -> Self {
+        let secs = std::time::Duration::from_secs;
+        Self {
+            idle: config
+                .idle_timeout_secs
+                .map_or(keel_provider::DEFAULT_IDLE_TIMEOUT, secs),
+            request: config
+                .request_timeout_secs
+                .map_or(keel_provider::DEFAULT_REQUEST_DEADLINE, secs),
+        }
+    }
+}
+
 /// The provider the flags, environment and config name.
 ///
 /// A built-in name (`anthropic`, `openai`) is never redirected by a project: the config only
@@ -602,6 +625,7 @@ fn provider(options: &Options, config: &Config) -> Result<Chosen, CliError> {
     } else {
         options.base_url.clone().or_else(table_url).or_else(env_url)
     };
+    let timeouts = Timeouts::of(config);
     let bad_url = |url: &str, err: keel_provider::ProviderError| {
         usage(format!(
             "bad base URL `{url}` for provider `{name}`: {err}; give one like https://host/v1"
@@ -614,7 +638,10 @@ fn provider(options: &Options, config: &Config) -> Result<Chosen, CliError> {
                     "provider `{name}` needs an API key: set {key_var} (see keel --help)"
                 ))
             })?;
-            let mut provider = AnthropicProvider::new(key).map_err(|err| usage(err.to_string()))?;
+            let mut provider = AnthropicProvider::new(key)
+                .map_err(|err| usage(err.to_string()))?
+                .with_idle_timeout(timeouts.idle)
+                .with_request_deadline(timeouts.request);
             if let Some(url) = &base_url {
                 provider = provider
                     .with_base_url(url)
@@ -630,7 +657,12 @@ fn provider(options: &Options, config: &Config) -> Result<Chosen, CliError> {
                      OPENAI_BASE_URL for a local server"
                 )));
             }
-            Arc::new(OpenAiProvider::new(&url, key).map_err(|err| bad_url(&url, err))?)
+            Arc::new(
+                OpenAiProvider::new(&url, key)
+                    .map_err(|err| bad_url(&url, err))?
+                    .with_idle_timeout(timeouts.idle)
+                    .with_request_deadline(timeouts.request),
+            )
         }
     };
     Ok(Chosen {

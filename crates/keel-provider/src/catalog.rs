@@ -23,12 +23,26 @@ pub struct Pricing {
 
 impl Pricing {
     /// What `usage` costs at these prices, in USD.
+    ///
+    /// Always a finite number, growing with the counts: tokens are converted to `f64` (exact up
+    /// to 2^53, then rounded, never wrapped), each product is taken per million tokens first,
+    /// and a sum beyond `f64`'s range saturates at `f64::MAX`. A price that is NaN counts as
+    /// zero.
     pub fn cost(&self, usage: &Usage) -> f64 {
-        (usage.input_tokens as f64 * self.input
-            + usage.output_tokens as f64 * self.output
-            + usage.cache_creation_input_tokens as f64 * self.cache_write
-            + usage.cache_read_input_tokens as f64 * self.cache_read)
-            / 1_000_000.0
+        let part = |tokens: u64, price: f64| {
+            let price = if price.is_nan() { 0.0 } else { price };
+            (tokens as f64 / 1_000_000.0) * price
+        };
+        let total = part(usage.input_tokens, self.input)
+            + part(usage.output_tokens, self.output)
+            + part(usage.cache_creation_input_tokens, self.cache_write)
+            + part(usage.cache_read_input_tokens, self.cache_read);
+        if total.is_nan() {
+            // Only +inf and -inf prices together get here.
+            0.0
+        } else {
+            total.clamp(-f64::MAX, f64::MAX)
+        }
     }
 }
 
@@ -220,6 +234,47 @@ mod tests {
         let cost = catalog.cost("claude-sonnet-4-5", &usage).unwrap();
         assert!((cost - 5.85).abs() < 1e-9, "{cost}");
         assert_eq!(catalog.cost("my-local-model", &usage), None);
+    }
+
+    #[test]
+    fn absurd_usage_costs_a_finite_saturated_amount() {
+        let catalog = ModelCatalog::built_in();
+        let max = Usage {
+            input_tokens: u64::MAX,
+            output_tokens: u64::MAX,
+            cache_creation_input_tokens: u64::MAX,
+            cache_read_input_tokens: u64::MAX,
+        };
+        // 2^64 tokens of each kind at 3 + 15 + 3.75 + 0.30 USD per million.
+        let cost = catalog.cost("claude-sonnet-4-5", &max).unwrap();
+        let expected = 18_446_744_073_709.551_615 * 22.05;
+        assert!(
+            cost.is_finite() && (cost / expected - 1.0).abs() < 1e-12,
+            "{cost}"
+        );
+        // More tokens never cost less: no wrap-around anywhere.
+        let less = Usage {
+            input_tokens: u64::MAX - 1,
+            ..max
+        };
+        assert!(catalog.cost("claude-sonnet-4-5", &less).unwrap() <= cost);
+
+        let absurd = |price: f64| Pricing {
+            input: price,
+            output: price,
+            cache_write: price,
+            cache_read: price,
+        };
+        assert_eq!(absurd(f64::MAX).cost(&max), f64::MAX);
+        assert_eq!(absurd(f64::INFINITY).cost(&max), f64::MAX);
+        assert_eq!(absurd(f64::NAN).cost(&max), 0.0);
+        let mixed = Pricing {
+            input: f64::INFINITY,
+            output: f64::NEG_INFINITY,
+            ..absurd(1.0)
+        };
+        assert!(mixed.cost(&max).is_finite());
+        assert_eq!(absurd(1.0).cost(&Usage::default()), 0.0);
     }
 
     #[test]

@@ -62,11 +62,15 @@ pub enum ProviderError {
         /// What was wrong.
         message: String,
     },
-    /// The server sent nothing for too long.
-    #[error("no data from the server for {}s", .after.as_secs_f64())]
+    /// The server sent nothing for too long ([`TimeoutLimit::Idle`]), or one attempt ran past
+    /// its whole-request deadline ([`TimeoutLimit::RequestDeadline`]), e.g. a server trickling
+    /// keep-alive pings without a reply.
+    #[error("{}", fmt_timeout(*.after, *.limit))]
     Timeout {
-        /// How long we waited.
+        /// The limit that ran out.
         after: Duration,
+        /// Which limit it was.
+        limit: TimeoutLimit,
     },
     /// The provider is configured wrongly (bad base URL, a header that cannot be sent).
     #[error("provider configuration: {message}")]
@@ -74,6 +78,27 @@ pub enum ProviderError {
         /// What is wrong and how to fix it.
         message: String,
     },
+}
+
+/// Which time limit ended a model call (see [`ProviderError::Timeout`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum TimeoutLimit {
+    /// Nothing arrived for the idle timeout (`with_idle_timeout`).
+    Idle,
+    /// The attempt, from sending to the reply's end, took longer than the request deadline
+    /// (`with_request_deadline`).
+    RequestDeadline,
+}
+
+fn fmt_timeout(after: Duration, limit: TimeoutLimit) -> String {
+    let secs = after.as_secs_f64();
+    match limit {
+        TimeoutLimit::Idle => format!("no data from the server for {secs}s (the idle timeout)"),
+        TimeoutLimit::RequestDeadline => {
+            format!("the reply took longer than the request deadline of {secs}s")
+        }
+    }
 }
 
 fn fmt_after(after: &Option<Duration>) -> String {
@@ -120,8 +145,27 @@ impl ProviderError {
             Self::Config { message } => Self::Config {
                 message: f(&message),
             },
-            Self::Timeout { after } => Self::Timeout { after },
+            Self::Timeout { after, limit } => Self::Timeout { after, limit },
         }
+    }
+
+    /// Whether this error may have cut a reply short, so that sending the turn's request again
+    /// may succeed: the stream broke or was malformed ([`Stream`](Self::Stream)), stalled or
+    /// ran past its deadline ([`Timeout`](Self::Timeout)), or the service failed in the middle
+    /// of it ([`Overloaded`](Self::Overloaded), e.g. Anthropic's `overloaded_error` event,
+    /// [`Server`](Self::Server), [`RateLimited`](Self::RateLimited),
+    /// [`Transport`](Self::Transport)).
+    ///
+    /// `false` for errors that a new request would meet again: authentication, an invalid
+    /// request, a prompt longer than the context window, configuration. (A refusal is not an
+    /// error: it is a reply with [`StopReason::Refusal`](crate::StopReason::Refusal).)
+    ///
+    /// The provider retries these itself while nothing of the reply has arrived; once content
+    /// has arrived it returns the error instead, so as not to duplicate output, and a caller
+    /// that saw content before the error can discard it and start the turn again (keel's
+    /// engine does).
+    pub fn is_cut_mid_reply(&self) -> bool {
+        self.is_retryable() || matches!(self, Self::Stream { .. })
     }
 
     /// Whether trying the same request again may succeed.

@@ -1,6 +1,8 @@
 //! The HTTP side shared by the back ends: sending with retries, reading a streamed body with
-//! an idle timeout, and turning HTTP failures into [`ProviderError`]s.
+//! an idle timeout and a deadline per attempt, and turning HTTP failures (their bodies read up
+//! to a cap) into [`ProviderError`]s.
 
+use std::future::Future;
 use std::pin::Pin;
 use std::task::{Context, Poll};
 use std::time::Duration;
@@ -10,15 +12,26 @@ use futures::stream::BoxStream;
 use futures::{Stream, StreamExt};
 use reqwest::header::HeaderMap;
 use serde_json::Value;
+use tokio::time::Instant;
 use tracing::Span;
 
-use crate::error::ProviderError;
+use crate::error::{ProviderError, TimeoutLimit};
 use crate::retry::{RetryPolicy, server_wait, status_is_retryable};
 use crate::secret::{ApiKey, redact_opt};
 use crate::stream::StreamEvent;
 
 /// The default time allowed between two pieces of a streamed reply.
 pub const DEFAULT_IDLE_TIMEOUT: Duration = Duration::from_secs(120);
+
+/// The default time one attempt may take from sending the request to the reply's last byte:
+/// one hour. The longest reply the built-in models may write is 128,000 tokens; at a slow
+/// 40 tokens a second that is 53 minutes, so a legitimate reply is never cut, while a server
+/// that only trickles keep-alive pings (which the idle timeout cannot catch) is given up on.
+pub const DEFAULT_REQUEST_DEADLINE: Duration = Duration::from_secs(60 * 60);
+
+/// The most of an HTTP error body that is read (64 KiB); the rest is never received: the
+/// connection is dropped.
+pub const MAX_ERROR_BODY: usize = 64 * 1024;
 
 /// Longest server message kept in an error.
 const MAX_ERROR_MESSAGE: usize = 2000;
@@ -45,6 +58,7 @@ pub(crate) struct HttpTransport {
     client: reqwest::Client,
     pub retry: RetryPolicy,
     pub idle_timeout: Duration,
+    pub request_deadline: Duration,
     pub key: Option<ApiKey>,
 }
 
@@ -53,6 +67,7 @@ impl std::fmt::Debug for HttpTransport {
         f.debug_struct("HttpTransport")
             .field("retry", &self.retry)
             .field("idle_timeout", &self.idle_timeout)
+            .field("request_deadline", &self.request_deadline)
             .field("key", &self.key)
             .finish_non_exhaustive()
     }
@@ -97,6 +112,7 @@ impl HttpTransport {
             client,
             retry: RetryPolicy::default(),
             idle_timeout: DEFAULT_IDLE_TIMEOUT,
+            request_deadline: DEFAULT_REQUEST_DEADLINE,
             key,
         })
     }
@@ -114,20 +130,49 @@ impl HttpTransport {
         }
     }
 
+    /// Runs `fut` until the idle timeout or the attempt's `deadline`, whichever ends first.
+    /// A limit too far away to represent is no limit.
+    async fn bounded<F: Future>(
+        &self,
+        deadline: Option<Instant>,
+        fut: F,
+    ) -> Result<F::Output, ProviderError> {
+        let idle_end = Instant::now().checked_add(self.idle_timeout);
+        let (end, limit) = match (idle_end, deadline) {
+            (Some(idle), Some(deadline)) if deadline <= idle => {
+                (Some(deadline), TimeoutLimit::RequestDeadline)
+            }
+            (None, Some(deadline)) => (Some(deadline), TimeoutLimit::RequestDeadline),
+            (idle, _) => (idle, TimeoutLimit::Idle),
+        };
+        let Some(end) = end else {
+            return Ok(fut.await);
+        };
+        tokio::time::timeout_at(end, fut)
+            .await
+            .map_err(|_| ProviderError::Timeout {
+                after: match limit {
+                    TimeoutLimit::RequestDeadline => self.request_deadline,
+                    _ => self.idle_timeout,
+                },
+                limit,
+            })
+    }
+
     /// One attempt: a response with a success status, or why not.
-    async fn send(&self, request: &PreparedRequest) -> Result<reqwest::Response, Failure> {
+    async fn send(
+        &self,
+        request: &PreparedRequest,
+        deadline: Option<Instant>,
+    ) -> Result<reqwest::Response, Failure> {
         let send = self
             .client
             .post(request.url.clone())
             .headers(request.headers.clone())
             .body(request.body.clone())
             .send();
-        let response = match tokio::time::timeout(self.idle_timeout, send).await {
-            Err(_) => {
-                return Err(Failure::of(ProviderError::Timeout {
-                    after: self.idle_timeout,
-                }));
-            }
+        let response = match self.bounded(deadline, send).await {
+            Err(timeout) => return Err(Failure::of(timeout)),
             Ok(Err(err)) => {
                 return Err(Failure::of(ProviderError::Transport {
                     message: self.redact(&error_chain(&err)),
@@ -140,17 +185,42 @@ impl HttpTransport {
             return Ok(response);
         }
         let headers = response.headers().clone();
-        let body = tokio::time::timeout(self.idle_timeout, response.text())
-            .await
-            .ok()
-            .and_then(Result::ok)
-            .unwrap_or_default();
-        let wait = server_wait(&headers);
+        let body = self.error_body(response, deadline).await;
+        let wait = server_wait(&headers).map(|wait| wait.min(self.retry.max_server_wait));
         Err(Failure {
             error: error_from_status(status.as_u16(), wait, &self.redact(&body)),
             retryable: status_is_retryable(status, &headers),
             server_wait: wait,
         })
+    }
+
+    /// An error response's body, read chunk by chunk up to [`MAX_ERROR_BODY`]: the rest is
+    /// never read (the response, and its connection, are dropped). A body that stalls or
+    /// breaks gives what arrived.
+    async fn error_body(
+        &self,
+        mut response: reqwest::Response,
+        deadline: Option<Instant>,
+    ) -> String {
+        let mut body = Vec::new();
+        while body.len() < MAX_ERROR_BODY {
+            match self.bounded(deadline, response.chunk()).await {
+                Ok(Ok(Some(chunk))) => {
+                    let room = MAX_ERROR_BODY - body.len();
+                    body.extend_from_slice(&chunk[..chunk.len().min(room)]);
+                }
+                Ok(Ok(None)) => break,
+                Ok(Err(err)) => {
+                    tracing::debug!(error = %error_chain(&err), "error body broke off");
+                    break;
+                }
+                Err(timeout) => {
+                    tracing::debug!(error = %timeout, "error body stalled");
+                    break;
+                }
+            }
+        }
+        String::from_utf8_lossy(&body).into_owned()
     }
 
     /// Sends `request` and streams the parsed reply, retrying as the policy allows.
@@ -177,14 +247,16 @@ impl HttpTransport {
             let mut sent_content = false;
             let mut events = Vec::new();
             loop {
-                let failure = match self.send(&request).await {
+                // Each attempt has its own deadline, from sending to the reply's last byte.
+                let deadline = Instant::now().checked_add(self.request_deadline);
+                let failure = match self.send(&request, deadline).await {
                     Err(failure) => failure,
                     Ok(response) => {
                         let mut parser = new_parser();
                         let mut body = response.bytes_stream();
                         loop {
-                            let step = match tokio::time::timeout(self.idle_timeout, body.next()).await {
-                                Err(_) => Err(Failure::of(ProviderError::Timeout { after: self.idle_timeout })),
+                            let step = match self.bounded(deadline, body.next()).await {
+                                Err(timeout) => Err(Failure::of(timeout)),
                                 Ok(None) => parser.finish(&mut events).map(|()| true).map_err(|err| match err {
                                     ProviderError::Stream { message } => Failure::cut(message),
                                     other => Failure::of(other),

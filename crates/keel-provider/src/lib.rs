@@ -84,8 +84,8 @@ mod types;
 
 pub use anthropic::{AnthropicProvider, AnthropicStreamParser};
 pub use catalog::{ModelCatalog, ModelInfo, Pricing};
-pub use error::ProviderError;
-pub use http::DEFAULT_IDLE_TIMEOUT;
+pub use error::{ProviderError, TimeoutLimit};
+pub use http::{DEFAULT_IDLE_TIMEOUT, DEFAULT_REQUEST_DEADLINE, MAX_ERROR_BODY};
 pub use openai::{MaxTokensField, OpenAiProvider, OpenAiStreamParser};
 pub use provider::Provider;
 pub use retry::RetryPolicy;

@@ -1,8 +1,9 @@
 //! An incremental decoder for Server-Sent Events (the `text/event-stream` format).
 //!
 //! Bytes go in as they arrive, in chunks of any size; whole events come out. Lines may end in
-//! `\n`, `\r\n` or `\r`, comments (`:`) and `id`/`retry` fields are skipped, and an event left
-//! pending when the stream ends is still delivered (some recordings omit the final blank line).
+//! `\n`, `\r\n` or `\r`, a leading byte-order mark is dropped, comments (`:`) and `id`/`retry`
+//! fields are skipped, and an event left pending when the stream ends is still delivered (some
+//! recordings omit the final blank line).
 
 use crate::error::ProviderError;
 use crate::http::WireParser;
@@ -18,15 +19,28 @@ pub struct SseEvent {
 }
 
 /// Decodes a byte stream into [`SseEvent`]s.
+///
+/// Linear in its input: each byte is searched for a line end once, however the stream is cut
+/// into chunks, and a line longer than a chunk is gathered in one buffer (at most about twice
+/// the line, which then becomes the event's data without another copy).
 #[derive(Debug, Default)]
 pub struct SseDecoder {
+    /// The start of a line whose end has not arrived yet. It never holds `\n` or `\r`: every
+    /// byte in it has been searched already, so a new chunk is searched from its own start.
     buf: Vec<u8>,
     event: String,
     data: Vec<u8>,
     has_data: bool,
     /// The previous chunk ended in `\r`: a `\n` at the start of the next one ends no line.
     skip_lf: bool,
+    /// The stream's first bytes have been seen (and a leading byte-order mark dropped).
+    past_start: bool,
+    /// How many bytes of a leading byte-order mark have arrived, held back until it is whole.
+    bom_seen: usize,
 }
+
+/// The UTF-8 byte-order mark a stream may start with (the SSE standard says to drop it).
+const BOM: &[u8] = b"\xEF\xBB\xBF";
 
 impl SseDecoder {
     /// A decoder at the start of a stream.
@@ -37,31 +51,58 @@ impl SseDecoder {
     /// Feeds the next chunk; complete events are appended to `out`.
     pub fn push(&mut self, chunk: &[u8], out: &mut Vec<SseEvent>) -> Result<(), ProviderError> {
         let mut input = chunk;
-        if self.skip_lf {
+        if !self.past_start {
+            let matched = input
+                .iter()
+                .zip(&BOM[self.bom_seen..])
+                .take_while(|(byte, bom)| byte == bom)
+                .count();
+            self.bom_seen += matched;
+            input = &input[matched..];
+            if self.bom_seen < BOM.len() {
+                if input.is_empty() {
+                    return Ok(());
+                }
+                // Not a byte-order mark after all: what was held back starts the first line
+                // (it holds no line end).
+                self.buf.extend_from_slice(&BOM[..self.bom_seen]);
+            }
+            self.past_start = true;
+        }
+        // An empty chunk leaves a pending `\r` pending: the `\n` may still come.
+        if self.skip_lf && !input.is_empty() {
             self.skip_lf = false;
             if let Some(rest) = input.strip_prefix(b"\n") {
                 input = rest;
             }
         }
-        if self.buf.is_empty() {
-            let used = self.lines(input, out)?;
-            self.buf.extend_from_slice(&input[used..]);
-        } else {
-            let mut buf = std::mem::take(&mut self.buf);
-            buf.extend_from_slice(input);
-            let used = self.lines(&buf, out)?;
-            buf.drain(..used);
-            self.buf = buf;
+        if !self.buf.is_empty() {
+            // Only the new bytes are searched: the buffer holds no line end.
+            let Some(end) = memchr::memchr2(b'\n', b'\r', input) else {
+                self.buf.extend_from_slice(input);
+                return Ok(());
+            };
+            self.buf.extend_from_slice(&input[..end]);
+            let line = std::mem::take(&mut self.buf);
+            let next = self.after_line_end(input, end);
+            self.owned_line(line, out)?;
+            input = &input[next..];
         }
+        let used = self.lines(input, out)?;
+        self.buf.extend_from_slice(&input[used..]);
         Ok(())
     }
 
     /// Ends the stream: a last line without its newline, and an event without its blank
     /// line, are still delivered.
     pub fn finish(&mut self, out: &mut Vec<SseEvent>) -> Result<(), ProviderError> {
+        if !self.past_start {
+            self.past_start = true;
+            self.buf.extend_from_slice(&BOM[..self.bom_seen]);
+        }
         if !self.buf.is_empty() {
             let line = std::mem::take(&mut self.buf);
-            self.line(&line, out)?;
+            self.owned_line(line, out)?;
         }
         self.dispatch(out)
     }
@@ -72,16 +113,45 @@ impl SseDecoder {
         while let Some(offset) = memchr::memchr2(b'\n', b'\r', &input[start..]) {
             let end = start + offset;
             self.line(&input[start..end], out)?;
-            start = end + 1;
-            if input[end] == b'\r' {
-                match input.get(start) {
-                    Some(b'\n') => start += 1,
-                    Some(_) => {}
-                    None => self.skip_lf = true,
-                }
-            }
+            start = self.after_line_end(input, end);
         }
         Ok(start)
+    }
+
+    /// Where the next line starts after the line end at `input[end]`: past a `\r\n` pair, or
+    /// past a `\r` whose `\n` may start the next chunk.
+    fn after_line_end(&mut self, input: &[u8], end: usize) -> usize {
+        let next = end + 1;
+        if input[end] == b'\r' {
+            match input.get(next) {
+                Some(b'\n') => return next + 1,
+                Some(_) => {}
+                None => self.skip_lf = true,
+            }
+        }
+        next
+    }
+
+    /// A line gathered across chunks. A data line that starts an event becomes the event's
+    /// data in place, so a huge line is not copied again; the buffer is otherwise kept for
+    /// reuse.
+    fn owned_line(
+        &mut self,
+        mut line: Vec<u8>,
+        out: &mut Vec<SseEvent>,
+    ) -> Result<(), ProviderError> {
+        if !self.has_data
+            && let Some(value) = data_value_offset(&line)
+        {
+            line.drain(..value);
+            self.data = line;
+            self.has_data = true;
+            return Ok(());
+        }
+        self.line(&line, out)?;
+        line.clear();
+        self.buf = line;
+        Ok(())
     }
 
     fn line(&mut self, line: &[u8], out: &mut Vec<SseEvent>) -> Result<(), ProviderError> {
@@ -178,6 +248,18 @@ impl<H: SseHandler> WireParser for SseDriver<H> {
 
     fn finish(&mut self, out: &mut Vec<StreamEvent>) -> Result<(), ProviderError> {
         SseDriver::finish(self, out)
+    }
+}
+
+/// Where the value of a `data` line starts (after `data:` and one optional space); `None`
+/// for any other line.
+fn data_value_offset(line: &[u8]) -> Option<usize> {
+    let rest = line.strip_prefix(b"data")?;
+    match rest {
+        [] => Some(4),
+        [b':', b' ', ..] => Some(6),
+        [b':', ..] => Some(5),
+        _ => None,
     }
 }
 

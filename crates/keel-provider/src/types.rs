@@ -295,17 +295,56 @@ pub struct Usage {
 }
 
 impl Usage {
-    /// Adds `other` to `self`, field by field (for totals over several requests).
+    /// Adds `other` to `self`, field by field (for totals over several requests). Each field
+    /// saturates at `u64::MAX` rather than wrapping around to a small count.
     pub fn add(&mut self, other: &Usage) {
-        self.input_tokens += other.input_tokens;
-        self.output_tokens += other.output_tokens;
-        self.cache_creation_input_tokens += other.cache_creation_input_tokens;
-        self.cache_read_input_tokens += other.cache_read_input_tokens;
+        *self = self.saturating_add(other);
     }
 
-    /// Every prompt token, cached or not.
+    /// The field-by-field sum of `self` and `other`, each saturating at `u64::MAX`.
+    #[must_use]
+    pub fn saturating_add(&self, other: &Usage) -> Usage {
+        Usage {
+            input_tokens: self.input_tokens.saturating_add(other.input_tokens),
+            output_tokens: self.output_tokens.saturating_add(other.output_tokens),
+            cache_creation_input_tokens: self
+                .cache_creation_input_tokens
+                .saturating_add(other.cache_creation_input_tokens),
+            cache_read_input_tokens: self
+                .cache_read_input_tokens
+                .saturating_add(other.cache_read_input_tokens),
+        }
+    }
+
+    /// Every prompt token, cached or not (saturating at `u64::MAX`).
     pub fn total_input_tokens(&self) -> u64 {
-        self.input_tokens + self.cache_creation_input_tokens + self.cache_read_input_tokens
+        self.input_tokens
+            .saturating_add(self.cache_creation_input_tokens)
+            .saturating_add(self.cache_read_input_tokens)
+    }
+}
+
+impl std::ops::Add for Usage {
+    type Output = Usage;
+
+    /// The saturating sum (see [`Usage::saturating_add`]).
+    fn add(self, other: Usage) -> Usage {
+        self.saturating_add(&other)
+    }
+}
+
+impl std::ops::AddAssign for Usage {
+    /// Adds saturating (see [`Usage::saturating_add`]).
+    fn add_assign(&mut self, other: Usage) {
+        *self = self.saturating_add(&other);
+    }
+}
+
+impl std::iter::Sum for Usage {
+    fn sum<I: Iterator<Item = Usage>>(iter: I) -> Usage {
+        iter.fold(Usage::default(), |total, usage| {
+            total.saturating_add(&usage)
+        })
     }
 }
 

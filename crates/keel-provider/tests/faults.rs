@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 use futures::StreamExt;
 use keel_provider::{
     AnthropicProvider, ApiKey, CompletionRequest, Message, OpenAiProvider, Provider, ProviderError,
-    RetryPolicy, StreamEvent,
+    RetryPolicy, StreamEvent, TimeoutLimit,
 };
 use keel_test_support::mock::{error_response, sse_response};
 use keel_test_support::raw_http::{Ending, RawHttpServer, RawResponse};
@@ -280,7 +280,8 @@ async fn a_server_that_stops_sending_times_out() {
     assert_eq!(
         error,
         Some(ProviderError::Timeout {
-            after: Duration::from_millis(300)
+            after: Duration::from_millis(300),
+            limit: TimeoutLimit::Idle,
         })
     );
     assert_eq!(text(&events), "Hello");

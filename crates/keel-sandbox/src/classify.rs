@@ -2,36 +2,52 @@
 //!
 //! [`classify`] reads a command the way `bash` would split it (quotes, escapes, `&&`, `||`,
 //! `;`, `|`, `$(...)`, backticks, `bash -c '...'`, `eval`, `xargs`, `find -exec`, wrappers
-//! such as `env`, `command`, `time`, `nice`, `timeout`, `sudo`, leading `FOO=1` assignments,
-//! redirections) and judges every simple command in it. The verdict is the most severe part:
+//! such as `env`, `command`, `time`, `nice`, `timeout`, `sudo`, `busybox`, leading `FOO=1`
+//! assignments, redirections) and judges every simple command in it. The verdict is the most
+//! severe part:
 //!
 //! - [`Effect::ReadOnly`]: only commands known to read (`ls`, `cat`, `grep`, `rg`,
 //!   `git status`, `cargo check`, `find` without `-delete`/`-exec`, ...), with no redirection
 //!   into a file.
-//! - [`Effect::Destructive`]: something hard to undo (`rm -rf`, `git push --force`,
-//!   `git reset --hard`, `git clean`, `chmod -R`, `dd of=`, `mkfs`, `curl ... | sh`, `sudo`,
-//!   `DROP TABLE`, `truncate`, `shred`, `> /dev/sda`, `find -delete`, ...). The reason names
-//!   what it does, e.g. `rm -rf deletes files recursively`.
-//! - [`Effect::Mutating`]: everything else, including every command it does not know.
+//! - [`Effect::Destructive`]: something that deletes, truncates or overwrites files or work,
+//!   or is hard to undo: `rm` (any form), `unlink`, `rmdir`, `shred`, `truncate`,
+//!   `find -delete`, `> file` (a redirection that empties a file that may exist), `sed -i`,
+//!   `perl -i`, `mv`/`cp`/`ln -f`/`install` onto a file that may exist, `tee` without `-a`,
+//!   `dd of=`, interpreters' inline code that deletes or writes files (`python -c
+//!   "shutil.rmtree(...)"`, `node -e "fs.rmSync(...)"`), `git reset --hard`, `git clean`,
+//!   `git checkout <rev> <paths>`, `git read-tree -u`, `git checkout-index -f`,
+//!   `git -c alias.x='!...'`, `git push --force`, a computed command word (`$(echo rm)`,
+//!   `$CMD`), `chmod -R`, `mkfs`, `curl ... | sh`, `sudo`, `DROP TABLE`, `> /dev/sda`, ....
+//!   The reason names what it does, e.g. `rm -rf deletes files recursively`.
+//! - [`Effect::Mutating`]: everything else, including every command it does not know, and
+//!   appending (`>> log`).
+//!
+//! [`classify_in`] also looks at the directory the command runs in: replacing a file that is
+//! not there loses nothing, so `echo x > new.txt` is only mutating there.
 //!
 //! This is advice for scheduling and approvals, not a security boundary: the kernel
-//! confinement of `run_command` is what limits a command.
+//! confinement of `run_command` is what limits a command, and what the classifier cannot see
+//! through (obfuscated or computed commands it does not flag) is left to workspace snapshots.
 //!
 //! ```
 //! use keel_sandbox::classify::classify;
 //! use keel_tool::Effect;
 //!
 //! assert_eq!(classify("git status && cargo check 2>&1 | tail -n 20"), Effect::ReadOnly);
-//! assert_eq!(classify("cargo build > build.log"), Effect::Mutating);
+//! assert_eq!(classify("cargo build >> build.log"), Effect::Mutating);
 //! assert_eq!(
 //!     classify("cd target && FOO=1 bash -c 'rm -rf debug'"),
 //!     Effect::destructive("rm -rf deletes files recursively")
 //! );
 //! ```
 
+use std::path::{Path, PathBuf};
+
 use keel_tool::Effect;
 
+mod files;
 mod git;
+mod interp;
 mod lex;
 
 /// How deep `bash -c`, `eval`, `$(...)` and the like are followed; deeper is `Mutating`.
@@ -39,11 +55,39 @@ const MAX_DEPTH: usize = 8;
 
 /// Judges what `command`, a `bash` command line, does: the most severe effect of its parts.
 /// Unknown commands are [`Effect::Mutating`].
+///
+/// Without a view of the file system, every file a command may replace (`> f`, `mv a b`,
+/// `cp a b`, `tee f`) is taken to exist: such commands are destructive. [`classify_in`]
+/// looks first.
 pub fn classify(command: &str) -> Effect {
-    let mut verdict = Verdict::default();
+    judge(command, None)
+}
+
+/// Like [`classify`], for a command that runs in `dir`: a file a command would replace
+/// (`> f`, `mv a b`, `cp a b`, `ln -sf a b`, `tee f`, `git checkout f`) that does not exist
+/// there loses nothing, so writing it is [`Effect::Mutating`], not destructive. After a `cd`
+/// (or a name with `$`, globs, `~`), the classifier no longer knows where it is and takes
+/// every such file to exist, as [`classify`] does.
+pub fn classify_in(command: &str, dir: &Path) -> Effect {
+    judge(command, Some(dir.to_path_buf()))
+}
+
+fn judge(command: &str, dir: Option<PathBuf>) -> Effect {
+    let mut verdict = Verdict {
+        dir,
+        ..Verdict::default()
+    };
     check_sql(command, &mut verdict);
     classify_source(command, 0, &mut verdict);
     verdict.into_effect()
+}
+
+/// Whether a file a command names is there, as far as the classifier can tell.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Presence {
+    Present,
+    Absent,
+    Unknown,
 }
 
 /// The verdict so far: whether anything mutates, and why anything is destructive.
@@ -51,9 +95,39 @@ pub fn classify(command: &str) -> Effect {
 struct Verdict {
     mutating: bool,
     reasons: Vec<String>,
+    /// The directory the command runs in, while it is known.
+    dir: Option<PathBuf>,
 }
 
 impl Verdict {
+    /// Whether `target` exists, relative to the known directory.
+    fn presence(&self, target: &str) -> Presence {
+        let Some(dir) = &self.dir else {
+            return Presence::Unknown;
+        };
+        if target.is_empty()
+            || target.contains(['$', '`', '*', '?', '[', '{'])
+            || target.starts_with('~')
+        {
+            return Presence::Unknown;
+        }
+        match std::fs::symlink_metadata(dir.join(target)) {
+            Ok(_) => Presence::Present,
+            Err(err) if err.kind() == std::io::ErrorKind::NotFound => Presence::Absent,
+            Err(_) => Presence::Unknown,
+        }
+    }
+
+    /// Whether `path` is known to be a directory.
+    fn presence_is_dir(&self, path: &Path) -> bool {
+        self.dir.as_ref().is_some_and(|dir| dir.join(path).is_dir())
+    }
+
+    /// The command changed directory: where files are is no longer known.
+    fn lose_dir(&mut self) {
+        self.dir = None;
+    }
+
     fn mutating(&mut self) {
         self.mutating = true;
     }
@@ -105,47 +179,14 @@ fn classify_source(source: &str, depth: usize, verdict: &mut Verdict) {
     }
     let parsed = lex::parse(source);
     for simple in parsed.simples {
-        for target in &simple.writes {
-            check_write(target, verdict);
+        for write in &simple.writes {
+            files::check_write(&write.op, &write.target, write.truncates, verdict);
         }
         classify_words(&simple.words, simple.piped_from.as_deref(), depth, verdict);
     }
     for nested in &parsed.nested {
         classify_source(nested, depth + 1, verdict);
     }
-}
-
-/// Judges a write into `target` by a redirection or `tee`.
-fn check_write(target: &str, verdict: &mut Verdict) {
-    const SINKS: [&str; 5] = ["/dev/null", "/dev/stdout", "/dev/stderr", "/dev/tty", "-"];
-    if SINKS.contains(&target)
-        || target.starts_with("/dev/fd/")
-        || target.starts_with("/proc/self/fd/")
-    {
-        return;
-    }
-    if is_disk_device(target) {
-        verdict.destructive(format!("writing to {target} overwrites a disk device"));
-    } else {
-        verdict.mutating();
-    }
-}
-
-fn is_disk_device(path: &str) -> bool {
-    const DISKS: [&str; 11] = [
-        "/dev/sd",
-        "/dev/hd",
-        "/dev/vd",
-        "/dev/xvd",
-        "/dev/nvme",
-        "/dev/mmcblk",
-        "/dev/disk",
-        "/dev/dm-",
-        "/dev/md",
-        "/dev/mapper/",
-        "/dev/loop",
-    ];
-    DISKS.iter().any(|disk| path.starts_with(disk))
 }
 
 /// Shell keywords that may start a simple command without being its program.
@@ -252,7 +293,12 @@ fn classify_words(
                     }
                     if is_assignment(word) {
                         i += 1;
-                    } else if ["-u", "--unset", "-C", "--chdir"].contains(&word.as_str()) {
+                    } else if ["-C", "--chdir"].contains(&word.as_str())
+                        || word.starts_with("--chdir=")
+                    {
+                        verdict.lose_dir();
+                        i += 1 + usize::from(!word.contains('='));
+                    } else if ["-u", "--unset"].contains(&word.as_str()) {
                         i += 2;
                     } else if word.starts_with('-') {
                         i += 1;
@@ -282,6 +328,7 @@ fn classify_words(
                 classify_source(&script, depth + 1, verdict);
                 return;
             }
+            "busybox" | "toybox" => at + 1,
             "sudo" | "doas" | "pkexec" | "su" | "run0" => {
                 verdict.destructive(format!("{program} runs a command as root"));
                 skip_options(
@@ -323,9 +370,25 @@ fn classify_words(
     let Some(program_word) = words.get(at) else {
         return;
     };
+    if is_computed(program_word) {
+        verdict.destructive(format!(
+            "the command is computed ({program_word}); keel cannot see what it runs"
+        ));
+        return;
+    }
     let program = basename(program_word);
     let args = &words[at + 1..];
+    if ["cd", "pushd", "popd"].contains(&program) {
+        verdict.lose_dir();
+    }
     classify_program(program, args, piped_from, depth, verdict);
+}
+
+/// Whether a command word is the result of an expansion (`$X`, `${X}`, `$(...)`, backticks,
+/// a glob): what runs is only known when the shell runs it. A variable in the directory only
+/// (`$HOME/bin/tool`) leaves the program's name as written, which is judged.
+fn is_computed(word: &str) -> bool {
+    word.contains("$(") || word.contains('`') || basename(word).contains(['$', '*', '?', '{', '}'])
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -346,18 +409,9 @@ fn listed(list: &str, word: &str) -> bool {
     list.split_ascii_whitespace().any(|item| item == word)
 }
 
-/// Shells whose `-c` argument is a script.
-const SHELLS: &str = "sh bash zsh dash ksh mksh ash fish";
-
-/// Interpreters that run a script read from stdin when given none.
-const INTERPRETERS: &str = "python python2 python3 perl ruby node php deno bun";
-
-/// Programs that download.
-const DOWNLOADERS: &str = "curl wget fetch aria2c http https";
-
 fn has_downloader(text: &str) -> bool {
     text.split(|c: char| c.is_whitespace() || "()`|;&$\"'".contains(c))
-        .any(|word| listed(DOWNLOADERS, basename(word)))
+        .any(|word| listed(interp::DOWNLOADERS, basename(word)))
 }
 
 fn classify_program(
@@ -383,9 +437,13 @@ fn classify_program(
                 (true, true) => verdict.destructive("rm -rf deletes files recursively"),
                 (true, false) => verdict.destructive("rm -r deletes files recursively"),
                 (false, true) => verdict.destructive("rm -f deletes files without asking"),
-                (false, false) => verdict.mutating(),
+                (false, false) => {
+                    verdict.destructive("rm deletes files for good (there is no trash)");
+                }
             }
         }
+        "unlink" => verdict.destructive("unlink deletes a file for good"),
+        "rmdir" => verdict.destructive("rmdir deletes directories"),
         "find" => classify_find(args, depth, verdict),
         "git" => git::classify_git(args, verdict),
         "cargo" => classify_cargo(args, verdict),
@@ -430,9 +488,10 @@ fn classify_program(
         {
             verdict.destructive("mv to /dev/null deletes the file");
         }
+        "mv" | "cp" | "ln" | "install" => files::classify_copy(program, args, verdict),
         "sed" => {
             if has_short(args, 'i') || has_long(args, "--in-place") {
-                verdict.mutating();
+                verdict.destructive("sed -i edits files in place, replacing what they held");
             }
         }
         "awk" | "gawk" | "mawk" | "nawk" => {
@@ -444,19 +503,23 @@ fn classify_program(
                     || arg.contains(">\"")
                     || arg.contains("print >")
                     || arg.contains("printf >")
-                    || arg == "inplace"
             });
-            if writes {
+            if args.iter().any(|arg| arg == "inplace") {
+                verdict.destructive(format!("{program} -i inplace edits files in place"));
+            } else if writes {
                 verdict.mutating();
             }
         }
         "sort" => {
             if let Some(i) = args.iter().position(|arg| arg == "-o") {
-                check_write(args.get(i + 1).map_or("", String::as_str), verdict);
-            } else if let Some(target) = args.iter().find_map(|arg| arg.strip_prefix("--output=")) {
-                check_write(target, verdict);
-            } else if args.iter().any(|arg| arg.starts_with("-o")) {
-                verdict.mutating();
+                let target = args.get(i + 1).map_or("", String::as_str);
+                files::check_write("sort -o", target, true, verdict);
+            } else if let Some(target) = args.iter().find_map(|arg| {
+                arg.strip_prefix("--output=")
+                    .or_else(|| arg.strip_prefix("-o"))
+                    .filter(|target| !target.is_empty())
+            }) {
+                files::check_write("sort -o", target, true, verdict);
             }
         }
         "uniq" | "xxd" => {
@@ -464,11 +527,7 @@ fn classify_program(
                 verdict.mutating();
             }
         }
-        "tee" => {
-            for target in positionals(args) {
-                check_write(target, verdict);
-            }
-        }
+        "tee" => files::classify_tee(args, verdict),
         "date" => {
             if has_short(args, 's') || has_long(args, "--set") {
                 verdict.mutating();
@@ -488,8 +547,8 @@ fn classify_program(
             }
             verdict.mutating();
         }
-        _ if listed(SHELLS, program) || listed(INTERPRETERS, program) => {
-            classify_interpreter(program, args, piped_from, depth, verdict);
+        _ if interp::is_interpreter(program) => {
+            interp::classify_interpreter(program, args, piped_from, depth, verdict);
         }
         "go" => classify_subcommand(
             args,
@@ -536,69 +595,6 @@ fn classify_subcommand(
     }
 }
 
-fn classify_interpreter(
-    program: &str,
-    args: &[String],
-    piped_from: Option<&[String]>,
-    depth: usize,
-    verdict: &mut Verdict,
-) {
-    let is_shell = listed(SHELLS, program);
-    let mut script_flag = false;
-    let mut i = 0;
-    while let Some(arg) = args.get(i) {
-        if arg == "--" {
-            i += 1;
-            break;
-        }
-        if !arg.starts_with('-') || arg.len() == 1 {
-            break;
-        }
-        let runs_text = if is_shell {
-            !arg.starts_with("--") && arg.contains('c')
-        } else {
-            arg == "-c" || arg == "-e" || arg == "-m"
-        };
-        if runs_text {
-            script_flag = true;
-        } else if is_shell && (arg == "-o" || arg == "-O") {
-            i += 1;
-        }
-        i += 1;
-    }
-    let script = args.get(i);
-    if script_flag && is_shell {
-        if let Some(script) = script {
-            classify_source(script, depth + 1, verdict);
-        }
-        return;
-    }
-    verdict.mutating();
-    let downloaded = match script {
-        Some(script) => {
-            has_downloader(script) && (script.starts_with("<(") || script.starts_with("$("))
-        }
-        None => {
-            !script_flag
-                && piped_from.is_some_and(|words| {
-                    words.iter().any(|word| listed(DOWNLOADERS, basename(word)))
-                })
-        }
-    };
-    if downloaded {
-        let source = piped_from
-            .and_then(|words| {
-                words
-                    .iter()
-                    .find(|word| listed(DOWNLOADERS, basename(word)))
-            })
-            .map_or("a download", |word| basename(word));
-        verdict.destructive(format!(
-            "{source} | {program} runs a script downloaded from the network"
-        ));
-    }
-}
-
 fn classify_find(args: &[String], depth: usize, verdict: &mut Verdict) {
     let mut i = 0;
     while let Some(arg) = args.get(i) {
@@ -610,10 +606,16 @@ fn classify_find(args: &[String], depth: usize, verdict: &mut Verdict) {
                 while args.get(end).is_some_and(|word| word != ";" && word != "+") {
                     end += 1;
                 }
+                // `{}` is each file found: any name, as a glob would be.
                 let inner: Vec<String> = args[start..end.min(args.len())]
                     .iter()
-                    .filter(|word| *word != "{}")
-                    .cloned()
+                    .map(|word| {
+                        if word == "{}" {
+                            "*".to_owned()
+                        } else {
+                            word.clone()
+                        }
+                    })
                     .collect();
                 classify_words(&inner, None, depth + 1, verdict);
                 i = end;

@@ -13,15 +13,16 @@
 use std::collections::VecDeque;
 use std::ffi::OsString;
 use std::fs::File;
-use std::io::Write;
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::path::{Component, Path, PathBuf};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use rustix::fs::{AtFlags, Mode, OFlags, ResolveFlags};
 use rustix::io::Errno;
 
 use crate::error::SandboxError;
+
+mod atomic;
 
 /// The longest path the OS takes.
 const MAX_PATH: usize = 4096;
@@ -32,8 +33,6 @@ const MAX_SYMLINKS: usize = 40;
 
 /// Set once `openat2` has answered `ENOSYS`.
 static NO_OPENAT2: AtomicBool = AtomicBool::new(false);
-/// Makes temp file names unique within the process.
-static TEMP_COUNTER: AtomicU64 = AtomicU64::new(0);
 
 /// What an operation will do with a path.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -210,8 +209,14 @@ impl PathSandbox {
         Ok((resolved, File::from(fd)))
     }
 
-    /// Replaces the contents of `given` atomically (a temp file renamed over it), creating
-    /// missing parent directories and the root; an existing file keeps its permissions.
+    /// Replaces the contents of `given` atomically, creating missing parent directories and
+    /// the root; an existing file keeps its permissions. A reader sees the old contents or
+    /// the new ones whole, and a process killed midway leaves no temp file: the contents go
+    /// into an unnamed file (`O_TMPFILE`) linked in when whole (a new file) or linked under a
+    /// temp name and renamed over the target at once. Where the file system has no
+    /// `O_TMPFILE`, a named temp `.NAME.keel-PID-N.tmp` is renamed over it, and temps of
+    /// keel processes no longer alive in that directory are removed first. A hard link to a
+    /// file elsewhere is replaced, never written through.
     pub fn write_atomic(&self, given: &str, contents: &[u8]) -> Result<WriteReport, SandboxError> {
         let resolved = self.resolve(given, Access::Write)?;
         let io = |source: std::io::Error| SandboxError::Io {
@@ -247,30 +252,7 @@ impl PathSandbox {
             Err(Errno::NOENT) => (Mode::from_raw_mode(0o644), true),
             Err(errno) => return Err(io(errno.into())),
         };
-        let temp = temp_name(name);
-        let fd = rustix::fs::openat(
-            &dir,
-            &temp,
-            OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL | OFlags::NOFOLLOW | OFlags::CLOEXEC,
-            mode,
-        )
-        .map_err(|errno| io(errno.into()))?;
-        let written = (|| -> std::io::Result<()> {
-            if !created {
-                // The umask may have narrowed the mode given to open.
-                rustix::fs::fchmod(&fd, mode)?;
-            }
-            let mut file = File::from(fd);
-            file.write_all(contents)?;
-            file.sync_all()?;
-            rustix::fs::renameat(&dir, &temp, &dir, name)?;
-            Ok(())
-        })();
-        if let Err(err) = written {
-            // Best effort: the temp file is ours and useless now.
-            let _ = rustix::fs::unlinkat(&dir, &temp, AtFlags::empty());
-            return Err(io(err));
-        }
+        atomic::replace(dir.as_fd(), name, mode, created, contents).map_err(io)?;
         Ok(WriteReport {
             path: ResolvedPath {
                 exists: true,
@@ -489,14 +471,4 @@ fn make_dirs_beneath(root: OwnedFd, relative: &Path, given: &str) -> Result<Owne
         })?;
     }
     Ok(dir)
-}
-
-fn temp_name(name: &std::ffi::OsStr) -> OsString {
-    let n = TEMP_COUNTER.fetch_add(1, Ordering::Relaxed);
-    let mut temp = OsString::from(".");
-    // Keep the name short enough that the temp name fits NAME_MAX.
-    let stem: String = name.to_string_lossy().chars().take(200).collect();
-    temp.push(stem);
-    temp.push(format!(".keel-{}-{n}.tmp", std::process::id()));
-    temp
 }

@@ -79,11 +79,10 @@ const TABLE: &[(&str, &str)] = &[
     ("grep -r \"git push --force\" docs", "ro"),
     // Mutating.
     ("touch new.txt", "mut"),
-    ("echo hi > out.txt", "mut"),
+    ("echo hi >> out.txt", "mut"),
+    ("mkdir -p a/b && cp -n x a/b/", "mut"),
+    ("cat x | tee -a copy.txt", "mut"),
     ("cargo build >> build.log 2>&1", "mut"),
-    ("ls &> listing.txt", "mut"),
-    ("mkdir -p a/b && cp x a/b/", "mut"),
-    ("rm file.txt", "mut"),
     ("git commit -m 'wip'", "mut"),
     ("git branch feature", "mut"),
     ("git checkout -b feature", "mut"),
@@ -91,13 +90,9 @@ const TABLE: &[(&str, &str)] = &[
     ("git add -A", "mut"),
     ("cargo fmt", "mut"),
     ("cargo clippy --fix", "mut"),
-    ("sed -i 's/a/b/' file", "mut"),
     ("npm install", "mut"),
     ("./configure && make", "mut"),
     ("python3 script.py", "mut"),
-    ("cat x | tee copy.txt", "mut"),
-    ("sort -o sorted.txt data.txt", "mut"),
-    ("$EDITOR file", "mut"),
     ("unknown-tool --flag", "mut"),
     ("echo $(touch x)", "mut"),
     ("curl -s https://example.com | jq .", "mut"),
@@ -169,6 +164,21 @@ const TABLE: &[(&str, &str)] = &[
     ("cat image.iso > /dev/nvme0n1", "overwrites a disk device"),
     ("ls && (cd x; rm -rf y) | cat", "rm -rf"),
     ("rsync -a --delete src/ dst/", "rsync --delete"),
+    // Destructive since issue 13: they may replace or delete a file already there.
+    (
+        "echo hi > out.txt",
+        "> out.txt empties out.txt first if it exists",
+    ),
+    ("ls &> listing.txt", "&> listing.txt empties"),
+    (
+        "mkdir -p a/b && cp x a/b/",
+        "cp onto a/b/x replaces what is there, if anything",
+    ),
+    ("rm file.txt", "rm deletes files"),
+    ("sed -i 's/a/b/' file", "sed -i edits files in place"),
+    ("cat x | tee copy.txt", "tee copy.txt empties"),
+    ("sort -o sorted.txt data.txt", "sort -o sorted.txt empties"),
+    ("$EDITOR file", "the command is computed ($EDITOR)"),
 ];
 
 #[test]

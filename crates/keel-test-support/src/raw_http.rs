@@ -18,6 +18,9 @@ pub enum Ending {
     Cut,
     /// Nothing more is sent, and the connection stays open.
     Hang,
+    /// The last chunk is sent again and again, a few milliseconds apart, until the client
+    /// goes: a trickle of keep-alive pings, or a body without end.
+    RepeatLast,
 }
 
 /// One scripted response: status, body pieces sent as chunks, and how it ends.
@@ -137,14 +140,9 @@ async fn serve(mut socket: TcpStream, response: RawResponse) {
         return;
     }
     for chunk in &response.chunks {
-        let mut framed = format!("{:x}\r\n", chunk.len()).into_bytes();
-        framed.extend_from_slice(chunk);
-        framed.extend_from_slice(b"\r\n");
-        if socket.write_all(&framed).await.is_err() {
+        if send_chunk(&mut socket, chunk).await.is_err() {
             return;
         }
-        let _ = socket.flush().await;
-        tokio::time::sleep(Duration::from_millis(5)).await;
     }
     match response.ending {
         Ending::Complete => {
@@ -157,5 +155,22 @@ async fn serve(mut socket: TcpStream, response: RawResponse) {
         Ending::Hang => {
             tokio::time::sleep(Duration::from_secs(3600)).await;
         }
+        Ending::RepeatLast => {
+            let Some(last) = response.chunks.last() else {
+                return;
+            };
+            while send_chunk(&mut socket, last).await.is_ok() {}
+        }
     }
+}
+
+/// Sends one chunk of a chunked body, then pauses a little, as a network would.
+async fn send_chunk(socket: &mut TcpStream, chunk: &[u8]) -> std::io::Result<()> {
+    let mut framed = format!("{:x}\r\n", chunk.len()).into_bytes();
+    framed.extend_from_slice(chunk);
+    framed.extend_from_slice(b"\r\n");
+    socket.write_all(&framed).await?;
+    let _ = socket.flush().await;
+    tokio::time::sleep(Duration::from_millis(5)).await;
+    Ok(())
 }

@@ -129,6 +129,10 @@ pub struct TasksConfig {
 pub struct Config {
     /// The provider: `anthropic`, `openai` or a `[providers.NAME]` name.
     pub provider: Option<String>,
+    /// `[provider] idle_timeout_secs`: the longest wait for the next piece of a reply.
+    pub idle_timeout_secs: Option<u64>,
+    /// `[provider] request_timeout_secs`: the longest a whole request may take.
+    pub request_timeout_secs: Option<u64>,
     /// The model.
     pub model: Option<String>,
     /// The cheap model for small jobs.
@@ -167,6 +171,8 @@ struct Defaults {
     run_command_max_timeout_secs: u64,
     max_running: usize,
     timeout_secs: u64,
+    idle_timeout_secs: u64,
+    request_timeout_secs: u64,
 }
 
 impl Defaults {
@@ -179,6 +185,8 @@ impl Defaults {
                 .as_secs(),
             max_running: tasks.max_running,
             timeout_secs: tasks.timeout_secs,
+            idle_timeout_secs: keel_provider::DEFAULT_IDLE_TIMEOUT.as_secs(),
+            request_timeout_secs: keel_provider::DEFAULT_REQUEST_DEADLINE.as_secs(),
         }
     }
 }
@@ -249,7 +257,10 @@ impl Config {
             tasks,
             projects,
         } = file;
-        self.provider = provider;
+        let provider = provider.unwrap_or_default();
+        self.provider = provider.name;
+        self.idle_timeout_secs = provider.idle_timeout_secs;
+        self.request_timeout_secs = provider.request_timeout_secs;
         self.model = model;
         self.small_model = small_model;
         self.max_iterations = max_iterations;
@@ -310,8 +321,9 @@ impl Config {
             }
             present && grants
         };
-        if take(provider.is_some(), "provider") {
-            self.provider = provider;
+        let provider = provider.unwrap_or_default();
+        if take(provider.name.is_some(), "provider") {
+            self.provider = provider.name;
         }
         for (name, table) in providers {
             if take(true, &format!("providers.{name}")) {
@@ -393,6 +405,18 @@ impl Config {
             defaults.timeout_secs,
             tasks.timeout_secs,
         );
+        limit(
+            "provider.idle_timeout_secs",
+            &mut self.idle_timeout_secs,
+            defaults.idle_timeout_secs,
+            provider.idle_timeout_secs,
+        );
+        limit(
+            "provider.request_timeout_secs",
+            &mut self.request_timeout_secs,
+            defaults.request_timeout_secs,
+            provider.request_timeout_secs,
+        );
         if !grants {
             project.ignored.splice(0..0, power.iter().cloned());
         }
@@ -468,7 +492,7 @@ command = ["claude", "-p", "{task}", "--output-format", "json"]
 "#,
         )
         .unwrap();
-        assert_eq!(file.provider.as_deref(), Some("local"));
+        assert_eq!(file.provider.unwrap().name.as_deref(), Some("local"));
         assert_eq!(file.max_iterations, Some(40));
         assert_eq!(file.approvals, Some(ApprovalMode::Allow));
         assert_eq!(
@@ -554,6 +578,44 @@ command = ["claude", "-p", "{task}", "--output-format", "json"]
         assert_eq!(config.small_model.as_deref(), Some("s"));
         assert_eq!(config.permissions.allow, vec!["grep", "glob"]);
         assert_eq!(config.files.len(), 2);
+    }
+
+    #[test]
+    fn provider_timeouts_come_from_the_provider_table_and_a_project_may_only_lower_them() {
+        let file = parse_text("[provider]\nname = \"openai\"\nidle_timeout_secs = 30\n").unwrap();
+        let provider = file.provider.unwrap();
+        assert_eq!(provider.name.as_deref(), Some("openai"));
+        assert_eq!(provider.idle_timeout_secs, Some(30));
+        let err = parse_text("[provider]\nrequest_timeout_secs = 0\n").unwrap_err();
+        assert!(
+            err.contains("`provider.request_timeout_secs` must be at least 1"),
+            "{err}"
+        );
+        let err = parse_text("[provider]\nidle_timeout = 5\n").unwrap_err();
+        assert!(err.contains("unknown key `idle_timeout`"), "{err}");
+
+        let project = "[provider]\nidle_timeout_secs = 5\nrequest_timeout_secs = 999999\n";
+        let (home, _repo, root) = repo_with(project, "[provider]\nidle_timeout_secs = 60\n");
+        let config = Config::load(Some(home.path()), &root, false).unwrap();
+        assert_eq!(config.idle_timeout_secs, Some(5), "lowering is allowed");
+        assert_eq!(config.request_timeout_secs, None, "raising is ignored");
+        let notice = config.project.unwrap().notice().unwrap();
+        assert!(notice.contains("provider.request_timeout_secs"), "{notice}");
+    }
+
+    #[test]
+    fn the_readme_config_example_is_a_valid_config() {
+        let readme =
+            std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("../../README.md"))
+                .unwrap();
+        let example = readme
+            .split("```toml\n")
+            .skip(1)
+            .filter_map(|block| block.split("```").next())
+            .find(|block| block.contains("[provider]"))
+            .expect("the README shows a whole config");
+        let file = parse_text(example).unwrap();
+        assert_eq!(file.provider.unwrap().name.as_deref(), Some("local"));
     }
 
     #[test]

@@ -52,6 +52,44 @@ fn sandbox_setting<'de, D: Deserializer<'de>>(
     deserializer.deserialize_any(Visitor).map(Some)
 }
 
+/// The `[provider]` table (or, as before, `provider = "NAME"`).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ProviderSetting {
+    /// The provider: `anthropic`, `openai` or a `[providers.NAME]` name.
+    pub name: Option<String>,
+    /// The longest wait for the next piece of a streamed reply.
+    pub idle_timeout_secs: Option<u64>,
+    /// The longest a whole request may take, reply included.
+    pub request_timeout_secs: Option<u64>,
+}
+
+/// `provider = "local"` is short for `[provider] name = "local"`.
+fn provider_setting<'de, D: Deserializer<'de>>(
+    deserializer: D,
+) -> Result<Option<ProviderSetting>, D::Error> {
+    struct Visitor;
+    impl<'de> serde::de::Visitor<'de> for Visitor {
+        type Value = ProviderSetting;
+        fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+            f.write_str("a provider name or a [provider] table")
+        }
+        fn visit_str<E: serde::de::Error>(self, value: &str) -> Result<ProviderSetting, E> {
+            Ok(ProviderSetting {
+                name: Some(value.to_owned()),
+                ..ProviderSetting::default()
+            })
+        }
+        fn visit_map<M: serde::de::MapAccess<'de>>(
+            self,
+            map: M,
+        ) -> Result<ProviderSetting, M::Error> {
+            ProviderSetting::deserialize(serde::de::value::MapAccessDeserializer::new(map))
+        }
+    }
+    deserializer.deserialize_any(Visitor).map(Some)
+}
+
 /// A `[projects."PATH"]` table: the user's trust decision for the project in PATH, pinned to
 /// the hash of its configuration files. Read from the user's file only.
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
@@ -67,7 +105,8 @@ pub struct ProjectTrust {
 #[derive(Debug, Clone, Default, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ConfigFile {
-    pub provider: Option<String>,
+    #[serde(default, deserialize_with = "provider_setting")]
+    pub provider: Option<ProviderSetting>,
     pub model: Option<String>,
     pub small_model: Option<String>,
     pub max_iterations: Option<u32>,
@@ -168,8 +207,17 @@ fn check(file: &ConfigFile) -> Result<(), String> {
     if file.tools.run_command_max_timeout_secs == Some(0) {
         return Err("`tools.run_command_max_timeout_secs` must be at least 1".into());
     }
+    let provider = file.provider.clone().unwrap_or_default();
     for (key, value) in [
-        ("provider", &file.provider),
+        ("idle_timeout_secs", provider.idle_timeout_secs),
+        ("request_timeout_secs", provider.request_timeout_secs),
+    ] {
+        if value == Some(0) {
+            return Err(format!("`provider.{key}` must be at least 1"));
+        }
+    }
+    for (key, value) in [
+        ("provider", &provider.name),
         ("model", &file.model),
         ("small_model", &file.small_model),
     ] {

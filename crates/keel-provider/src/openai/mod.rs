@@ -80,10 +80,33 @@ impl OpenAiProvider {
         self
     }
 
-    /// Sets the longest wait for the next piece of a streamed reply (default 120 s).
+    /// Sets the longest wait for the response to start and for each next piece of a streamed
+    /// reply (default [`DEFAULT_IDLE_TIMEOUT`](crate::DEFAULT_IDLE_TIMEOUT), 120 s). Running
+    /// out is [`ProviderError::Timeout`] with [`TimeoutLimit::Idle`](crate::TimeoutLimit).
     pub fn with_idle_timeout(mut self, timeout: Duration) -> Self {
         self.transport.idle_timeout = timeout;
         self
+    }
+
+    /// Sets the longest time one attempt may take, from sending the request to the reply's
+    /// last byte (default [`DEFAULT_REQUEST_DEADLINE`](crate::DEFAULT_REQUEST_DEADLINE), one
+    /// hour). Each retry has its own. It ends a reply that never finishes although data keeps
+    /// arriving (a trickle of pings) with
+    /// [`ProviderError::Timeout`] and [`TimeoutLimit::RequestDeadline`](crate::TimeoutLimit).
+    /// A duration too long to represent as a point in time means no deadline.
+    pub fn with_request_deadline(mut self, deadline: Duration) -> Self {
+        self.transport.request_deadline = deadline;
+        self
+    }
+
+    /// The longest wait for the next piece of a streamed reply.
+    pub fn idle_timeout(&self) -> Duration {
+        self.transport.idle_timeout
+    }
+
+    /// The longest time one attempt may take.
+    pub fn request_deadline(&self) -> Duration {
+        self.transport.request_deadline
     }
 
     /// Chooses the field that carries the output limit. The default is

@@ -1,6 +1,6 @@
 //! `git`: which subcommands only read, and which discard work or rewrite history.
 
-use super::{Verdict, has_long, has_short, listed, positionals};
+use super::{Presence, Verdict, has_long, has_short, listed, positionals};
 
 /// `git` subcommands that only read.
 const GIT_READ_ONLY: &str = "status log diff show blame annotate grep ls-files ls-tree ls-remote rev-parse rev-list \
@@ -12,12 +12,33 @@ const GIT_READ_ONLY: &str = "status log diff show blame annotate grep ls-files l
 const GIT_BRANCH_LIST: &str = "-a --all -r --remotes -v -vv --verbose --list -l --show-current --no-color --color \
      --column --no-column -i --ignore-case --omit-empty";
 
+/// Configuration keys (lower case, last part) whose value is a command git runs.
+const RUNS_COMMAND: &str = "fsmonitor sshcommand pager editor hookspath askpass gitproxy external program helper \
+     textconv command driver clean smudge process uploadpack receivepack packobjectshook \
+     alternaterefscommand";
+
 pub(super) fn classify_git(args: &[String], verdict: &mut Verdict) {
     let mut at = 0;
     while let Some(arg) = args.get(at) {
         match arg.as_str() {
-            "-C" | "-c" | "--git-dir" | "--work-tree" | "--namespace" => at += 2,
-            _ if arg.starts_with('-') => at += 1,
+            "-c" => {
+                check_config(args.get(at + 1).map_or("", String::as_str), verdict);
+                at += 2;
+            }
+            "-C" | "--git-dir" | "--work-tree" | "--namespace" => {
+                verdict.lose_dir();
+                at += 2;
+            }
+            _ if arg.starts_with("--config-env=") => {
+                check_config(&arg["--config-env=".len()..], verdict);
+                at += 1;
+            }
+            _ if arg.starts_with('-') => {
+                if arg.starts_with("--git-dir=") || arg.starts_with("--work-tree=") {
+                    verdict.lose_dir();
+                }
+                at += 1;
+            }
             _ => break,
         }
     }
@@ -122,12 +143,21 @@ pub(super) fn classify_git(args: &[String], verdict: &mut Verdict) {
             }
             verdict.destructive("git clean deletes untracked files");
         }
-        "checkout" => {
-            let discards = has_short(rest, 'f')
-                || has_long(rest, "--force")
-                || rest.iter().any(|arg| arg == "--" || arg == ".");
-            if discards {
-                verdict.destructive("git checkout -- <paths> discards uncommitted changes");
+        "checkout" => classify_checkout(rest, verdict),
+        "read-tree" => {
+            if has_short(rest, 'u') || has_long(rest, "--reset") {
+                verdict.destructive(
+                    "git read-tree -u/--reset overwrites files in the work tree, discarding uncommitted changes",
+                );
+            } else {
+                verdict.mutating();
+            }
+        }
+        "checkout-index" => {
+            if has_short(rest, 'f') || has_long(rest, "--force") {
+                verdict.destructive(
+                    "git checkout-index -f overwrites files in the work tree, discarding uncommitted changes",
+                );
             } else {
                 verdict.mutating();
             }
@@ -155,6 +185,65 @@ pub(super) fn classify_git(args: &[String], verdict: &mut Verdict) {
             verdict.destructive("git update-ref -d deletes a ref");
         }
         _ => verdict.mutating(),
+    }
+}
+
+/// `git -c key=value`: an alias starting with `!` or a key whose value git runs as a command.
+fn check_config(setting: &str, verdict: &mut Verdict) {
+    let (key, value) = setting.split_once('=').unwrap_or((setting, ""));
+    let lower = key.to_ascii_lowercase();
+    let last = lower.rsplit('.').next().unwrap_or_default();
+    if lower.starts_with("alias.") && value.trim_start().starts_with('!') {
+        verdict.destructive(format!(
+            "git -c {key}=!... makes git run a shell command keel cannot see"
+        ));
+    } else if listed(RUNS_COMMAND, last) || lower.starts_with("pager.") {
+        verdict.destructive(format!(
+            "git -c {key}=... makes git run a command keel cannot see"
+        ));
+    }
+}
+
+/// `git checkout`: switching branches keeps uncommitted changes (git refuses when they
+/// conflict); checking out paths (`-- f`, `.`, `<rev> f`, `-f`) overwrites them.
+fn classify_checkout(rest: &[String], verdict: &mut Verdict) {
+    verdict.mutating();
+    if has_short(rest, 'f') || has_long(rest, "--force") {
+        verdict.destructive("git checkout -f discards uncommitted changes");
+        return;
+    }
+    if has_long(rest, "--pathspec-from-file") || rest.iter().any(|arg| arg == "--" || arg == ".") {
+        verdict.destructive("git checkout <paths> discards uncommitted changes to them");
+        return;
+    }
+    // The operands, without the values of -b/-B/--orphan.
+    let mut operands = Vec::new();
+    let mut i = 0;
+    while let Some(arg) = rest.get(i) {
+        i += 1;
+        match arg.as_str() {
+            "-b" | "-B" | "--orphan" | "--conflict" => i += 1,
+            _ if arg.starts_with('-') => {}
+            _ => operands.push(arg),
+        }
+    }
+    let creates = rest
+        .iter()
+        .any(|arg| ["-b", "-B", "--orphan"].contains(&arg.as_str()));
+    match operands.as_slice() {
+        [] => {}
+        [_] if creates => {}
+        // `git checkout f` checks out the file f when there is no branch f.
+        [single] => {
+            if verdict.presence(single) == Presence::Present {
+                verdict.destructive(format!(
+                    "git checkout {single} discards uncommitted changes to {single}"
+                ));
+            }
+        }
+        [_, ..] => {
+            verdict.destructive("git checkout <rev> <paths> discards uncommitted changes to them");
+        }
     }
 }
 

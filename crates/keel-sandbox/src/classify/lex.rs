@@ -26,8 +26,19 @@ enum Token {
     Word(String),
     /// An operator that ends a simple command.
     Op(Op),
-    /// Output redirected into this file (`> file`, `>> file`, `&> file`, `<> file`).
-    Write(String),
+    /// Output redirected into a file (`> file`, `>> file`, `&> file`, `<> file`).
+    Write(Redirect),
+}
+
+/// Output redirected into a file.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) struct Redirect {
+    /// The operator as written, with its descriptor number (`>`, `2>`, `&>>`, `>|`, `<>`).
+    pub(super) op: String,
+    /// The file, quotes and escapes removed.
+    pub(super) target: String,
+    /// Whether the file is emptied first (`>`, `>|`, `&>`), not appended to or opened as is.
+    pub(super) truncates: bool,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -108,11 +119,12 @@ impl Lexer {
                     }
                     Some('>') => {
                         self.pos += 2;
-                        if self.peek() == Some('>') {
+                        let append = self.peek() == Some('>');
+                        if append {
                             self.pos += 1;
                         }
                         let target = self.target();
-                        self.tokens.push(Token::Write(target));
+                        self.push_write(if append { "&>>" } else { "&>" }, target, !append);
                     }
                     _ => {
                         self.pos += 1;
@@ -133,12 +145,14 @@ impl Lexer {
                         _ => self.tokens.push(Token::Op(Op::Pipe)),
                     }
                 }
-                '<' | '>' if self.peek_at(1) != Some('(') => self.redirect(),
+                '<' | '>' if self.peek_at(1) != Some('(') => self.redirect(String::new()),
                 '0'..='9' if self.fd_redirect_ahead() => {
-                    while self.peek().is_some_and(|c| c.is_ascii_digit()) {
+                    let mut fd = String::new();
+                    while let Some(digit) = self.peek().filter(char::is_ascii_digit) {
+                        fd.push(digit);
                         self.pos += 1;
                     }
-                    self.redirect();
+                    self.redirect(fd);
                 }
                 _ => {
                     let word = self.word();
@@ -157,8 +171,16 @@ impl Lexer {
         matches!(self.chars.get(at), Some('<' | '>')) && self.chars.get(at + 1) != Some(&'(')
     }
 
-    /// A redirection operator at `<` or `>`, and its target.
-    fn redirect(&mut self) {
+    fn push_write(&mut self, op: impl Into<String>, target: String, truncates: bool) {
+        self.tokens.push(Token::Write(Redirect {
+            op: op.into(),
+            target,
+            truncates,
+        }));
+    }
+
+    /// A redirection operator at `<` or `>` (after descriptor number `fd`), and its target.
+    fn redirect(&mut self, fd: String) {
         let first = self.peek();
         self.pos += 1;
         if first == Some('<') {
@@ -180,7 +202,7 @@ impl Lexer {
                 Some('>') => {
                     self.pos += 1;
                     let target = self.target();
-                    self.tokens.push(Token::Write(target));
+                    self.push_write(fd + "<>", target, false);
                 }
                 Some('&') => {
                     self.pos += 1;
@@ -192,20 +214,20 @@ impl Lexer {
             }
             return;
         }
-        let mut duplicate = false;
-        match self.peek() {
-            Some('>' | '|') => self.pos += 1,
-            Some('&') => {
+        let op = match self.peek() {
+            Some(c @ ('>' | '|' | '&')) => {
                 self.pos += 1;
-                duplicate = true;
+                format!("{fd}>{c}")
             }
-            _ => {}
-        }
+            _ => format!("{fd}>"),
+        };
         let target = self.target();
         let is_fd = !target.is_empty() && target.chars().all(|c| c.is_ascii_digit() || c == '-');
-        if !(duplicate && is_fd) {
-            self.tokens.push(Token::Write(target));
+        if op.ends_with(">&") && is_fd {
+            return; // `2>&1`, `>&-`: descriptors, not files.
         }
+        let truncates = !op.ends_with(">>");
+        self.push_write(op, target, truncates);
     }
 
     /// The word after a redirection operator.
@@ -444,7 +466,7 @@ pub(super) struct Simple {
     /// The words, quotes and escapes removed.
     pub(super) words: Vec<String>,
     /// The files output is redirected into.
-    pub(super) writes: Vec<String>,
+    pub(super) writes: Vec<Redirect>,
     /// The words of the command piped into this one.
     pub(super) piped_from: Option<Vec<String>>,
 }
@@ -493,7 +515,11 @@ mod tests {
                 Token::Word("a b".into()),
                 Token::Word("c $(d e) \"f\"".into()),
                 Token::Word("g h".into()),
-                Token::Write("out".into()),
+                Token::Write(Redirect {
+                    op: ">".into(),
+                    target: "out".into(),
+                    truncates: true,
+                }),
                 Token::Word("i\tj".into()),
             ]
         );

@@ -16,7 +16,7 @@ use tokio::io::AsyncReadExt;
 use tokio::net::unix::pipe;
 
 use self::output::{Capture, ProgressLine, report};
-use crate::classify::classify;
+use crate::classify::classify_in;
 use crate::confine::CommandSandbox;
 use crate::policy::{SandboxMode, SandboxPolicy};
 use crate::reaper::{self, Call};
@@ -83,7 +83,7 @@ pub struct RunCommandArgs {
 /// `[killed by signal N (...)]` and the notes. The metadata holds `exit_code`, `signal`,
 /// `timed_out`, `cancelled`, `duration_ms`, `confined`, `landlock_abi`, `network_blocked`,
 /// `namespaces`, `restored`, `restore_failures`, `output_bytes`, `omitted_bytes` and
-/// `timeout_secs`. Its [effect](Tool::effect) is [`classify`] of the command.
+/// `timeout_secs`. Its [effect](Tool::effect) is [`classify_in`] of the command in the root.
 #[derive(Debug, Clone)]
 pub struct RunCommand {
     root: PathBuf,
@@ -177,7 +177,7 @@ impl Tool for RunCommand {
     }
 
     fn effect(&self, args: &RunCommandArgs) -> Effect {
-        classify(&args.command)
+        classify_in(&args.command, &self.root)
     }
 
     fn timeout(&self) -> Option<Duration> {
