@@ -49,6 +49,8 @@ pub(crate) struct Scanned {
     pub index: Index,
     /// Bytes of the blobs written.
     pub written: u64,
+    /// Whether the index changed (else it need not be written again).
+    pub changed: bool,
 }
 
 /// Reads the workspace at `root` into `repo`, starting from `index` (the stat cache of the last
@@ -60,8 +62,9 @@ pub(crate) fn scan(
     mut index: Index,
     stamp: Option<(i64, u32)>,
     max_file_bytes: u64,
+    exclude: &Path,
 ) -> Result<Scanned, SnapshotError> {
-    let walked = walk(root)?;
+    let walked = walk(root, exclude)?;
     let mut meta = Meta {
         left_out: walked.left_out,
         ..Meta::default()
@@ -76,6 +79,7 @@ pub(crate) fn scan(
     files.sort_unstable_by(|a, b| a.path.cmp(&b.path));
     let mut seen: HashSet<&[u8]> = HashSet::with_capacity(files.len());
     let mut written = 0u64;
+    let mut changed = false;
     for found in &files {
         let path = Path::new(std::ffi::OsStr::from_bytes(&found.path));
         let name = String::from_utf8_lossy(&found.path);
@@ -115,6 +119,7 @@ pub(crate) fn scan(
             .ctx("writing a file to the snapshot store")?;
         written += bytes.len() as u64;
         let entry = entry_for(&found.meta, git_mode, id, found.path.clone());
+        changed = true;
         match index.add(&entry) {
             Ok(()) => {
                 seen.insert(&found.path);
@@ -126,11 +131,17 @@ pub(crate) fn scan(
             }
         }
     }
-    let gone: Vec<Vec<u8>> = index
-        .iter()
-        .filter(|entry| !seen.contains(entry.path.as_slice()))
-        .map(|entry| entry.path)
-        .collect();
+    // Every path seen is in the index: when the counts agree, nothing else is.
+    let gone: Vec<Vec<u8>> = if index.len() == seen.len() {
+        Vec::new()
+    } else {
+        index
+            .iter()
+            .filter(|entry| !seen.contains(entry.path.as_slice()))
+            .map(|entry| entry.path)
+            .collect()
+    };
+    changed |= !gone.is_empty();
     for path in gone {
         index
             .remove_path(Path::new(std::ffi::OsStr::from_bytes(&path)))
@@ -144,6 +155,7 @@ pub(crate) fn scan(
         meta,
         index,
         written,
+        changed,
     })
 }
 
@@ -223,8 +235,9 @@ fn libc_flags() -> i32 {
 
 use std::os::unix::ffi::OsStringExt;
 
-/// Walks the workspace: files and symlinks, directories, nested repositories left out.
-fn walk(root: &Path) -> Result<Walked, SnapshotError> {
+/// Walks the workspace: files and symlinks, directories, nested repositories and `exclude`
+/// (the snapshot store, should it lie inside) left out.
+fn walk(root: &Path, exclude: &Path) -> Result<Walked, SnapshotError> {
     let (tx, rx) = mpsc::channel::<Walked>();
     let threads = std::thread::available_parallelism().map_or(2, |n| n.get().min(4));
     let mut builder = ignore::WalkBuilder::new(root);
@@ -245,6 +258,7 @@ fn walk(root: &Path) -> Result<Walked, SnapshotError> {
         Box::new(WalkSink {
             tx,
             root,
+            exclude: exclude.to_path_buf(),
             found: Walked::default(),
         })
         .into_visitor()
@@ -267,6 +281,7 @@ fn walk(root: &Path) -> Result<Walked, SnapshotError> {
 struct WalkSink {
     tx: mpsc::Sender<Walked>,
     root: PathBuf,
+    exclude: PathBuf,
     found: Walked,
 }
 
@@ -296,7 +311,7 @@ impl WalkSink {
         if entry.depth() == 0 {
             return Continue;
         }
-        if entry.file_name() == ".git" {
+        if entry.file_name() == ".git" || entry.path() == self.exclude {
             return Skip;
         }
         let Ok(rel) = entry.path().strip_prefix(&self.root) else {

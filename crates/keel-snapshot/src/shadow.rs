@@ -1,6 +1,7 @@
 //! [`ShadowSnapshots`]: snapshots in a git repository keel owns, outside the workspace.
 
 use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, PoisonError};
 
 use git2::{Index, Oid, Repository};
 use sha2::{Digest, Sha256};
@@ -39,6 +40,31 @@ pub struct ShadowSnapshots {
     git_dir: PathBuf,
     workspace: PathBuf,
     limits: SnapshotLimits,
+    warm: Arc<Mutex<Warm>>,
+}
+
+/// What a process keeps between operations, so a snapshot where little changed costs little:
+/// the repository, whose object cache holds the trees every snapshot reads back. (The stat
+/// cache is read from its file each time: a libgit2 index cannot move between threads.)
+#[derive(Default)]
+struct Warm {
+    repo: Option<Repository>,
+}
+
+/// The stat cache of one operation: the index, the snapshot commit it matches, and when it
+/// was written.
+pub(crate) struct WarmIndex {
+    index: Index,
+    commit: Oid,
+    stamp: Option<(i64, u32)>,
+}
+
+impl std::fmt::Debug for Warm {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Warm")
+            .field("repo", &self.repo.is_some())
+            .finish()
+    }
 }
 
 /// A short, stable id for a workspace: the first 16 hex digits of the SHA-256 of its canonical
@@ -67,15 +93,21 @@ impl ShadowSnapshots {
         let workspace = workspace.as_ref();
         let workspace = std::fs::canonicalize(workspace)
             .map_err(|source| SnapshotError::io("opening the workspace", workspace, source))?;
-        let git_dir = store_dir
-            .as_ref()
-            .join(format!("{}.git", workspace_id(&workspace)));
+        let store_dir = store_dir.as_ref();
+        std::fs::create_dir_all(store_dir).map_err(|source| {
+            SnapshotError::io("creating the snapshot store", store_dir, source)
+        })?;
+        // Canonical, so that a store inside the workspace is recognised and left out.
+        let store_dir = std::fs::canonicalize(store_dir)
+            .map_err(|source| SnapshotError::io("opening the snapshot store", store_dir, source))?;
+        let git_dir = store_dir.join(format!("{}.git", workspace_id(&workspace)));
         std::fs::create_dir_all(&git_dir)
             .map_err(|source| SnapshotError::io("creating the snapshot store", &git_dir, source))?;
         let this = Self {
             git_dir,
             workspace,
             limits,
+            warm: Arc::default(),
         };
         {
             let _lock = StoreLock::acquire(&this.git_dir)?;
@@ -108,6 +140,21 @@ impl ShadowSnapshots {
         let _lock = StoreLock::acquire(&self.git_dir)?;
         let repo = self.repo()?;
         crate::prune::prune(&repo, &self.git_dir, &self.limits)
+    }
+
+    /// The shadow repository, its work tree set to the workspace: for a host that wants to
+    /// show a snapshot's files or diff them against the workspace (as the REPL's `/diff` does).
+    /// Read it only; [`Snapshots`] is what changes it.
+    pub fn repository(&self) -> Result<Repository, SnapshotError> {
+        self.repo()
+    }
+
+    /// The tree of the workspace's files in snapshot `id` (a full id, a unique prefix or `#n`),
+    /// an object of [`ShadowSnapshots::repository`].
+    pub fn files_tree(&self, id: &str) -> Result<Oid, SnapshotError> {
+        let repo = self.repo()?;
+        let found = Self::resolve(&repo, id)?;
+        Ok(parts(&repo, found.commit)?.files)
     }
 
     /// Makes the repository if it is not there, and checks it belongs to this workspace.
@@ -161,12 +208,35 @@ impl ShadowSnapshots {
         Ok(repo)
     }
 
+    /// Runs `f` with this process's repository and stat cache (opened the first time).
+    fn with_repo<T>(
+        &self,
+        f: impl FnOnce(&Repository, &mut Option<WarmIndex>) -> Result<T, SnapshotError>,
+    ) -> Result<T, SnapshotError> {
+        let mut warm = self.warm.lock().unwrap_or_else(PoisonError::into_inner);
+        if warm.repo.is_none() {
+            warm.repo = Some(self.repo()?);
+        }
+        let Warm { repo: Some(repo) } = &*warm else {
+            return Err(SnapshotError::Store {
+                message: "the snapshot store is not open".into(),
+            });
+        };
+        f(repo, &mut None)
+    }
+
     /// The stat cache, if it matches the newest snapshot; else an empty one. With the time it
     /// was written (entries modified since then are read again).
     fn load_index(
         &self,
         newest: Option<&SnapshotRef>,
+        warm: &mut Option<WarmIndex>,
     ) -> Result<(Index, Option<(i64, u32)>), SnapshotError> {
+        if let (Some(held), Some(newest)) = (warm.take(), newest)
+            && held.commit == newest.commit
+        {
+            return Ok((held.index, held.stamp));
+        }
         let path = self.git_dir.join(INDEX_FILE);
         let recorded = std::fs::read_to_string(self.git_dir.join(INDEX_COMMIT_FILE)).ok();
         let valid = matches!((newest, recorded), (Some(newest), Some(recorded))
@@ -186,16 +256,21 @@ impl ShadowSnapshots {
     }
 
     /// Reads the workspace into the store (not yet a snapshot).
-    fn scan(&self, repo: &Repository) -> Result<(Scanned, Option<SnapshotRef>), SnapshotError> {
+    fn scan(
+        &self,
+        repo: &Repository,
+        warm: &mut Option<WarmIndex>,
+    ) -> Result<(Scanned, Option<SnapshotRef>), SnapshotError> {
         let refs = snapshot_refs(repo)?;
         let newest = refs.into_iter().next_back();
-        let (index, stamp) = self.load_index(newest.as_ref())?;
+        let (index, stamp) = self.load_index(newest.as_ref(), warm)?;
         let scanned = scan::scan(
             repo,
             &self.workspace,
             index,
             stamp,
             self.limits.max_file_bytes,
+            self.git_dir.parent().unwrap_or(&self.git_dir),
         )?;
         Ok((scanned, newest))
     }
@@ -204,6 +279,7 @@ impl ShadowSnapshots {
     fn commit(
         &self,
         repo: &Repository,
+        warm: &mut Option<WarmIndex>,
         scanned: Scanned,
         newest: Option<&SnapshotRef>,
         point: &SnapshotPoint,
@@ -213,6 +289,7 @@ impl ShadowSnapshots {
             meta,
             mut index,
             written,
+            changed,
         } = scanned;
         let meta_json = serde_json::to_vec(&meta).unwrap_or_default();
         let meta_blob = repo
@@ -249,20 +326,34 @@ impl ShadowSnapshots {
         let name = format!("{REF_PREFIX}{number:012}");
         repo.reference(&name, commit, false, "keel snapshot")
             .ctx("recording the snapshot")?;
-        // The stat cache now matches this snapshot.
-        index.write().ctx("saving the snapshot index")?;
+        // The stat cache now matches this snapshot. Unchanged, the file on disk still holds it
+        // (its older time only makes more entries count as racily clean).
+        let index_path = self.git_dir.join(INDEX_FILE);
+        if changed || !index_path.exists() {
+            index.write().ctx("saving the snapshot index")?;
+        }
         let sidecar = self.git_dir.join(INDEX_COMMIT_FILE);
         std::fs::write(&sidecar, commit.to_string())
             .map_err(|source| SnapshotError::io("writing", &sidecar, source))?;
+        let stamp = std::fs::metadata(&index_path).ok().and_then(|meta| {
+            use std::os::unix::fs::MetadataExt;
+            Some((meta.mtime(), u32::try_from(meta.mtime_nsec()).ok()?))
+        });
+        *warm = Some(WarmIndex {
+            index,
+            commit,
+            stamp,
+        });
         crate::prune::add_written(&self.git_dir, written);
         tracing::debug!(%name, %commit, tool = %point.tool, "snapshot taken");
         Ok(SnapshotId(commit.to_string()))
     }
 
     fn take_locked(&self, point: &SnapshotPoint) -> Result<SnapshotId, SnapshotError> {
-        let repo = self.repo()?;
-        let (scanned, newest) = self.scan(&repo)?;
-        self.commit(&repo, scanned, newest.as_ref(), point)
+        self.with_repo(|repo, warm| {
+            let (scanned, newest) = self.scan(repo, warm)?;
+            self.commit(repo, warm, scanned, newest.as_ref(), point)
+        })
     }
 
     /// The snapshot `id` names: a full id, a unique prefix of one, or `#n` its number.
@@ -358,10 +449,10 @@ impl Snapshots for ShadowSnapshots {
             let _lock = StoreLock::acquire(&self.git_dir)?;
             self.take_locked(point)?
         };
-        if crate::prune::due(&self.git_dir, &self.limits, 0) {
-            if let Err(err) = self.prune() {
-                tracing::warn!("pruning snapshots failed: {err}");
-            }
+        if crate::prune::due(&self.git_dir, &self.limits, 0)
+            && let Err(err) = self.prune()
+        {
+            tracing::warn!("pruning snapshots failed: {err}");
         }
         Ok(id)
     }
@@ -378,7 +469,7 @@ impl Snapshots for ShadowSnapshots {
         let now = if parts_list.is_empty() {
             None
         } else {
-            let (scanned, _) = self.scan(&repo)?;
+            let (scanned, _) = self.scan(&repo, &mut None)?;
             Some((scanned.tree, scanned.meta))
         };
         let mut out = Vec::with_capacity(refs.len());
@@ -417,7 +508,9 @@ impl Snapshots for ShadowSnapshots {
         let repo = self.repo()?;
         let target_ref = Self::resolve(&repo, id)?;
         let target = parts(&repo, target_ref.commit)?;
-        let (scanned, newest) = self.scan(&repo)?;
+        // The process's warm cache is left alone: this scan's index goes with `before`.
+        let mut warm = None;
+        let (scanned, newest) = self.scan(&repo, &mut warm)?;
         let current_tree = scanned.tree;
         let current_meta = scanned.meta.clone();
         if current_tree == target.files
@@ -434,7 +527,7 @@ impl Snapshots for ShadowSnapshots {
             summary: format!("before rewinding to {short}"),
             history_len: 0,
         };
-        let before = self.commit(&repo, scanned, newest.as_ref(), &point)?;
+        let before = self.commit(&repo, &mut warm, scanned, newest.as_ref(), &point)?;
         let mut report = crate::restore::apply(
             &repo,
             &self.workspace,

@@ -1,6 +1,9 @@
 //! Restores are byte for byte: contents, permission bits, symlinks, directories; ignored files,
 //! the user's `.git` and everything outside the workspace untouched.
 
+// Tests report failures by panicking.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
 use std::os::unix::fs::{PermissionsExt, symlink};
 use std::path::Path;
 
