@@ -127,7 +127,8 @@ impl Delegation {
     }
 
     /// An agent builder for a delegated run on `model`: this provider, approver, rules and
-    /// hooks; no session store and no checkpoints (the parent's session records the call).
+    /// hooks; no session store and no snapshots (the parent's session records the call, and
+    /// snapshots the workspace before it).
     /// The caller adds the tools, the system prompt and the limits.
     pub fn agent_builder(&self, model: &str) -> AgentBuilder {
         keel_engine::Agent::builder(self.provider.clone())
@@ -136,7 +137,6 @@ impl Delegation {
             .permissions(self.permissions.clone())
             .hooks(self.hooks.clone())
             .catalog((*self.catalog).clone())
-            .checkpoints(false)
     }
 }
 

@@ -62,7 +62,6 @@ fn parent(server: &MockServer, dir: &Path, limits: SubAgentLimits) -> Agent {
     Agent::builder(provider)
         .model("claude-sonnet-4-5")
         .tools(tools)
-        .checkpoints(false)
         .build()
         .unwrap()
 }
@@ -594,7 +593,6 @@ async fn spawns_in_one_turn_run_together_up_to_the_bound() {
         let agent = Agent::builder(model.clone())
             .model("m")
             .tools(base.with(SpawnAgentTool::new(runner)).unwrap())
-            .checkpoints(false)
             .build()
             .unwrap();
         let mut session = agent.session(dir.path()).unwrap();

@@ -4,12 +4,13 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use keel_provider::{ModelCatalog, Provider};
+use keel_snapshot::Snapshots;
 use keel_tool::ToolRegistry;
 
 use crate::approval::{Approver, DenyGated};
 use crate::compaction::CompactionPolicy;
 use crate::error::EngineError;
-use crate::history::repair_pairing;
+use crate::history::canonicalize;
 use crate::hooks::Hooks;
 use crate::notify::Notifier;
 use crate::permissions::PermissionRules;
@@ -20,6 +21,8 @@ use crate::session_store::{SessionMeta, SessionStore};
 pub const DEFAULT_MAX_ITERATIONS: u32 = 25;
 /// The default output token limit of one model call.
 pub const DEFAULT_MAX_TOKENS: u32 = 8192;
+/// How many times, by default, a reply cut off mid-stream is asked for again.
+pub const DEFAULT_STREAM_RETRIES: u32 = 3;
 
 /// Everything a session needs; cheap to clone.
 #[derive(Clone)]
@@ -33,7 +36,8 @@ pub struct Agent {
     pub(crate) approver: Arc<dyn Approver>,
     pub(crate) catalog: Arc<ModelCatalog>,
     pub(crate) store: Option<Arc<dyn SessionStore>>,
-    pub(crate) checkpoints: bool,
+    pub(crate) snapshots: Option<Arc<dyn Snapshots>>,
+    pub(crate) stream_retries: u32,
     pub(crate) hooks: Hooks,
     pub(crate) permissions: Arc<PermissionRules>,
     pub(crate) compaction: CompactionPolicy,
@@ -66,7 +70,8 @@ impl Agent {
             approver: Arc::new(DenyGated),
             catalog: Arc::new(ModelCatalog::built_in()),
             store: None,
-            checkpoints: true,
+            snapshots: None,
+            stream_retries: DEFAULT_STREAM_RETRIES,
             hooks: Hooks::new(),
             permissions: PermissionRules::default(),
             compaction: CompactionPolicy::default(),
@@ -76,9 +81,7 @@ impl Agent {
     }
 
     /// A new session working in `cwd`, with an empty history. With a session store, its file
-    /// is created now (the error says why it could not be); with checkpoints on and a dirty
-    /// git work tree, the uncommitted work is recorded first (see
-    /// [`keel_sandbox::GitSession::checkpoint`]).
+    /// is created now (the error says why it could not be).
     pub fn session(&self, cwd: impl Into<PathBuf>) -> Result<Session, EngineError> {
         let cwd = cwd.into();
         let meta = SessionMeta::new(&cwd, self.provider.name(), &self.model);
@@ -86,9 +89,6 @@ impl Agent {
             Some(store) => Some(store.create(&meta)?),
             None => None,
         };
-        if self.checkpoints {
-            checkpoint_if_dirty(&cwd, &meta.id);
-        }
         Ok(Session::with_history(
             self.clone(),
             cwd,
@@ -98,8 +98,10 @@ impl Agent {
         ))
     }
 
-    /// Reopens session `id` from the session store: its history exactly as saved, its cwd;
-    /// the next prompt continues it.
+    /// Reopens session `id` from the session store: its history as saved, in canonical form
+    /// ([`canonicalize`]: calls a crash left without a result are answered
+    /// [`STOPPED`](crate::history::STOPPED), never run again), its cwd; the next prompt
+    /// continues it.
     pub fn resume(&self, id: &str) -> Result<Session, EngineError> {
         let store = self.store.as_ref().ok_or_else(|| {
             EngineError::Config("resuming needs a session store: call .session_store(..)".into())
@@ -109,7 +111,7 @@ impl Agent {
             tracing::warn!(session = id, "{warning}");
         }
         let mut history = loaded.messages;
-        repair_pairing(&mut history);
+        canonicalize(&mut history);
         Ok(Session::with_history(
             self.clone(),
             loaded.meta.cwd,
@@ -152,7 +154,8 @@ pub struct AgentBuilder {
     approver: Arc<dyn Approver>,
     catalog: Arc<ModelCatalog>,
     store: Option<Arc<dyn SessionStore>>,
-    checkpoints: bool,
+    snapshots: Option<Arc<dyn Snapshots>>,
+    stream_retries: u32,
     hooks: Hooks,
     permissions: PermissionRules,
     compaction: CompactionPolicy,
@@ -204,10 +207,24 @@ impl AgentBuilder {
         self
     }
 
-    /// Whether a new session records a dirty git work tree as a checkpoint first (default
-    /// on).
-    pub fn checkpoints(mut self, on: bool) -> Self {
-        self.checkpoints = on;
+    /// Where the workspace is snapshotted before every tool call that may change it (default:
+    /// nowhere). Before each call whose effect is not read-only — after its approval, right
+    /// before it runs; never for a denied or blocked call — the session calls
+    /// [`Snapshots::take`] on a blocking thread and reports
+    /// [`AgentEvent::SnapshotTaken`](crate::AgentEvent::SnapshotTaken). A snapshot that fails
+    /// is reported as an [`AgentEvent::Warning`](crate::AgentEvent::Warning) and the call
+    /// still runs: snapshots make a change undoable, they never block it.
+    pub fn snapshots(mut self, snapshots: Arc<dyn Snapshots>) -> Self {
+        self.snapshots = Some(snapshots);
+        self
+    }
+
+    /// How many times a reply cut off mid-stream (a dropped connection or a stall after the
+    /// reply began) is discarded and asked for again, before the run fails with the error
+    /// (default 3; 0 never retries). Each discarded reply is reported as
+    /// [`AgentEvent::ReplyDiscarded`](crate::AgentEvent::ReplyDiscarded).
+    pub fn stream_retries(mut self, retries: u32) -> Self {
+        self.stream_retries = retries;
         self
     }
 
@@ -277,34 +294,13 @@ impl AgentBuilder {
             approver: self.approver,
             catalog: self.catalog,
             store: self.store,
-            checkpoints: self.checkpoints,
+            snapshots: self.snapshots,
+            stream_retries: self.stream_retries,
             hooks: self.hooks,
             permissions: Arc::new(self.permissions),
             compaction: self.compaction,
             output_token_budget: self.output_token_budget,
             notifier: self.notifier,
         })
-    }
-}
-
-/// Records uncommitted work in `cwd`'s repository, if any; problems are logged, never fatal.
-fn checkpoint_if_dirty(cwd: &std::path::Path, session_id: &str) {
-    let Ok(repo) = git2::Repository::discover(cwd) else {
-        return;
-    };
-    let mut options = git2::StatusOptions::new();
-    options.include_untracked(true).include_ignored(false);
-    let dirty = repo
-        .statuses(Some(&mut options))
-        .map(|statuses| !statuses.is_empty())
-        .unwrap_or(false);
-    if !dirty {
-        return;
-    }
-    match keel_sandbox::GitSession::new(cwd, session_id).and_then(|git| git.checkpoint()) {
-        Ok(checkpoint) => {
-            tracing::info!(reference = %checkpoint.reference, "checkpoint of uncommitted work")
-        }
-        Err(err) => tracing::warn!("no checkpoint of uncommitted work: {err}"),
     }
 }

@@ -160,15 +160,39 @@ pub enum AgentEvent {
         /// What failed.
         error: ProviderError,
     },
+    /// The reply being streamed was cut off mid-stream (the connection dropped or stalled
+    /// after the reply began) and is discarded: nothing of it is kept in the history. A UI
+    /// drops what it showed of it (its text deltas); the same request is sent again after a
+    /// short wait, at most `max_attempts` times, then the run fails with the error.
+    ReplyDiscarded {
+        /// Which retry this is (1-based).
+        attempt: u32,
+        /// The most retries ([`AgentBuilder::stream_retries`](crate::AgentBuilder::stream_retries)).
+        max_attempts: u32,
+        /// What cut the reply off.
+        error: String,
+    },
+    /// The workspace was snapshotted before a tool call that may change it
+    /// ([`AgentBuilder::snapshots`](crate::AgentBuilder::snapshots)); comes before that
+    /// call's [`AgentEvent::ToolCallStarted`]. A snapshot that failed is a
+    /// [`AgentEvent::Warning`] instead, and the call runs all the same.
+    SnapshotTaken {
+        /// The call's id.
+        call_id: String,
+        /// The snapshot, to restore with [`Snapshots::restore`](keel_snapshot::Snapshots::restore).
+        id: keel_snapshot::SnapshotId,
+    },
     /// Something went wrong that does not stop the run (a hook failed, the session file
-    /// could not be written).
+    /// could not be written, no snapshot could be taken before a call).
     Warning {
         /// What happened.
         message: String,
     },
     /// A message was added to the history: a reply of the model (also one cut short by a
     /// cancellation), the results of its tool calls, a `Stop` hook's reason, or notices from
-    /// the [`Notifier`](crate::Notifier). The prompt itself is not reported.
+    /// the [`Notifier`](crate::Notifier). The prompt itself is not reported. A user message
+    /// that follows another (notices after tool results) is reported as it was added,
+    /// though the history holds it merged into the one before.
     MessageAdded {
         /// The message as it is now in the history.
         message: Message,

@@ -53,7 +53,9 @@ pub mod prompt;
 mod session;
 pub mod session_store;
 
-pub use agent::{Agent, AgentBuilder, DEFAULT_MAX_ITERATIONS, DEFAULT_MAX_TOKENS};
+pub use agent::{
+    Agent, AgentBuilder, DEFAULT_MAX_ITERATIONS, DEFAULT_MAX_TOKENS, DEFAULT_STREAM_RETRIES,
+};
 pub use approval::{
     AllowAll, ApprovalRequest, ApprovalScope, Approver, CallbackApprover, Decision, DenyGated,
     ScopePattern,

@@ -19,7 +19,7 @@
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
-use git2::{ErrorCode, Repository, Status, StatusOptions};
+pub use keel_sandbox::GitSummary;
 
 /// keel's instructions for the model: who it is, how to work, when to stop, honesty.
 pub const SYSTEM_PROMPT: &str = "\
@@ -84,26 +84,10 @@ pub struct InstructionFile {
     pub content: String,
 }
 
-/// A short summary of the repository's state.
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
-pub struct GitSummary {
-    /// The current branch; `None` on a detached HEAD.
-    pub branch: Option<String>,
-    /// The short id of the commit HEAD points at; `None` before the first commit.
-    pub head: Option<String>,
-    /// The work tree's state, e.g. `1 staged, 3 modified, 1 untracked`, or `clean`.
-    pub status: String,
-    /// The subjects of the last [`RECENT_COMMITS`] commits, newest first.
-    pub recent_commits: Vec<String>,
-}
-
 /// The project a session working in `cwd` belongs to: the work tree of the git repository
 /// containing `cwd`, else `cwd` itself. This is the `root` [`gather_context`] takes.
 pub fn project_root(cwd: &Path) -> PathBuf {
-    git2::Repository::discover(cwd)
-        .ok()
-        .and_then(|repo| repo.workdir().map(Path::to_path_buf))
-        .unwrap_or_else(|| cwd.to_path_buf())
+    keel_sandbox::work_tree_root(cwd).unwrap_or_else(|| cwd.to_path_buf())
 }
 
 /// Collects the [`ProjectContext`] for a session rooted at `root`, working in `cwd` (inside
@@ -133,7 +117,7 @@ pub fn gather_context(root: &Path, cwd: &Path) -> ProjectContext {
     }
     ProjectContext {
         instructions,
-        git: git_summary(root),
+        git: keel_sandbox::git_summary(root, RECENT_COMMITS),
         cwd: cwd.to_path_buf(),
         date: Some(jiff::Zoned::now().date().to_string()),
     }
@@ -205,141 +189,6 @@ fn cap(text: String) -> String {
             &text[..end]
         ),
     }
-}
-
-/// The state of the repository containing `root`, or `None` outside one.
-fn git_summary(root: &Path) -> Option<GitSummary> {
-    let repo = match Repository::discover(root) {
-        Ok(repo) => repo,
-        Err(error) => {
-            tracing::debug!(root = %root.display(), %error, "not in a git repository");
-            return None;
-        }
-    };
-    let (branch, head) = match repo.head() {
-        Ok(reference) => {
-            let branch = if repo.head_detached().unwrap_or(false) {
-                None
-            } else {
-                reference.shorthand().ok().map(str::to_owned)
-            };
-            let head = reference
-                .peel_to_commit()
-                .ok()
-                .and_then(|commit| short_id(&repo, commit.id()));
-            (branch, head)
-        }
-        Err(error) if error.code() == ErrorCode::UnbornBranch => (unborn_branch(&repo), None),
-        Err(error) => {
-            tracing::debug!(%error, "cannot read HEAD");
-            (None, None)
-        }
-    };
-    Some(GitSummary {
-        branch,
-        head: head.clone(),
-        status: status_summary(&repo),
-        recent_commits: if head.is_some() {
-            recent_commits(&repo)
-        } else {
-            Vec::new()
-        },
-    })
-}
-
-/// The branch an unborn HEAD names (`main` before the first commit).
-fn unborn_branch(repo: &Repository) -> Option<String> {
-    let head = repo.find_reference("HEAD").ok()?;
-    let target = head.symbolic_target().ok()??;
-    Some(
-        target
-            .strip_prefix("refs/heads/")
-            .unwrap_or(target)
-            .to_owned(),
-    )
-}
-
-fn short_id(repo: &Repository, oid: git2::Oid) -> Option<String> {
-    let object = repo.find_object(oid, None).ok()?;
-    let short = object.short_id().ok()?;
-    short.as_str().ok().map(str::to_owned)
-}
-
-/// `2 staged, 3 modified, 1 untracked, 1 conflicted` (zero counts left out), `clean`, or
-/// `unknown` when the status cannot be read (a bare repository).
-fn status_summary(repo: &Repository) -> String {
-    let mut options = StatusOptions::new();
-    options
-        .include_untracked(true)
-        .recurse_untracked_dirs(true)
-        .include_ignored(false)
-        .exclude_submodules(true);
-    let statuses = match repo.statuses(Some(&mut options)) {
-        Ok(statuses) => statuses,
-        Err(error) => {
-            tracing::debug!(%error, "cannot read git status");
-            return "unknown".to_owned();
-        }
-    };
-    let staged_flags = Status::INDEX_NEW
-        | Status::INDEX_MODIFIED
-        | Status::INDEX_DELETED
-        | Status::INDEX_RENAMED
-        | Status::INDEX_TYPECHANGE;
-    let modified_flags =
-        Status::WT_MODIFIED | Status::WT_DELETED | Status::WT_RENAMED | Status::WT_TYPECHANGE;
-    let (mut staged, mut modified, mut untracked, mut conflicted) = (0, 0, 0, 0);
-    for entry in statuses.iter() {
-        let status = entry.status();
-        if status.contains(Status::CONFLICTED) {
-            conflicted += 1;
-            continue;
-        }
-        if status.intersects(staged_flags) {
-            staged += 1;
-        }
-        if status.intersects(modified_flags) {
-            modified += 1;
-        }
-        if status.contains(Status::WT_NEW) {
-            untracked += 1;
-        }
-    }
-    let parts: Vec<String> = [
-        (staged, "staged"),
-        (modified, "modified"),
-        (untracked, "untracked"),
-        (conflicted, "conflicted"),
-    ]
-    .into_iter()
-    .filter(|(count, _)| *count > 0)
-    .map(|(count, label)| format!("{count} {label}"))
-    .collect();
-    if parts.is_empty() {
-        "clean".to_owned()
-    } else {
-        parts.join(", ")
-    }
-}
-
-/// The subjects of the last [`RECENT_COMMITS`] commits reachable from HEAD, newest first.
-fn recent_commits(repo: &Repository) -> Vec<String> {
-    let mut walk = match repo.revwalk() {
-        Ok(walk) => walk,
-        Err(error) => {
-            tracing::debug!(%error, "cannot walk the history");
-            return Vec::new();
-        }
-    };
-    if let Err(error) = walk.push_head() {
-        tracing::debug!(%error, "cannot walk the history from HEAD");
-        return Vec::new();
-    }
-    walk.filter_map(Result::ok)
-        .filter_map(|oid| repo.find_commit(oid).ok())
-        .map(|commit| commit.summary().ok().flatten().unwrap_or("").to_owned())
-        .take(RECENT_COMMITS)
-        .collect()
 }
 
 /// The full system prompt: [`SYSTEM_PROMPT`], an environment section (working directory,

@@ -10,6 +10,7 @@ use keel_provider::{
     CompletionRequest, ContentBlock, InvalidToolInput, Message, ProviderError, ResponseAssembler,
     Role, StopReason, StreamEvent, ToolCall, ToolInput, ToolUseResponse, Usage,
 };
+use keel_snapshot::SnapshotPoint;
 use keel_tool::{Effect, ToolContext, ToolOutput};
 use serde_json::Value;
 use tokio::sync::mpsc::UnboundedSender;
@@ -20,15 +21,22 @@ use crate::agent::Agent;
 use crate::approval::{ApprovalRequest, ApprovalScope, Decision};
 use crate::compaction::{Compaction, CompactionError, compact, estimate_tokens, needs_compaction};
 use crate::events::{AgentEvent, Compacted, RunOutcome, Stop};
-use crate::history::{INTERRUPTED, repair_pairing};
+use crate::history::{
+    INTERRUPTED, canonicalize, check_rewind, insert_result, prompt_boundary, unique_ids_from,
+};
 use crate::hooks::{HookEvent, HookInput, HookOutcome, HookReport, PermissionDecision};
 use crate::permissions::Verdict;
-use crate::session_store::{SessionLog, SessionRecord};
+use crate::session_store::{SessionError, SessionLog, SessionRecord};
 
 /// How many replies cut off at the output limit in a row are answered before the run fails.
 const MAX_CUT_REPLIES: u32 = 3;
 /// How many times `Stop` hooks may send the model back to work in one run.
 const MAX_STOP_BLOCKS: u32 = 3;
+/// The wait before asking again for a reply cut off mid-stream; doubled each time, capped.
+const STREAM_RETRY_BACKOFF: std::time::Duration = std::time::Duration::from_millis(250);
+const STREAM_RETRY_BACKOFF_MAX: std::time::Duration = std::time::Duration::from_secs(4);
+/// The longest summary of a call in a snapshot, in characters.
+const SNAPSHOT_SUMMARY_CHARS: usize = 200;
 
 /// Cancels the run in progress of a session; cheap to clone and send to another task.
 #[derive(Debug, Clone)]
@@ -56,10 +64,11 @@ pub struct Session {
     /// The scopes the person answered "always" for.
     always_allowed: HashSet<ApprovalScope>,
     cancel: Arc<Mutex<CancellationToken>>,
-    /// In a mutex only so that `Session` is `Sync`; written through `&mut self`.
+    /// In a mutex so that `Session` is `Sync` and results of parallel calls can be written
+    /// as each ends.
     log: Option<Mutex<Box<dyn SessionLog>>>,
-    /// How many messages of `history` are in the log.
-    persisted: usize,
+    /// Where the current (or last) run's prompt starts, as a length to rewind to.
+    run_start: usize,
     persist_error: Option<String>,
     /// Whether `SessionStart` hooks have run.
     started: bool,
@@ -166,7 +175,7 @@ impl Session {
             agent,
             id,
             cwd,
-            persisted: history.len(),
+            run_start: history.len(),
             history,
             usage: Usage::default(),
             always_allowed: HashSet::new(),
@@ -184,10 +193,19 @@ impl Session {
         self.persist_error.as_deref()
     }
 
+    /// Writes `record` to the session log, if any.
+    fn write_record(&self, record: &SessionRecord) -> Result<(), SessionError> {
+        let Some(log) = &self.log else {
+            return Ok(());
+        };
+        let mut log = log
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        log.append(record)
+    }
+
     fn log_record(&mut self, record: &SessionRecord) {
-        if let Some(log) = self.log.as_mut().and_then(|log| log.get_mut().ok())
-            && let Err(err) = log.append(record)
-        {
+        if let Err(err) = self.write_record(record) {
             self.note_persist_error(err.to_string());
         }
     }
@@ -199,31 +217,73 @@ impl Session {
         }
     }
 
-    /// Appends the messages not yet in the log, and flushes it (the end of a turn).
-    fn persist(&mut self) {
-        if self.log.is_none() {
-            return;
+    /// Makes what was written durable (the end of a turn).
+    fn sync(&mut self) {
+        let result = match self.log.as_mut() {
+            Some(log) => log
+                .get_mut()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .flush(),
+            None => return,
+        };
+        if let Err(err) = result {
+            self.note_persist_error(err.to_string());
         }
-        if self.history.len() < self.persisted {
-            // A repair removed messages: the log gets the whole history anew.
-            let record = SessionRecord::Compacted {
-                messages: self.history.clone(),
-                before_tokens: 0,
-                after_tokens: 0,
-            };
-            self.log_record(&record);
-        } else {
-            for i in self.persisted..self.history.len() {
-                let record = SessionRecord::message(self.history[i].clone());
+    }
+
+    /// Puts the history in canonical form; a change (none is expected in a live session) is
+    /// written as the whole history, so the file replays to exactly what is in memory.
+    fn canonicalize_history(&mut self) {
+        let fixes = canonicalize(&mut self.history);
+        if fixes > 0 {
+            tracing::warn!(session = %self.id, fixes, "the history needed repairs");
+            if self.log.is_some() {
+                let record = SessionRecord::Compacted {
+                    messages: self.history.clone(),
+                    before_tokens: 0,
+                    after_tokens: 0,
+                };
                 self.log_record(&record);
             }
         }
-        self.persisted = self.history.len();
-        if let Some(log) = self.log.as_mut().and_then(|log| log.get_mut().ok())
-            && let Err(err) = log.flush()
-        {
-            self.note_persist_error(err.to_string());
+    }
+
+    /// Writes `message` to the log, then adds it to the history: a user message right after
+    /// another is merged into it (replay merges the same way), so roles always alternate.
+    fn append(&mut self, message: Message) {
+        self.log_record(&SessionRecord::message(message.clone()));
+        match self.history.last_mut() {
+            Some(last) if last.role == Role::User && message.role == Role::User => {
+                last.content.extend(message.content);
+            }
+            _ => self.history.push(message),
         }
+    }
+
+    /// Rewinds the conversation to its first `history_len` messages, e.g. the
+    /// [`SnapshotPoint::history_len`] of a snapshot being restored: the history is cut there
+    /// and a [`SessionRecord::Rewound`] is written, so a resumed session continues from the
+    /// same point. Refused ([`SessionError::InvalidRewind`]) when `history_len` is past the
+    /// end or would split a call from its result; a log that cannot be written is an error
+    /// and the history is left as it was. A compaction since the point counts messages
+    /// anew.
+    pub fn rewind_to(&mut self, history_len: usize) -> Result<(), SessionError> {
+        check_rewind(&self.history, history_len).map_err(|reason| SessionError::InvalidRewind {
+            id: self.id.clone(),
+            history_len,
+            reason,
+        })?;
+        if let Some(log) = self.log.as_mut() {
+            let log = log
+                .get_mut()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            log.append(&SessionRecord::Rewound { history_len })?;
+            log.flush()?;
+        }
+        self.history.truncate(history_len);
+        self.run_start = self.run_start.min(history_len);
+        self.last_report = None;
+        Ok(())
     }
 
     /// The session's id.
@@ -306,8 +366,7 @@ impl Session {
             before_tokens: compaction.before_tokens,
             after_tokens: compaction.after_tokens,
         });
-        self.persisted = self.history.len();
-        self.persist();
+        self.sync();
         Compacted {
             before_tokens: compaction.before_tokens,
             after_tokens: compaction.after_tokens,
@@ -316,7 +375,8 @@ impl Session {
         }
     }
 
-    /// Adds the notices waiting for this session, if any, as one user message.
+    /// Adds the notices waiting for this session, if any, as one user message (merged into
+    /// the tool results before it, if any).
     async fn take_notices(&mut self, sink: &Sink) {
         let Some(notifier) = self.agent.notifier.clone() else {
             return;
@@ -330,10 +390,9 @@ impl Session {
             .map(|notice| ContentBlock::text(format!("[notification] {notice}")))
             .collect();
         self.add_message(Message::new(Role::User, blocks), sink);
-        self.persist();
     }
 
-    /// Appends a message the model or the tools produced, and reports it.
+    /// Appends (and logs) a message the model or the tools produced, and reports it.
     fn add_message(&mut self, message: Message, sink: &Sink) {
         if sink.is_some() {
             emit(
@@ -343,7 +402,7 @@ impl Session {
                 },
             );
         }
-        self.history.push(message);
+        self.append(message);
     }
 
     /// Runs `prompt` to its end.
@@ -400,15 +459,19 @@ impl Session {
                 // What SessionStart hooks print is context for the model.
                 content.extend(report.messages.into_iter().map(ContentBlock::text));
             }
-            self.history.push(Message::new(Role::User, content));
+            self.canonicalize_history();
+            self.run_start = prompt_boundary(&self.history);
+            // After a run that stopped with results, notices or a prompt left unanswered, the
+            // prompt joins that user message: never two user messages in a row.
+            self.append(Message::new(Role::User, content));
             let mut state = RunState {
                 cost_usd: Some(0.0),
                 ..RunState::default()
             };
-            self.persist();
+            self.sync();
             let stop = self.iterate(&cancel, &sink, &mut state).await;
-            // Whatever happened, the history keeps its invariant for the next prompt.
-            repair_pairing(&mut self.history);
+            // Whatever happened, the history keeps its invariants for the next prompt.
+            self.canonicalize_history();
             let outcome = RunOutcome {
                 text: final_text(&stop, &state, self.agent.max_tokens),
                 stop,
@@ -416,7 +479,6 @@ impl Session {
                 usage: state.usage,
                 cost_usd: state.cost_usd,
             };
-            self.persist();
             self.log_record(&SessionRecord::Outcome {
                 stop: outcome.stop.name().to_owned(),
                 text: outcome.text.clone(),
@@ -424,7 +486,7 @@ impl Session {
                 usage: outcome.usage,
                 cost_usd: outcome.cost_usd,
             });
-            self.persist();
+            self.sync();
             emit(&sink, AgentEvent::Finished(outcome.clone()));
             outcome
         }
@@ -480,7 +542,7 @@ impl Session {
                     iteration: state.iterations,
                 },
             );
-            repair_pairing(&mut self.history);
+            self.canonicalize_history();
             self.take_notices(sink).await;
             let mut request = self.request();
             let estimate = estimate_tokens(
@@ -502,7 +564,7 @@ impl Session {
             }
             let turn_span = tracing::info_span!("turn", iteration = state.iterations);
             let mut turn = self
-                .call_model(&request, cancel, sink)
+                .call_model_retrying(&request, cancel, sink)
                 .instrument(turn_span.clone())
                 .await;
             if let ModelTurn::Failed(ProviderError::ContextLengthExceeded { .. }) = &turn {
@@ -511,10 +573,10 @@ impl Session {
                     return stop;
                 }
                 request = self.request();
-                turn = self.call_model(&request, cancel, sink).await;
+                turn = self.call_model_retrying(&request, cancel, sink).await;
             }
             let prompt_messages = request.messages.len();
-            let response = match turn {
+            let mut response = match turn {
                 ModelTurn::Reply(response) => response,
                 ModelTurn::Cancelled { partial_text } => {
                     // What the user saw stays in the history.
@@ -536,6 +598,18 @@ impl Session {
                 state.last_text = text.clone();
             }
             if !response.content.is_empty() {
+                // Missing or reused call ids are replaced before anything runs or is saved.
+                let start = self.history.len();
+                self.history.push(Message::new(
+                    Role::Assistant,
+                    std::mem::take(&mut response.content),
+                ));
+                unique_ids_from(&mut self.history, start);
+                if let Some(reply) = self.history.pop() {
+                    response.content = reply.content;
+                }
+                // Write-ahead: the reply and its calls are in the session file before the
+                // first call runs.
                 self.add_message(response.to_message(), sink);
             }
             if response.stop_reason == StopReason::Refusal {
@@ -564,7 +638,6 @@ impl Session {
                         // A Stop hook sends the model back to work with its reason.
                         state.stop_blocks += 1;
                         self.add_message(Message::user(reason), sink);
-                        self.persist();
                         continue;
                     }
                 }
@@ -592,8 +665,21 @@ impl Session {
                 .run_tools(&calls, cancel, sink, state)
                 .instrument(turn_span)
                 .await;
-            self.add_message(Message::new(Role::User, results), sink);
-            self.persist();
+            // Each result is in the session file already, written as its call ended.
+            for result in results {
+                insert_result(&mut self.history, result);
+            }
+            if sink.is_some()
+                && let Some(message) = self.history.last()
+            {
+                emit(
+                    sink,
+                    AgentEvent::MessageAdded {
+                        message: message.clone(),
+                    },
+                );
+            }
+            self.sync();
             if cancel.is_cancelled() {
                 return Stop::Cancelled;
             }
@@ -666,6 +752,48 @@ impl Session {
         );
     }
 
+    /// [`Session::call_model`], asking again (up to the agent's `stream_retries`, after a
+    /// short backoff) when the reply is cut off mid-stream: the partial reply is dropped —
+    /// nothing of it is in the history or the session file — and
+    /// [`AgentEvent::ReplyDiscarded`] tells listeners to drop what they showed of it.
+    async fn call_model_retrying(
+        &self,
+        request: &CompletionRequest,
+        cancel: &CancellationToken,
+        sink: &Sink,
+    ) -> ModelTurn {
+        let max_attempts = self.agent.stream_retries;
+        let mut attempt = 0;
+        let mut wait = STREAM_RETRY_BACKOFF;
+        loop {
+            let turn = self.call_model(request, cancel, sink).await;
+            let ModelTurn::Failed(error) = &turn else {
+                return turn;
+            };
+            if !cut_mid_reply(error) || attempt >= max_attempts {
+                return turn;
+            }
+            attempt += 1;
+            tracing::warn!(attempt, max_attempts, %error, "reply cut off mid-stream; asking again");
+            emit(
+                sink,
+                AgentEvent::ReplyDiscarded {
+                    attempt,
+                    max_attempts,
+                    error: error.to_string(),
+                },
+            );
+            tokio::select! {
+                biased;
+                () = cancel.cancelled() => {
+                    return ModelTurn::Cancelled { partial_text: String::new() };
+                }
+                () = tokio::time::sleep(wait) => {}
+            }
+            wait = (wait * 2).min(STREAM_RETRY_BACKOFF_MAX);
+        }
+    }
+
     async fn call_model(
         &self,
         request: &CompletionRequest,
@@ -714,7 +842,8 @@ impl Session {
         }
     }
 
-    /// Decides, runs and answers every call, in the model's order: one result per call.
+    /// Decides, runs and answers every call, in the model's order: one result per call, each
+    /// written to the session log as soon as it is known.
     async fn run_tools(
         &mut self,
         calls: &[OwnedCall],
@@ -728,44 +857,57 @@ impl Session {
             plans.push(self.plan(call, cancel, sink).await);
         }
         let mut outputs: Vec<Option<ToolOutput>> = vec![None; calls.len()];
+        let mut log_errors = Vec::new();
+        for (i, plan) in plans.iter().enumerate() {
+            if let Plan::Answer(output) = plan {
+                log_errors.extend(self.write_result(&calls[i], output));
+                outputs[i] = Some(output.clone());
+            }
+        }
         let mut i = 0;
         while i < calls.len() {
             match &plans[i] {
-                Plan::Answer(output) => {
-                    outputs[i] = Some(output.clone());
-                    i += 1;
-                }
+                Plan::Answer(_) => i += 1,
                 Plan::Run { read_only: true } => {
                     // Consecutive read-only calls run together.
                     let end = (i..calls.len())
                         .find(|&j| !matches!(plans[j], Plan::Run { read_only: true }))
                         .unwrap_or(calls.len());
                     let batch = calls[i..end].iter().map(|call| async {
-                        if cancel.is_cancelled() {
+                        let output = if cancel.is_cancelled() {
                             self.interrupted(call, sink)
                         } else {
                             self.dispatch(call, &ctx, sink).await
-                        }
+                        };
+                        let error = self.write_result(call, &output);
+                        (output, error)
                     });
-                    for (offset, output) in futures::future::join_all(batch)
+                    for (offset, (output, error)) in futures::future::join_all(batch)
                         .await
                         .into_iter()
                         .enumerate()
                     {
+                        log_errors.extend(error);
                         outputs[i + offset] = Some(output);
                     }
                     i = end;
                 }
                 Plan::Run { read_only: false } => {
+                    let call = &calls[i];
                     let output = if cancel.is_cancelled() {
-                        self.interrupted(&calls[i], sink)
+                        self.interrupted(call, sink)
                     } else {
-                        self.dispatch(&calls[i], &ctx, sink).await
+                        self.snapshot(call, sink).await;
+                        self.dispatch(call, &ctx, sink).await
                     };
+                    log_errors.extend(self.write_result(call, &output));
                     outputs[i] = Some(output);
                     i += 1;
                 }
             }
+        }
+        for error in log_errors {
+            self.note_persist_error(error);
         }
         calls
             .iter()
@@ -778,9 +920,58 @@ impl Session {
                         .failed_tools
                         .push(format!("{}: {first_line}", call.name));
                 }
-                ContentBlock::tool_result(&call.id, output.content, output.is_error)
+                result_block(call, &output)
             })
             .collect()
+    }
+
+    /// Writes `call`'s result to the session log; the error, if any, as text.
+    fn write_result(&self, call: &OwnedCall, output: &ToolOutput) -> Option<String> {
+        let record = SessionRecord::ToolResult {
+            result: result_block(call, output),
+        };
+        self.write_record(&record).err().map(|err| err.to_string())
+    }
+
+    /// Snapshots the workspace before `call`, if the agent has a snapshot store; reports
+    /// the snapshot, or a warning when it failed (the call runs all the same).
+    async fn snapshot(&self, call: &OwnedCall, sink: &Sink) {
+        let Some(snapshots) = self.agent.snapshots.clone() else {
+            return;
+        };
+        let point = SnapshotPoint {
+            session_id: self.id.clone(),
+            call_id: call.id.clone(),
+            tool: call.name.clone(),
+            summary: call_summary(&call.input),
+            history_len: self.run_start,
+        };
+        let taken = tokio::task::spawn_blocking(move || snapshots.take(&point)).await;
+        let error = match taken {
+            Ok(Ok(id)) => {
+                tracing::debug!(call = %call.id, snapshot = %id, "snapshot taken");
+                emit(
+                    sink,
+                    AgentEvent::SnapshotTaken {
+                        call_id: call.id.clone(),
+                        id,
+                    },
+                );
+                return;
+            }
+            Ok(Err(err)) => err.to_string(),
+            Err(err) => format!("the snapshot task failed: {err}"),
+        };
+        tracing::warn!(call = %call.id, "no snapshot before the call: {error}");
+        emit(
+            sink,
+            AgentEvent::Warning {
+                message: format!(
+                    "no snapshot before {} {}: {error}; the call runs without one",
+                    call.name, call.id
+                ),
+            },
+        );
     }
 
     /// Whether a call runs, asking the approver for gated ones.
@@ -959,6 +1150,36 @@ impl Session {
         finished(sink, call, &output, started.elapsed());
         output
     }
+}
+
+/// The `tool_result` block answering `call`.
+fn result_block(call: &OwnedCall, output: &ToolOutput) -> ContentBlock {
+    ContentBlock::tool_result(&call.id, output.content.clone(), output.is_error)
+}
+
+/// Whether `error` is a reply cut off after it began (a dropped stream or a stall), which
+/// the loop asks for again.
+fn cut_mid_reply(error: &ProviderError) -> bool {
+    matches!(
+        error,
+        ProviderError::Stream { .. } | ProviderError::Timeout { .. }
+    )
+}
+
+/// One line for a person saying what a call does: a command's `command`, a file tool's
+/// `path`, else its input as compact JSON; at most [`SNAPSHOT_SUMMARY_CHARS`] characters.
+fn call_summary(input: &Value) -> String {
+    let text = ["command", "path"]
+        .iter()
+        .find_map(|key| input.get(*key).and_then(Value::as_str))
+        .map_or_else(|| input.to_string(), str::to_owned);
+    let line = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    if line.chars().count() <= SNAPSHOT_SUMMARY_CHARS {
+        return line;
+    }
+    let mut short: String = line.chars().take(SNAPSHOT_SUMMARY_CHARS - 1).collect();
+    short.push('…');
+    short
 }
 
 /// Reports that `call` has its result.

@@ -163,7 +163,6 @@ impl Setup {
             .hooks(self.hooks)
             .permissions(self.rules)
             .approver(approver)
-            .checkpoints(false)
             .build()
             .unwrap()
             .session(dir)

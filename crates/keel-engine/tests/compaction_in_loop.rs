@@ -132,7 +132,6 @@ async fn a_small_window_compacts_and_keeps_pairs_and_the_request() {
             ..CompactionPolicy::default()
         })
         .session_store(store.clone())
-        .checkpoints(false)
         .build()
         .unwrap();
     let mut session = agent.session(dir.path()).unwrap();
@@ -207,7 +206,6 @@ async fn a_context_length_error_compacts_and_retries_once() {
             keep_recent_messages: 2,
             ..CompactionPolicy::default()
         })
-        .checkpoints(false)
         .build()
         .unwrap();
     let mut session = agent.session(dir.path()).unwrap();

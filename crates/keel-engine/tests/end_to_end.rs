@@ -213,7 +213,6 @@ fn anthropic_at(base: &str) -> Arc<dyn Provider> {
 fn plain_agent(provider: Arc<dyn Provider>) -> Agent {
     Agent::builder(provider)
         .model("claude-sonnet-4-5")
-        .checkpoints(false)
         .build()
         .unwrap()
 }
@@ -306,7 +305,7 @@ async fn cancelling_a_stalled_stream_then_the_next_prompt_works() {
 }
 
 #[tokio::test]
-async fn a_dirty_work_tree_is_checkpointed_when_a_session_starts() {
+async fn a_session_start_writes_nothing_to_the_users_repository() {
     let repo = repo();
     repo.write("src/lib.rs", "// work in progress\n");
     repo.write("new.txt", "untracked\n");
@@ -320,13 +319,13 @@ async fn a_dirty_work_tree_is_checkpointed_when_a_session_starts() {
     let session = agent.session(repo.path()).unwrap();
     let refs: Vec<String> = repo
         .repo()
-        .references_glob("refs/keel/checkpoints/*")
+        .references_glob("refs/keel/*")
         .unwrap()
         .map(|r| r.unwrap().name().unwrap().to_owned())
         .collect();
-    assert_eq!(refs.len(), 1, "{refs:?}");
-    assert!(refs[0].contains(session.id()), "{refs:?}");
-    // The work tree and index are untouched.
+    // Snapshots live in keel's own store (`AgentBuilder::snapshots`), never under the
+    // user's refs; the work tree and index are untouched.
+    assert!(refs.is_empty(), "{refs:?} ({})", session.id());
     assert_eq!(repo.status(), status_before);
     assert_eq!(repo.read("src/lib.rs"), "// work in progress\n");
 }

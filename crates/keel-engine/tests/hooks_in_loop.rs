@@ -36,7 +36,6 @@ fn session(
         .tools(default_tools(&PathSandbox::new(dir).unwrap(), &SandboxPolicy::default()).unwrap())
         .hooks(Hooks::from_config(&hooks).unwrap())
         .permissions(rules)
-        .checkpoints(false)
         .build()
         .unwrap()
         .session(dir)

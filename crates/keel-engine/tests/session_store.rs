@@ -397,16 +397,13 @@ fn unknown_record_types_are_skipped() {
         backend.append_raw("u", b"{\"type\":\"checkpoint\",\"commit\":\"abc\"}\n");
         backend.append_raw(
             "u",
-            b"{\"type\":\"message\",\"message\":{\"role\":\"assistant\",\"content\":[]}}\n",
+            b"{\"type\":\"message\",\"message\":{\"role\":\"assistant\",\"content\":[{\"type\":\"text\",\"text\":\"two\"}]}}\n",
         );
 
         let loaded = store.load("u").unwrap();
         assert_eq!(
             loaded.messages,
-            vec![
-                Message::user("one"),
-                Message::new(Role::Assistant, Vec::new())
-            ]
+            vec![Message::user("one"), Message::assistant("two")]
         );
         assert_eq!(loaded.warnings.len(), 1, "{:?}", loaded.warnings);
         assert!(

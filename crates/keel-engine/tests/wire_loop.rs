@@ -149,8 +149,7 @@ fn session(provider: Arc<dyn Provider>, dir: &std::path::Path, allow_all: bool) 
     let builder = Agent::builder(provider)
         .model("claude-sonnet-4-5")
         .tools(tools)
-        .max_iterations(5)
-        .checkpoints(false);
+        .max_iterations(5);
     let builder = if allow_all {
         builder.approver(AllowAll)
     } else {
@@ -351,7 +350,6 @@ async fn a_stream_error_echoing_the_key_is_scrubbed_from_the_outcome_events_and_
         let mut session = Agent::builder(provider)
             .model("claude-sonnet-4-5")
             .session_store(Arc::new(keel_engine::JsonlSessionStore::new(home.path())))
-            .checkpoints(false)
             .build()
             .unwrap()
             .session(dir.path())

@@ -1,5 +1,7 @@
 //! Stream parsing throughput: a ≥ 10 MB Anthropic stream (and a Chat Completions one) built
-//! from the recorded events, parsed and assembled into a reply.
+//! from the recorded events, parsed and assembled into a reply; the SSE layer alone on the
+//! Anthropic one (target ≥ 300 MiB/s); and one 100 MB `data:` line fed in 16 KiB chunks, to
+//! the SSE decoder (target ≤ 1 s) and as a text delta through the whole Anthropic parser.
 //!
 //! `cargo bench -p keel-provider --bench stream_parse`
 
@@ -8,11 +10,14 @@
 use std::hint::black_box;
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
+use keel_provider::sse::SseDecoder;
 use keel_provider::{AnthropicStreamParser, OpenAiStreamParser, ResponseAssembler, StreamEvent};
 
 const TARGET_BYTES: usize = 10 * 1024 * 1024;
 /// Network reads arrive in pieces; 16 KiB is a typical TLS record batch.
 const CHUNK: usize = 16 * 1024;
+/// The single huge line: 100 MB.
+const HUGE_LINE: usize = 100_000_000;
 
 fn recording(name: &str) -> String {
     String::from_utf8(keel_test_support::wire::wire_bytes(name)).unwrap()
@@ -87,6 +92,86 @@ fn parse<P>(
     reply.content.len()
 }
 
+/// Decodes `bytes` in network-sized chunks; returns the events' total data length.
+fn decode_sse(bytes: &[u8]) -> usize {
+    let mut decoder = SseDecoder::new();
+    let mut events = Vec::new();
+    let mut total = 0;
+    for chunk in bytes.chunks(CHUNK) {
+        decoder.push(chunk, &mut events).unwrap();
+        total += events.drain(..).map(|e| e.data.len()).sum::<usize>();
+    }
+    decoder.finish(&mut events).unwrap();
+    total + events.drain(..).map(|e| e.data.len()).sum::<usize>()
+}
+
+/// One `data:` line of `HUGE_LINE` bytes, then the blank line.
+fn huge_data_line() -> Vec<u8> {
+    let mut line = Vec::with_capacity(HUGE_LINE + 2);
+    line.extend_from_slice(b"data: ");
+    line.resize(HUGE_LINE, b'x');
+    line.extend_from_slice(b"\n\n");
+    line
+}
+
+/// A whole Anthropic reply whose one text delta is about `HUGE_LINE` bytes.
+fn huge_text_delta() -> Vec<u8> {
+    let events = events(&recording("anthropic/basic_response.sse"));
+    let mut out = String::new();
+    for event in &events {
+        if event.contains("\"text_delta\"") {
+            if out.contains("text_delta") {
+                continue;
+            }
+            out.push_str("event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"text_delta\",\"text\":\"");
+            out.push_str(&"x".repeat(HUGE_LINE));
+            out.push_str("\"}}\n\n");
+        } else {
+            out.push_str(event);
+        }
+    }
+    out.into_bytes()
+}
+
+fn bench_sse(c: &mut Criterion) {
+    let anthropic = anthropic_stream();
+    let huge = huge_data_line();
+    let huge_delta = huge_text_delta();
+    assert_eq!(decode_sse(&huge), HUGE_LINE - 6);
+    assert!(
+        parse(
+            &huge_delta,
+            AnthropicStreamParser::new(),
+            |p, c, o| p.feed(c, o).unwrap(),
+            |p, o| p.finish(o).unwrap()
+        ) == 1
+    );
+
+    let mut group = c.benchmark_group("sse");
+    group.sample_size(20);
+    group.throughput(Throughput::Bytes(anthropic.len() as u64));
+    group.bench_function("decode_anthropic_10MiB", |b| {
+        b.iter(|| decode_sse(black_box(&anthropic)))
+    });
+    group.sample_size(10);
+    group.throughput(Throughput::Bytes(huge.len() as u64));
+    group.bench_function("one_100MB_data_line", |b| {
+        b.iter(|| decode_sse(black_box(&huge)))
+    });
+    group.throughput(Throughput::Bytes(huge_delta.len() as u64));
+    group.bench_function("anthropic_100MB_text_delta", |b| {
+        b.iter(|| {
+            parse(
+                black_box(&huge_delta),
+                AnthropicStreamParser::new(),
+                |p, c, o| p.feed(c, o).unwrap(),
+                |p, o| p.finish(o).unwrap(),
+            )
+        })
+    });
+    group.finish();
+}
+
 fn bench(c: &mut Criterion) {
     let anthropic = anthropic_stream();
     let openai = openai_stream();
@@ -129,5 +214,5 @@ fn bench(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(benches, bench);
+criterion_group!(benches, bench, bench_sse);
 criterion_main!(benches);

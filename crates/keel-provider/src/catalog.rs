@@ -247,7 +247,7 @@ mod tests {
         };
         // 2^64 tokens of each kind at 3 + 15 + 3.75 + 0.30 USD per million.
         let cost = catalog.cost("claude-sonnet-4-5", &max).unwrap();
-        let expected = 18_446_744_073_709.551_615 * 22.05;
+        let expected = (u64::MAX as f64 / 1e6) * 22.05;
         assert!(
             cost.is_finite() && (cost / expected - 1.0).abs() < 1e-12,
             "{cost}"

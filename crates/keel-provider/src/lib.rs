@@ -12,9 +12,13 @@
 //!   JSON object comes back as [`ToolInput::Invalid`] with the raw text kept. Never run it.
 //! - **Faults**: rate limits, overloads, 5xx and dropped connections are retried per
 //!   [`RetryPolicy`]; a stream cut after content fails with [`ProviderError::Stream`] rather
-//!   than duplicate output; a silent server fails with [`ProviderError::Timeout`].
+//!   than duplicate output; a silent server, or one that never finishes (a trickle of pings
+//!   past the request deadline), fails with [`ProviderError::Timeout`];
+//!   [`ProviderError::is_cut_mid_reply`] tells a caller it may retry the turn. Hostile
+//!   replies are bounded: any `retry-after` is clamped, error bodies are read up to
+//!   [`MAX_ERROR_BODY`], and SSE decoding is linear in its input.
 //! - **Cost**: [`ModelCatalog`] knows context windows and prices, and says `None` for a model
-//!   it does not know.
+//!   it does not know; [`Usage`] totals saturate rather than wrap.
 //! - **Secrets**: [`ApiKey`] prints as `[redacted]`, and keys are scrubbed from everything a
 //!   server sends back before it becomes an error or a retry event: HTTP error bodies and
 //!   error events inside a stream (Anthropic's `event: error`, OpenAI's error chunks) alike.

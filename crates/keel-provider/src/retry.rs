@@ -64,6 +64,12 @@ impl RetryPolicy {
     /// [`max_server_wait`](Self::max_server_wait); none (or zero) means backoff. Never
     /// panics or overflows, for any `retry` and any durations in the policy.
     pub fn wait(&self, retry: u32, server_wait: Option<Duration>) -> Duration {
+        self.wait_jittered(retry, server_wait, fastrand::f64())
+    }
+
+    /// [`wait`](Self::wait) with the jitter drawn: `jitter` in `0.0..=1.0` takes that share
+    /// of 25 % off the backoff.
+    fn wait_jittered(&self, retry: u32, server_wait: Option<Duration>, jitter: f64) -> Duration {
         if let Some(wait) = server_wait
             && !wait.is_zero()
         {
@@ -75,7 +81,7 @@ impl RetryPolicy {
             .saturating_mul(factor)
             .min(self.max_backoff);
         // Less up to 25 %: a quarter of any duration fits in one, so this cannot overflow.
-        let jitter = Duration::try_from_secs_f64(backoff.as_secs_f64() * 0.25 * fastrand::f64())
+        let jitter = Duration::try_from_secs_f64(backoff.as_secs_f64() * 0.25 * jitter)
             .unwrap_or(Duration::ZERO);
         backoff.saturating_sub(jitter)
     }
@@ -361,7 +367,7 @@ mod tests {
 
     #[test]
     fn random_retry_after_values_never_panic() {
-        let mut rng = fastrand::Rng::with_seed(0xDEC0_DE5);
+        let mut rng = fastrand::Rng::with_seed(0x0DEC_0DE5);
         let alphabet = b"0123456789.eE+-_ infNaINF,:GMTSunNovx\xff";
         for _ in 0..20_000 {
             let len = rng.usize(..40);
@@ -394,11 +400,15 @@ mod tests {
     fn backoff_never_overflows() {
         let policy = RetryPolicy::default().with_backoff(Duration::MAX, Duration::MAX);
         for retry in [0, 1, 2, 30, 31, 64, u32::MAX - 1, u32::MAX] {
-            let wait = policy.wait(retry, None);
+            // No jitter leaves the whole of Duration::MAX; full jitter takes a quarter off.
+            assert_eq!(policy.wait_jittered(retry, None, 0.0), Duration::MAX);
+            let least = policy.wait_jittered(retry, None, 1.0);
             assert!(
-                wait >= Duration::MAX.mul_f64(0.74),
-                "retry {retry}: {wait:?}"
+                least >= Duration::MAX.mul_f64(0.74),
+                "retry {retry}: {least:?}"
             );
+            let wait = policy.wait(retry, None);
+            assert!(wait >= least, "retry {retry}: {wait:?}");
         }
         let policy = RetryPolicy::default();
         for retry in [31, 1000, u32::MAX] {

@@ -34,7 +34,15 @@ fn openai(base: &str) -> OpenAiProvider {
     OpenAiProvider::new(&format!("{base}/v1"), Some(ApiKey::new("sk-test"))).unwrap()
 }
 
+/// Runs the stream to its end; a call still running after 20 s fails the test rather than
+/// hanging it (what a missing limit would do).
 async fn drain(provider: &dyn Provider) -> (Vec<StreamEvent>, Option<ProviderError>) {
+    tokio::time::timeout(Duration::from_secs(20), drain_unbounded(provider))
+        .await
+        .expect("the call is still running after 20 s")
+}
+
+async fn drain_unbounded(provider: &dyn Provider) -> (Vec<StreamEvent>, Option<ProviderError>) {
     let request = request();
     let mut stream = provider.stream(&request);
     let mut events = Vec::new();

@@ -2,6 +2,9 @@
 //! bytes, splits inside `\r\n`, inside a byte-order mark, inside multi-byte characters), decode
 //! to the same events as the whole input, and to what a plain reading of the standard gives.
 
+// Tests report failures by panicking.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
 use keel_provider::sse::{SseDecoder, SseEvent};
 use keel_test_support::rng::Rng;
 

@@ -4,6 +4,8 @@
 //!
 //! One test in this binary, so the allocator's counts are its alone.
 
+// Tests report failures by panicking.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 // Counting allocations needs a global allocator, whose trait is unsafe; the workspace denies
 // unsafe code by default.
 #![allow(unsafe_code)]

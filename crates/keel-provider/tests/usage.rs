@@ -1,5 +1,8 @@
 //! Usage totals saturate instead of wrapping around.
 
+// Tests report failures by panicking.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
 use keel_provider::{ModelCatalog, Usage};
 
 fn usage(n: u64) -> Usage {

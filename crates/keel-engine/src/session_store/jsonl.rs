@@ -1,7 +1,7 @@
 //! The file store: one JSON Lines file per session in a directory.
 
 use std::fs::{self, DirBuilder, File, OpenOptions};
-use std::io::{self, BufRead, BufReader, BufWriter, Write};
+use std::io::{self, BufRead, BufReader, Write};
 use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 
@@ -168,11 +168,12 @@ impl SessionStore for JsonlSessionStore {
     }
 }
 
-/// Appends to one session file. Flushes (and fsyncs) on drop, best effort.
+/// Appends to one session file: each record with one `write(2)`, nothing buffered in the
+/// process; `flush` (and drop) call `fdatasync`.
 struct JsonlSessionLog {
     id: String,
     path: PathBuf,
-    writer: BufWriter<File>,
+    file: File,
     /// The file may end in a partial line (cut off before, or a failed write): write a
     /// newline before the next record.
     needs_newline: bool,
@@ -183,38 +184,37 @@ impl JsonlSessionLog {
         Self {
             id,
             path,
-            writer: BufWriter::new(file),
+            file,
             needs_newline,
         }
-    }
-
-    fn write(&mut self, bytes: &[u8]) -> Result<(), SessionError> {
-        self.writer.write_all(bytes).map_err(|err| {
-            self.needs_newline = true;
-            SessionError::io(&self.path, err)
-        })
     }
 }
 
 impl SessionLog for JsonlSessionLog {
     fn append(&mut self, record: &SessionRecord) -> Result<(), SessionError> {
         let line = encode_line(&self.id, record)?;
-        if self.needs_newline {
-            self.write(b"\n")?;
-            self.needs_newline = false;
-        }
-        self.write(&line)
+        let bytes = if self.needs_newline {
+            let mut bytes = Vec::with_capacity(line.len() + 1);
+            bytes.push(b'\n');
+            bytes.extend_from_slice(&line);
+            bytes
+        } else {
+            line
+        };
+        // One buffer, one write: the line reaches the file whole or (killed mid-way) as a
+        // cut-off last line that replay skips.
+        self.file.write_all(&bytes).map_err(|err| {
+            self.needs_newline = true;
+            SessionError::io(&self.path, err)
+        })?;
+        self.needs_newline = false;
+        Ok(())
     }
 
     fn flush(&mut self) -> Result<(), SessionError> {
-        let result = self
-            .writer
-            .flush()
-            .and_then(|()| self.writer.get_ref().sync_data());
-        result.map_err(|err| {
-            self.needs_newline = true;
-            SessionError::io(&self.path, err)
-        })
+        self.file
+            .sync_data()
+            .map_err(|err| SessionError::io(&self.path, err))
     }
 
     fn id(&self) -> &str {
@@ -225,7 +225,7 @@ impl SessionLog for JsonlSessionLog {
 impl Drop for JsonlSessionLog {
     fn drop(&mut self) {
         if let Err(err) = self.flush() {
-            tracing::warn!(session = %self.id, "could not flush the session on close: {err}");
+            tracing::warn!(session = %self.id, "could not sync the session on close: {err}");
         }
     }
 }

@@ -6,7 +6,17 @@
 //! One file per session, `<dir>/<id>.jsonl`, append-only, one JSON object per line, tagged
 //! by `"type"` (see [`SessionRecord`]). The first line is always a
 //! [`SessionRecord::Header`]. Replaying the file gives the history: `message` records are
-//! appended, a `compacted` record replaces the history so far.
+//! appended (a user message right after another is merged into it), `tool_result` records
+//! join the results of their reply, a `compacted` record replaces the history so far, a
+//! `rewound` record cuts it; the result is put in canonical form
+//! ([`history::canonicalize`](crate::history::canonicalize)).
+//!
+//! # Write-ahead
+//!
+//! Records are written as they happen, each with one `write(2)`: a reply with its tool calls
+//! is in the file before the first call runs, each result as soon as its call ends. A kill at
+//! any point leaves a file that replays to a valid history: calls without a result get
+//! [`STOPPED`](crate::history::STOPPED) and are never run again.
 //!
 //! # Damage
 //!
@@ -38,7 +48,7 @@ mod replay;
 
 use std::path::{Path, PathBuf};
 
-use keel_provider::{Message, Usage};
+use keel_provider::{ContentBlock, Message, Usage};
 use serde::{Deserialize, Serialize};
 
 pub use id::validate_id;
@@ -111,6 +121,19 @@ pub enum SessionRecord {
         /// The estimated size of the history after, in tokens.
         after_tokens: u64,
     },
+    /// The result of one tool call, written as soon as the call ends (write-ahead: a crash
+    /// loses no result that was already there). Replay adds it to the user message after the
+    /// calls, in call order ([`history::insert_result`](crate::history::insert_result)).
+    ToolResult {
+        /// The `tool_result` block.
+        result: ContentBlock,
+    },
+    /// The conversation was rewound: from now on the history is its first `history_len`
+    /// messages (counted in the canonical history replayed so far).
+    Rewound {
+        /// How many messages were kept.
+        history_len: usize,
+    },
     /// How a run ended.
     Outcome {
         /// Why it stopped, e.g. `end_turn`, `max_iterations`, `cancelled`.
@@ -128,8 +151,15 @@ pub enum SessionRecord {
 
 impl SessionRecord {
     /// The `"type"` tag of every record this version knows.
-    pub const KNOWN_TYPES: [&'static str; 5] =
-        ["header", "message", "usage", "compacted", "outcome"];
+    pub const KNOWN_TYPES: [&'static str; 7] = [
+        "header",
+        "message",
+        "usage",
+        "compacted",
+        "tool_result",
+        "rewound",
+        "outcome",
+    ];
 
     /// A `Message` record.
     pub fn message(message: Message) -> Self {
@@ -147,7 +177,10 @@ impl SessionRecord {
 pub struct LoadedSession {
     /// The header.
     pub meta: SessionMeta,
-    /// The history after replaying `Message` and `Compacted` records, ready to resume.
+    /// The history after replaying `Message`, `ToolResult`, `Compacted` and `Rewound`
+    /// records, put in canonical form ([`history::canonicalize`](crate::history::canonicalize):
+    /// calls a crash left unanswered get a result, no two user messages in a row, unique
+    /// ids), ready to resume.
     pub messages: Vec<Message>,
     /// The sum of every `Usage` record (`Outcome` totals are not added again).
     pub usage: Usage,
@@ -180,7 +213,9 @@ impl SessionSummary {
 
 /// Appends records to one session.
 pub trait SessionLog: Send {
-    /// Appends one record as one line. It may be buffered until [`SessionLog::flush`].
+    /// Appends one record as one line. A file store has written it (`write(2)`, no buffering
+    /// in the process) when this returns, so a crash of keel right after loses nothing;
+    /// [`SessionLog::flush`] makes it durable against a crash of the machine.
     fn append(&mut self, record: &SessionRecord) -> Result<(), SessionError>;
     /// Writes out everything appended and makes it durable (fsync for files).
     fn flush(&mut self) -> Result<(), SessionError>;
@@ -202,6 +237,24 @@ pub trait SessionStore: Send + Sync + std::fmt::Debug {
     /// Up to `limit` sessions, newest first (by `started_at`, then id). Sessions that cannot
     /// be read are left out with a warning; pass `usize::MAX` for all.
     fn list(&self, limit: usize) -> Result<Vec<SessionSummary>, SessionError>;
+
+    /// Rewinds the conversation of session `id` (not open elsewhere) to its first
+    /// `history_len` messages, as [`Session::rewind_to`](crate::Session::rewind_to) does for
+    /// an open one: appends a [`SessionRecord::Rewound`], so resuming it continues from there.
+    /// Refused ([`SessionError::InvalidRewind`]) when `history_len` is past the end or would
+    /// split a call from its result.
+    fn rewind(&self, id: &str, history_len: usize) -> Result<(), SessionError> {
+        let (loaded, mut log) = self.open(id)?;
+        crate::history::check_rewind(&loaded.messages, history_len).map_err(|reason| {
+            SessionError::InvalidRewind {
+                id: id.to_owned(),
+                history_len,
+                reason,
+            }
+        })?;
+        log.append(&SessionRecord::Rewound { history_len })?;
+        log.flush()
+    }
 }
 
 /// Why a session could not be created, read or written.
@@ -248,6 +301,16 @@ pub enum SessionError {
         /// The underlying error.
         #[source]
         source: std::io::Error,
+    },
+    /// The conversation cannot be rewound to that point.
+    #[error("session {id:?}: cannot rewind to message {history_len}: {reason}")]
+    InvalidRewind {
+        /// The session's id.
+        id: String,
+        /// The length asked for.
+        history_len: usize,
+        /// Why not.
+        reason: String,
     },
     /// A record could not be turned into JSON.
     #[error("session {id:?}: cannot serialize a record: {source}")]

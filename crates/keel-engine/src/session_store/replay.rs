@@ -4,6 +4,8 @@
 
 use keel_provider::{Message, Role, Usage};
 
+use crate::history;
+
 use super::{LoadedSession, SessionError, SessionMeta, SessionRecord, SessionSummary};
 
 /// What one line turned out to be.
@@ -147,6 +149,7 @@ pub(super) fn replay(id: &str, data: &[u8]) -> Result<LoadedSession, SessionErro
     let mut cost_usd = Some(0.0_f64);
     let mut last_outcome = None;
     let mut warnings = Vec::new();
+    let mut rewind_warnings = Vec::new();
     for_each_record(id, &meta, data, &mut warnings, |record| match record {
         SessionRecord::Header(_) => {}
         SessionRecord::Message { message } => messages.push(message),
@@ -160,9 +163,23 @@ pub(super) fn replay(id: &str, data: &[u8]) -> Result<LoadedSession, SessionErro
                 _ => None,
             };
         }
+        SessionRecord::ToolResult { result } => history::insert_result(&mut messages, result),
         SessionRecord::Compacted { messages: kept, .. } => messages = kept,
+        SessionRecord::Rewound { history_len } => {
+            history::canonicalize(&mut messages);
+            if history_len <= messages.len() {
+                messages.truncate(history_len);
+            } else {
+                rewind_warnings.push(format!(
+                    "skipped a rewind to message {history_len} of a history of {}",
+                    messages.len()
+                ));
+            }
+        }
         SessionRecord::Outcome { stop, text, .. } => last_outcome = Some((stop, text)),
     });
+    warnings.extend(rewind_warnings);
+    history::canonicalize(&mut messages);
     Ok(LoadedSession {
         meta,
         messages,
