@@ -193,6 +193,16 @@ pub enum Command {
         #[command(subcommand)]
         action: Option<TasksAction>,
     },
+    /// List this workspace's snapshots (keel takes one before every call that may change
+    /// files), or rewind the workspace to snapshot ID (its number in the list or its id).
+    Rewind {
+        /// The snapshot: its number in the list (`3`, `#3`) or its id (4 or more hex digits).
+        id: Option<String>,
+        /// Also cut the conversation of the session that took it back to where that call's
+        /// turn began.
+        #[arg(long)]
+        conversation: bool,
+    },
     /// Supervise background task ID (keel starts this itself).
     #[command(hide = true)]
     TaskRun {

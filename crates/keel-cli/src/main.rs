@@ -13,6 +13,7 @@ mod exec;
 mod output;
 mod render;
 mod repl;
+mod rewind;
 mod sessions;
 mod setup;
 mod signals;
@@ -57,6 +58,9 @@ async fn dispatch(cli: Cli) -> Result<u8, CliError> {
         Some(Command::Untrust { dir }) => {
             println!("{}", trust::untrust_command(dir.as_deref())?);
             Ok(0)
+        }
+        Some(Command::Rewind { id, conversation }) => {
+            rewind::command(&cli.options, id, conversation)
         }
         Some(Command::TaskRun { id }) => tasks::task_run(&id).await,
         None => repl::run(&cli.options, exec::session_choice(&cli.options)).await,

@@ -14,6 +14,7 @@ use keel_engine::{
 };
 use keel_provider::{AnthropicProvider, ApiKey, OpenAiProvider, Provider};
 use keel_sandbox::{PathSandbox, SandboxMode, SandboxPolicy, default_tools};
+use keel_snapshot::ShadowSnapshots;
 
 use keel_agents::tasks::{TaskApprovals, TaskNotifier, TaskSettings, load_settings};
 use keel_agents::{Delegation, Models};
@@ -120,6 +121,9 @@ pub struct Setup {
     /// it was started, which replace the sandbox, approvals, allow-read paths, rules and hooks
     /// the flags and config files would give.
     pub task: Option<TaskSettings>,
+    /// The workspace's snapshot store (`$KEEL_HOME/snapshots`), unless `[snapshots] enabled =
+    /// false` or it cannot be opened (then a notice says why).
+    pub snapshots: Option<Arc<ShadowSnapshots>>,
 }
 
 /// `$KEEL_HOME`, else `~/.keel`.
@@ -257,6 +261,19 @@ impl Setup {
                 keel_home.display()
             ));
         }
+        let snapshots = if config.snapshots.enabled() {
+            match crate::rewind::open(&keel_home, &cwd, &config.snapshots) {
+                Ok(snapshots) => Some(Arc::new(snapshots)),
+                Err(err) => {
+                    notices.push(format!(
+                        "warning: no snapshots, so changes cannot be rewound: {err}"
+                    ));
+                    None
+                }
+            }
+        } else {
+            None
+        };
         Ok(Self {
             cwd,
             keel_home,
@@ -272,6 +289,7 @@ impl Setup {
             policy,
             notices,
             task,
+            snapshots,
         })
     }
 
@@ -358,6 +376,9 @@ impl Setup {
             .permissions(rules)
             .hooks(hooks)
             .session_store(self.store.clone());
+        if let Some(snapshots) = &self.snapshots {
+            builder = builder.snapshots(snapshots.clone());
+        }
         if let Some(launcher) = delegates.as_ref().and_then(|d| d.tasks.as_ref()) {
             builder = builder.notifier(Arc::new(TaskNotifier::new(launcher.store().clone())));
         }

@@ -205,7 +205,7 @@ async fn undo_takes_back_the_commit_keel_made_and_keeps_the_work() {
         keel.expect("\"Add notes\"; its changes are staged in the work tree");
         keel.prompt();
         keel.send_line("/diff");
-        keel.expect("changes since the session started (HEAD ");
+        keel.expect("changes since the session started (snapshot ");
         keel.expect("+++ b/notes.txt");
         keel.expect("+alpha");
         keel.prompt();

@@ -1,5 +1,5 @@
-//! Git helpers for the engine and the CLI: checkpoints of uncommitted work, and undoing the
-//! last commit keel made in a session.
+//! Git helpers for the CLI: undoing the last commit keel made in a session. (Snapshots of the
+//! work tree before each change live in keel-snapshot, outside the user's repository.)
 //!
 //! # Which commits are keel's
 //!
@@ -10,15 +10,6 @@
 //! session's trailer. Nothing is kept in memory: the rule holds across restarts of the
 //! process, a resumed session can still undo, and the trailer shows in `git log` which
 //! commits an agent made.
-//!
-//! # Checkpoints
-//!
-//! [`GitSession::checkpoint`] records the work tree as it is on disk — tracked files with
-//! their unstaged edits, and untracked files that are not ignored — as a commit under
-//! `refs/keel/checkpoints/<session id>/<n>`, whose parent is `HEAD` (none on an unborn
-//! branch). The work tree and the index file are not touched: the tree is built in a copy of
-//! the index held in memory and never written. A staged version of a file that has since been
-//! edited again is recorded as it is on disk.
 //!
 //! Everything here blocks on the file system: from async code, call it in
 //! `tokio::task::spawn_blocking`.
@@ -36,9 +27,6 @@ pub const SESSION_TRAILER: &str = "Keel-Session";
 pub const FALLBACK_NAME: &str = "keel";
 /// The e-mail of the fallback identity.
 pub const FALLBACK_EMAIL: &str = "keel@localhost";
-
-/// Where checkpoint references live.
-const CHECKPOINT_PREFIX: &str = "refs/keel/checkpoints";
 
 /// Why a git helper failed. Every message says what happened and what to do.
 #[derive(Debug, thiserror::Error)]
@@ -243,7 +231,7 @@ pub(crate) fn session_id_problem(id: &str) -> Option<String> {
     if id.chars().any(|c| c.is_whitespace() || c.is_control()) {
         return Some("it contains whitespace or control characters".to_owned());
     }
-    if !git2::Reference::is_valid_name(&format!("{CHECKPOINT_PREFIX}/{id}/1")) {
+    if !git2::Reference::is_valid_name(&format!("refs/keel/{id}/1")) {
         return Some("it cannot be part of a git reference name".to_owned());
     }
     None
@@ -280,27 +268,6 @@ pub(crate) fn short_id(repo: &Repository, oid: Oid) -> String {
         .unwrap_or_else(|| oid.to_string().chars().take(7).collect())
 }
 
-/// One recorded checkpoint.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Checkpoint {
-    /// `<session id>/<n>`, numbered from 1 within the session.
-    pub id: String,
-    /// The full reference name, `refs/keel/checkpoints/<session id>/<n>`.
-    pub reference: String,
-    /// The checkpoint commit (hex).
-    pub commit: String,
-    /// Its tree: the work tree when the checkpoint was taken (hex).
-    pub tree: String,
-    /// `HEAD` when the checkpoint was taken (hex); `None` on an unborn branch.
-    pub parent: Option<String>,
-    /// When it was taken, in seconds since the Unix epoch.
-    pub time: i64,
-    /// Git repositories inside the work tree, not part of this one, that were left out (paths
-    /// relative to the work tree, ending in `/`). Empty in [`GitSession::checkpoints`], which
-    /// cannot know.
-    pub left_out: Vec<String>,
-}
-
 /// What [`GitSession::undo_last_commit`] undid.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct UndoneCommit {
@@ -314,8 +281,8 @@ pub struct UndoneCommit {
     pub head: String,
 }
 
-/// The git side of one keel session in one workspace: checkpoints, and undoing the commits
-/// this session made. Cheap to create; each call opens the repository afresh (found from the
+/// The git side of one keel session in one workspace: undoing the commits this session
+/// made. Cheap to create; each call opens the repository afresh (found from the
 /// root upwards), so it may be used from any thread.
 ///
 /// ```
@@ -323,7 +290,7 @@ pub struct UndoneCommit {
 ///
 /// let dir = tempfile::tempdir()?;
 /// let session = GitSession::new(dir.path(), "s-1")?;
-/// let err = session.checkpoint().unwrap_err();
+/// let err = session.undo_last_commit().unwrap_err();
 /// assert!(matches!(err, GitError::NotARepository { .. }));
 /// assert!(err.to_string().starts_with("not a git repository: "));
 /// # Ok::<(), Box<dyn std::error::Error>>(())
@@ -360,84 +327,6 @@ impl GitSession {
     /// The session id.
     pub fn session_id(&self) -> &str {
         &self.session_id
-    }
-
-    /// Records all uncommitted work — staged, unstaged and untracked files that are not
-    /// ignored — as a commit under `refs/keel/checkpoints/<session id>/<n>`, leaving the work
-    /// tree, the index and `HEAD` as they were. A checkpoint is taken even when nothing is
-    /// uncommitted (its tree is then `HEAD`'s).
-    pub fn checkpoint(&self) -> Result<Checkpoint, GitError> {
-        let repo = open_repo(&self.root)?;
-        // A copy of the index, read from the file but never written back to it.
-        let mut index =
-            Index::open(&repo.path().join("index")).context("reading the index file")?;
-        repo.set_index(&mut index)
-            .context("preparing a private index")?;
-        let left_out = stage_all(&mut index)?;
-        let tree_id = index
-            .write_tree_to(&repo)
-            .context("writing the work tree's files to the object database")?;
-        let tree = repo.find_tree(tree_id).context("reading the new tree")?;
-        let parent = head_commit(&repo)?;
-        let (signature, _) = signature(&repo)?;
-        let message = format!(
-            "keel checkpoint\n\n{SESSION_TRAILER}: {}\n",
-            self.session_id
-        );
-        let parents: Vec<&git2::Commit<'_>> = parent.iter().collect();
-        let commit = repo
-            .commit(None, &signature, &signature, &message, &tree, &parents)
-            .context("writing the checkpoint commit")?;
-        let mut number = self.last_checkpoint_number(&repo)? + 1;
-        loop {
-            let reference = self.reference_name(number);
-            match repo.reference(&reference, commit, false, "keel checkpoint") {
-                Ok(_) => {
-                    tracing::debug!(%reference, %commit, "checkpoint recorded");
-                    return Ok(Checkpoint {
-                        id: format!("{}/{number}", self.session_id),
-                        reference,
-                        commit: commit.to_string(),
-                        tree: tree_id.to_string(),
-                        parent: parent.as_ref().map(|c| c.id().to_string()),
-                        time: signature.when().seconds(),
-                        left_out,
-                    });
-                }
-                // Another checkpoint took this number meanwhile: take the next.
-                Err(err) if err.code() == ErrorCode::Exists && number < u32::MAX => number += 1,
-                Err(err) => return Err(GitError::git("creating the checkpoint reference", err)),
-            }
-        }
-    }
-
-    /// This session's checkpoints, oldest first.
-    pub fn checkpoints(&self) -> Result<Vec<Checkpoint>, GitError> {
-        let repo = open_repo(&self.root)?;
-        let mut found = Vec::new();
-        for (number, reference) in self.checkpoint_refs(&repo)? {
-            let commit = repo
-                .find_reference(&reference)
-                .and_then(|r| r.peel_to_commit())
-                .context("reading a checkpoint")?;
-            found.push((
-                number,
-                Checkpoint {
-                    id: format!("{}/{number}", self.session_id),
-                    reference,
-                    commit: commit.id().to_string(),
-                    tree: commit.tree_id().to_string(),
-                    parent: commit.parent_ids().next().map(|id| id.to_string()),
-                    time: commit.time().seconds(),
-                    left_out: Vec::new(),
-                },
-            ));
-        }
-        found.sort_by_key(|(number, _)| *number);
-        Ok(found
-            .into_iter()
-            .map(|(_, checkpoint)| checkpoint)
-            .collect())
     }
 
     /// Moves the current branch back by one commit, keeping that commit's changes staged
@@ -490,41 +379,6 @@ impl GitSession {
             summary,
             head: parent.id().to_string(),
         })
-    }
-
-    fn reference_name(&self, number: u32) -> String {
-        format!("{CHECKPOINT_PREFIX}/{}/{number}", self.session_id)
-    }
-
-    /// This session's checkpoint references with their numbers.
-    fn checkpoint_refs(&self, repo: &Repository) -> Result<Vec<(u32, String)>, GitError> {
-        let prefix = format!("{CHECKPOINT_PREFIX}/{}/", self.session_id);
-        let names = repo
-            .references_glob(&format!("{prefix}*"))
-            .context("listing checkpoints")?;
-        let mut found = Vec::new();
-        for reference in names {
-            let reference = reference.context("listing checkpoints")?;
-            let Ok(name) = reference.name() else {
-                continue;
-            };
-            if let Some(number) = name
-                .strip_prefix(&prefix)
-                .and_then(|n| n.parse::<u32>().ok())
-            {
-                found.push((number, name.to_owned()));
-            }
-        }
-        Ok(found)
-    }
-
-    fn last_checkpoint_number(&self, repo: &Repository) -> Result<u32, GitError> {
-        Ok(self
-            .checkpoint_refs(repo)?
-            .into_iter()
-            .map(|(number, _)| number)
-            .max()
-            .unwrap_or(0))
     }
 }
 

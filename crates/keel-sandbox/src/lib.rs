@@ -62,7 +62,7 @@ pub use classify::classify;
 pub use confine::{CommandSandbox, NO_NAMESPACES_VAR};
 pub use env::{is_hidden_var, is_session_var, scrub_env, scrub_std_env};
 pub use error::SandboxError;
-pub use git::{Checkpoint, GitError, GitSession, UndoneCommit};
+pub use git::{GitError, GitSession, UndoneCommit};
 pub use git_context::{GitSummary, git_summary, work_tree_root};
 pub use path::{Access, PathSandbox, ResolvedPath, WriteReport};
 pub use policy::{SandboxMode, SandboxPolicy};

@@ -1,4 +1,4 @@
-//! The session git helpers: checkpoints and undoing this session's last commit, on real
+//! The session git helpers: undoing this session's last commit, on real
 //! temporary repositories. Commits are made through the `git_commit` tool, as in a session.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
@@ -30,112 +30,6 @@ async fn run_in(root: &std::path::Path, session: &str, name: &str, input: Value)
 
 async fn run(repo: &TempRepo, name: &str, input: Value) -> ToolOutput {
     run_in(&repo.path(), SESSION, name, input).await
-}
-
-#[test]
-fn checkpoints_record_uncommitted_work_without_touching_anything() {
-    let repo = TempRepo::with_every_change();
-    let head = repo.head();
-    let files = |repo: &TempRepo| {
-        let mut found = Vec::new();
-        for entry in std::fs::read_dir(repo.path())
-            .unwrap()
-            .chain(std::fs::read_dir(repo.path().join("src")).unwrap())
-        {
-            let entry = entry.unwrap();
-            if entry.file_type().unwrap().is_file() {
-                let meta = entry.metadata().unwrap();
-                found.push((
-                    entry.path(),
-                    std::fs::read(entry.path()).unwrap(),
-                    meta.modified().unwrap(),
-                ));
-            }
-        }
-        found.sort();
-        found
-    };
-    let status = repo.status();
-    let index_entries = repo.index_entries();
-    let index_bytes = repo.index_bytes();
-    let on_disk = files(&repo);
-
-    let session = GitSession::new(repo.path(), SESSION).unwrap();
-    let checkpoint = session.checkpoint().unwrap();
-
-    assert_eq!(repo.status(), status);
-    assert_eq!(repo.index_entries(), index_entries);
-    assert_eq!(repo.index_bytes(), index_bytes);
-    assert_eq!(files(&repo), on_disk);
-    assert_eq!(repo.head(), head);
-
-    assert_eq!(checkpoint.id, "session-1/1");
-    assert_eq!(checkpoint.reference, "refs/keel/checkpoints/session-1/1");
-    assert_eq!(checkpoint.parent, Some(head.to_string()));
-    let git = repo.repo();
-    let commit = git
-        .find_reference(&checkpoint.reference)
-        .unwrap()
-        .peel_to_commit()
-        .unwrap();
-    assert_eq!(commit.id().to_string(), checkpoint.commit);
-    assert_eq!(commit.tree_id().to_string(), checkpoint.tree);
-    assert_eq!(commit.parent_ids().collect::<Vec<_>>(), [head]);
-    assert_eq!(
-        repo.tree_files(commit.id()),
-        [
-            (".gitignore".into(), "target/\n*.log\n".into()),
-            ("README.md".into(), "# test\n".into()),
-            ("added.txt".into(), "new\n".into()),
-            ("docs/guide.md".into(), "guide\n".into()),
-            ("new_name.txt".into(), "renamed content\n".into()),
-            ("notes.md".into(), "todo\n".into()),
-            (
-                "src/lib.rs".into(),
-                "pub fn one() -> u32 {\n    2\n}\n".into()
-            ),
-            ("src/main.rs".into(), "fn main() {}\n".into()),
-            ("staged_then_edited.txt".into(), "v3\n".into()),
-        ]
-    );
-
-    // The next one is numbered on; both are listed.
-    repo.write("notes.md", "done\n");
-    let second = session.checkpoint().unwrap();
-    assert_eq!(second.id, "session-1/2");
-    assert!(
-        repo.tree_files(second.commit.parse().unwrap())
-            .contains(&("notes.md".into(), "done\n".into()))
-    );
-    let listed = session.checkpoints().unwrap();
-    assert_eq!(listed, [checkpoint, second]);
-    // Another session's are its own.
-    let other = GitSession::new(repo.path(), "session-2").unwrap();
-    assert_eq!(other.checkpoints().unwrap(), []);
-    assert_eq!(other.checkpoint().unwrap().id, "session-2/1");
-}
-
-#[test]
-fn a_checkpoint_on_an_unborn_branch_has_no_parent() {
-    let repo = TempRepo::empty();
-    repo.write("a.txt", "a\n");
-    repo.write("staged.txt", "s\n");
-    repo.stage("staged.txt");
-    let index_bytes = repo.index_bytes();
-    let checkpoint = GitSession::new(repo.path(), SESSION)
-        .unwrap()
-        .checkpoint()
-        .unwrap();
-    assert_eq!(checkpoint.parent, None);
-    assert_eq!(
-        repo.tree_files(checkpoint.commit.parse().unwrap()),
-        [
-            ("a.txt".into(), "a\n".into()),
-            ("staged.txt".into(), "s\n".into())
-        ]
-    );
-    assert_eq!(repo.index_bytes(), index_bytes);
-    assert!(repo.repo().head().is_err(), "the branch is still unborn");
 }
 
 #[tokio::test]
@@ -266,19 +160,6 @@ async fn git_repositories_inside_the_work_tree_are_left_out() {
     git2::Repository::init(&nested).unwrap();
     std::fs::write(nested.join("f.txt"), "f\n").unwrap();
     repo.write("vendor/notes.txt", "n\n");
-
-    let checkpoint = GitSession::new(repo.path(), SESSION)
-        .unwrap()
-        .checkpoint()
-        .unwrap();
-    assert_eq!(checkpoint.left_out, ["vendor/dep/"]);
-    assert_eq!(
-        repo.tree_files(checkpoint.commit.parse().unwrap()),
-        [
-            ("README.md".into(), "# test\n".into()),
-            ("vendor/notes.txt".into(), "n\n".into())
-        ]
-    );
 
     let output = run(&repo, "git_commit", json!({"message": "Add notes"})).await;
     assert!(!output.is_error, "{output:?}");

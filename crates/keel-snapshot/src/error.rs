@@ -12,6 +12,12 @@ pub enum SnapshotError {
         /// The id as given.
         id: String,
     },
+    /// More than one snapshot starts with this prefix.
+    #[error("{id} names more than one snapshot; give more of its id")]
+    Ambiguous {
+        /// The prefix as given.
+        id: String,
+    },
     /// A file or directory of the store or the workspace could not be read or written.
     #[error("{action} {}: {source}", path.display())]
     Io {
@@ -28,4 +34,35 @@ pub enum SnapshotError {
         /// What failed, for a person.
         message: String,
     },
+}
+
+impl SnapshotError {
+    pub(crate) fn io(
+        action: impl Into<String>,
+        path: impl Into<PathBuf>,
+        source: std::io::Error,
+    ) -> Self {
+        Self::Io {
+            action: action.into(),
+            path: path.into(),
+            source,
+        }
+    }
+
+    pub(crate) fn git(action: &str, err: git2::Error) -> Self {
+        Self::Store {
+            message: format!("{action}: {}", err.message()),
+        }
+    }
+}
+
+/// Adds what was being done to a libgit2 error.
+pub(crate) trait GitContext<T> {
+    fn ctx(self, action: &str) -> Result<T, SnapshotError>;
+}
+
+impl<T> GitContext<T> for Result<T, git2::Error> {
+    fn ctx(self, action: &str) -> Result<T, SnapshotError> {
+        self.map_err(|err| SnapshotError::git(action, err))
+    }
 }

@@ -13,6 +13,7 @@
 //! - [`rng`]: a seeded generator for property-style tests.
 //! - [`temp`]: temporary directories.
 //! - [`git`]: temporary git repositories.
+//! - [`manifest`]: a directory tree described byte for byte (paths, bytes, modes, links).
 //!
 //! ```
 //! use keel_provider::{CompletionRequest, Message, Provider};
@@ -31,6 +32,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 pub mod git;
+pub mod manifest;
 pub mod mock;
 pub mod raw_http;
 pub mod render;

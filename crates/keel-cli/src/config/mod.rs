@@ -124,6 +124,46 @@ pub struct TasksConfig {
     pub runners: BTreeMap<String, RunnerConfig>,
 }
 
+/// The `[snapshots]` table: snapshots of the workspace before every change (see `keel rewind`).
+/// Honoured from the user's config and from trusted projects only.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SnapshotsConfig {
+    /// Whether snapshots are taken (default true).
+    pub enabled: Option<bool>,
+    /// Snapshots older than this many days are dropped (default 30).
+    pub max_age_days: Option<u64>,
+    /// The store of one workspace is kept under this many MiB (default 2048).
+    pub max_size_mb: Option<u64>,
+    /// Files larger than this many MiB are not recorded (default 64).
+    pub max_file_mb: Option<u64>,
+}
+
+impl SnapshotsConfig {
+    /// Whether snapshots are on.
+    pub fn enabled(&self) -> bool {
+        self.enabled.unwrap_or(true)
+    }
+
+    /// The limits these settings give, keel's defaults for what is not set.
+    pub fn limits(&self) -> keel_snapshot::SnapshotLimits {
+        let defaults = keel_snapshot::SnapshotLimits::default();
+        const DAY: u64 = 24 * 60 * 60;
+        const MIB: u64 = 1 << 20;
+        keel_snapshot::SnapshotLimits {
+            max_age: self.max_age_days.map_or(defaults.max_age, |d| {
+                std::time::Duration::from_secs(d.saturating_mul(DAY))
+            }),
+            max_bytes: self
+                .max_size_mb
+                .map_or(defaults.max_bytes, |m| m.saturating_mul(MIB)),
+            max_file_bytes: self
+                .max_file_mb
+                .map_or(defaults.max_file_bytes, |m| m.saturating_mul(MIB)),
+        }
+    }
+}
+
 /// The configuration of both files, merged.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Config {
@@ -157,6 +197,8 @@ pub struct Config {
     pub tools: ToolsConfig,
     /// Background tasks.
     pub tasks: TasksConfig,
+    /// Workspace snapshots.
+    pub snapshots: SnapshotsConfig,
     /// The user's trust decisions, by project directory.
     pub projects: BTreeMap<String, ProjectTrust>,
     /// The files read, in order.
@@ -255,6 +297,7 @@ impl Config {
             hooks,
             tools,
             tasks,
+            snapshots,
             projects,
         } = file;
         let provider = provider.unwrap_or_default();
@@ -275,6 +318,7 @@ impl Config {
         self.hooks = hooks;
         self.tools = tools;
         self.tasks = tasks;
+        self.snapshots = snapshots.unwrap_or_default();
         self.projects = projects;
     }
 
@@ -293,6 +337,7 @@ impl Config {
             hooks,
             tools,
             tasks,
+            snapshots,
             projects,
         } = file;
         // Always: the model, and rules that only forbid.
@@ -361,6 +406,12 @@ impl Config {
                     .map(|runner| runner.command.join(" ")),
             );
             self.tasks.runners.extend(tasks.runners);
+        }
+        // Snapshots are a safety net: only the user, or a project they trust, sets them.
+        if let Some(snapshots) = snapshots
+            && take(true, "snapshots")
+        {
+            self.snapshots = snapshots;
         }
         if take(!tasks.allowed_agents.is_empty(), "tasks.allowed_agents") {
             self.tasks.allowed_agents.extend(tasks.allowed_agents);
@@ -668,6 +719,42 @@ command = ["bash", "-c", "{task}"]
 trusted = true
 config_hash = "sha256:00"
 "#;
+
+    #[test]
+    fn snapshots_are_set_by_the_user_and_trusted_projects_only() {
+        let user = "[snapshots]\nmax_age_days = 7\nmax_size_mb = 100\n";
+        let project = "[snapshots]\nenabled = false\nmax_file_mb = 1\n";
+        let (home, _repo, root) = repo_with(project, user);
+        let config = Config::load(Some(home.path()), &root, false).unwrap();
+        assert!(
+            config.snapshots.enabled(),
+            "an untrusted project cannot turn them off"
+        );
+        let limits = config.snapshots.limits();
+        assert_eq!(
+            limits.max_age,
+            std::time::Duration::from_secs(7 * 24 * 3600)
+        );
+        assert_eq!(limits.max_bytes, 100 << 20);
+        assert_eq!(limits.max_file_bytes, 64 << 20);
+        let notice = config.project.unwrap().notice().unwrap();
+        assert!(notice.contains("snapshots"), "{notice}");
+
+        let trusted = Config::load(Some(home.path()), &root, true).unwrap();
+        assert!(!trusted.snapshots.enabled());
+        assert_eq!(trusted.snapshots.limits().max_file_bytes, 1 << 20);
+
+        let err = parse_text("[snapshots]\nmax_file_mb = 0\n").unwrap_err();
+        assert!(
+            err.contains("`snapshots.max_file_mb` must be at least 1"),
+            "{err}"
+        );
+        let err = parse_text("[snapshots]\nmax_days = 3\n").unwrap_err();
+        assert!(
+            err.contains("unknown key `max_days` in `snapshots`"),
+            "{err}"
+        );
+    }
 
     #[test]
     fn an_untrusted_project_only_tightens_and_says_what_it_ignored() {

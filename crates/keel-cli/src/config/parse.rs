@@ -9,7 +9,9 @@ use keel_engine::{HookConfig, Hooks, PermissionRules};
 use keel_sandbox::SandboxMode;
 use serde::{Deserialize, Deserializer};
 
-use super::{ApprovalMode, PermissionsConfig, ProviderConfig, TasksConfig, ToolsConfig};
+use super::{
+    ApprovalMode, PermissionsConfig, ProviderConfig, SnapshotsConfig, TasksConfig, ToolsConfig,
+};
 
 /// The `[sandbox]` table (or, as before, `sandbox = "MODE"`).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
@@ -123,6 +125,7 @@ pub struct ConfigFile {
     pub tools: ToolsConfig,
     #[serde(default)]
     pub tasks: TasksConfig,
+    pub snapshots: Option<SnapshotsConfig>,
     #[serde(default)]
     pub projects: BTreeMap<String, ProjectTrust>,
 }
@@ -202,6 +205,18 @@ fn check(file: &ConfigFile) -> Result<(), String> {
                 "`tasks.runners.{name}.command` never passes the task: put \"{{task}}\" where \
                  the task's text goes"
             ));
+        }
+    }
+    if let Some(snapshots) = &file.snapshots {
+        for (key, value) in [
+            ("max_size_mb", snapshots.max_size_mb),
+            ("max_file_mb", snapshots.max_file_mb),
+        ] {
+            if value == Some(0) {
+                return Err(format!(
+                    "`snapshots.{key}` must be at least 1 (`enabled = false` turns snapshots off)"
+                ));
+            }
         }
     }
     if file.tools.run_command_max_timeout_secs == Some(0) {

@@ -2,10 +2,12 @@
 
 use keel_engine::CompactionError;
 use keel_sandbox::GitSession;
+use keel_snapshot::Snapshots;
 
 use super::worktree;
 use super::{Flow, Repl};
 use crate::delegates::{Delegates, report_lines};
+use crate::rewind;
 use crate::sessions;
 use crate::setup::SessionChoice;
 use tokio_util::sync::CancellationToken;
@@ -20,6 +22,8 @@ pub enum Command {
     Help,
     /// `/undo`.
     Undo,
+    /// `/rewind [N]`.
+    Rewind(Option<String>),
     /// `/diff`.
     Diff,
     /// `/cost`.
@@ -58,6 +62,10 @@ pub const HELP: &[(&str, &str)] = &[
         "undo the last commit keel made in this session (its changes stay, staged)",
     ),
     (
+        "/rewind [N]",
+        "list this workspace's snapshots, or put the files back as they were at snapshot N",
+    ),
+    (
         "/diff",
         "what changed in the work tree since the session started",
     ),
@@ -88,6 +96,7 @@ pub fn parse(line: &str) -> Option<Command> {
     Some(match name {
         "help" | "?" => Command::Help,
         "undo" => Command::Undo,
+        "rewind" => Command::Rewind(argument),
         "diff" => Command::Diff,
         "cost" => Command::Cost,
         "compact" => Command::Compact,
@@ -111,6 +120,7 @@ impl Repl {
         match command {
             Command::Help => self.help(),
             Command::Undo => self.undo(),
+            Command::Rewind(argument) => self.rewind(argument).await,
             Command::Diff => self.diff(),
             Command::Cost => self.view.line(&self.totals.summary()),
             Command::Compact => self.compact().await,
@@ -151,6 +161,76 @@ impl Repl {
         self.view.lines(&lines);
     }
 
+    /// `/rewind`: this workspace's snapshots, newest last; `/rewind N`: the files put back as
+    /// they were at snapshot N.
+    async fn rewind(&mut self, argument: Option<String>) {
+        let Some(snapshots) = self.setup.snapshots.clone() else {
+            self.view
+                .error("snapshots are off ([snapshots] enabled = false, or the store failed)");
+            return;
+        };
+        let lister = snapshots.clone();
+        let listed = match tokio::task::spawn_blocking(move || lister.list()).await {
+            Ok(Ok(listed)) => listed,
+            Ok(Err(err)) => {
+                self.view.error(&format!("cannot list snapshots: {err}"));
+                return;
+            }
+            Err(err) => {
+                self.view.error(&format!("cannot list snapshots: {err}"));
+                return;
+            }
+        };
+        let Some(argument) = argument else {
+            if listed.is_empty() {
+                self.view.notice(
+                    "no snapshots of this workspace yet; keel takes one before every call that \
+                     may change files",
+                );
+            } else {
+                self.view.lines(&rewind::list_lines(&listed));
+            }
+            return;
+        };
+        let info = match rewind::find(&listed, &argument) {
+            Ok(info) => info.clone(),
+            Err(err) => {
+                self.view.error(&err);
+                return;
+            }
+        };
+        let id = info.id.0.clone();
+        match tokio::task::spawn_blocking(move || snapshots.restore(&id)).await {
+            Ok(Ok(report)) => self.view.lines(&rewind::report_lines(&info, &report)),
+            Ok(Err(err)) => return self.view.error(&format!("cannot rewind: {err}")),
+            Err(err) => return self.view.error(&format!("cannot rewind: {err}")),
+        }
+        // The conversation too, when the snapshot was taken in this session.
+        if info.point.session_id != self.session.id() {
+            return;
+        }
+        let ask = self.input.ask_fn(self.view.clone());
+        let question = format!(
+            "Rewind the conversation too, to before that call's turn ({} messages)? [y/N] ",
+            info.point.history_len
+        );
+        let answer = tokio::task::spawn_blocking(move || ask(&question)).await;
+        let yes =
+            matches!(&answer, Ok(answer) if matches!(answer.word().as_deref(), Some("y" | "yes")));
+        if !yes {
+            return;
+        }
+        match self.session.rewind_to(info.point.history_len) {
+            Ok(()) => self.view.notice(&format!(
+                "the conversation is back to its first {} messages",
+                info.point.history_len
+            )),
+            Err(err) => self
+                .view
+                .error(&format!("cannot rewind the conversation: {err}")),
+        }
+    }
+
     /// `/undo`: the last commit of this session off the branch, its changes staged.
     fn undo(&self) {
         let undone = GitSession::new(&self.setup.cwd, self.session.id())
@@ -164,16 +244,27 @@ impl Repl {
         }
     }
 
-    /// `/diff`: the work tree against where the session started.
+    /// `/diff`: the work tree against where the session started: its first snapshot, else
+    /// `HEAD` as it was when the session began.
     fn diff(&self) {
-        let baseline = match &self.baseline {
-            Ok(baseline) => baseline,
-            Err(why) => {
+        let snapshots = self.setup.snapshots.as_deref();
+        let first = match snapshots.map(|s| worktree::first_snapshot(s, self.session.id())) {
+            Some(Ok(first)) => first,
+            Some(Err(err)) => {
+                self.view.error(&format!("no diff: {err}"));
+                return;
+            }
+            None => None,
+        };
+        let baseline = match (&first, &self.baseline) {
+            (Some(first), _) => first,
+            (None, Ok(baseline)) => baseline,
+            (None, Err(why)) => {
                 self.view.error(&format!("no diff: {why}"));
                 return;
             }
         };
-        match worktree::diff_lines(self.view.style(), &self.setup.cwd, baseline) {
+        match worktree::diff_lines(self.view.style(), &self.setup.cwd, baseline, snapshots) {
             Ok(lines) if lines.is_empty() => self.view.notice(&format!(
                 "no changes since the session started ({})",
                 baseline.label
@@ -227,7 +318,7 @@ impl Repl {
                 self.session = session;
                 self.snapshots.clear();
                 self.persistence_warned = false;
-                self.baseline = worktree::baseline(&self.setup.cwd, self.session.id());
+                self.baseline = worktree::baseline(&self.setup.cwd);
                 self.view
                     .notice(&format!("new session {}", self.session.id()));
             }
@@ -351,6 +442,8 @@ mod tests {
             parse("/model  claude-haiku-4-5 "),
             Some(Command::Model(Some("claude-haiku-4-5".into())))
         );
+        assert_eq!(parse("/rewind"), Some(Command::Rewind(None)));
+        assert_eq!(parse("/rewind 3"), Some(Command::Rewind(Some("3".into()))));
         assert_eq!(parse("/frob x"), Some(Command::Unknown("/frob".into())));
         assert_eq!(parse("/"), Some(Command::Unknown("/".into())));
     }

@@ -102,7 +102,7 @@ pub async fn run(options: &Options, choice: SessionChoice) -> Result<u8, CliErro
     let wired = setup.agent(approver, hooks)?;
     let agent = wired.agent;
     let session = setup.session(&agent, &choice)?;
-    let baseline = worktree::baseline(&setup.cwd, session.id());
+    let baseline = worktree::baseline(&setup.cwd);
     let mut repl = Repl {
         setup,
         agent,

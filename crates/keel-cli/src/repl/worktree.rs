@@ -1,13 +1,14 @@
 //! `/diff`: the work tree compared with what it was when the session started.
 //!
-//! At the start the engine records a checkpoint of a dirty work tree (see
-//! [`keel_sandbox::GitSession::checkpoint`]); the session's first checkpoint is then where it
-//! started. Without one the tree was clean, so `HEAD` was.
+//! keel snapshots the workspace before every call that may change files (see
+//! [`keel_snapshot::ShadowSnapshots`]); the session's first snapshot is then where it started,
+//! and the diff is made in the snapshot store (so it works outside git repositories too).
+//! Before the session changed anything, `HEAD` is the baseline.
 
 use std::path::Path;
 
 use git2::{DiffFormat, DiffOptions, Oid, Repository};
-use keel_sandbox::GitSession;
+use keel_snapshot::{ShadowSnapshots, Snapshots};
 
 use super::diff::patch_lines;
 use super::view::Style;
@@ -20,30 +21,46 @@ const MAX_LINES: usize = 2000;
 pub struct Baseline {
     /// The tree; `None` when the branch had no commit and the tree no file.
     tree: Option<Oid>,
-    /// What it is, for the user: `HEAD 1a2b3c4` or `checkpoint <id>`.
+    /// What it is, for the user: `HEAD 1a2b3c4` or `snapshot <id>`.
     pub label: String,
+    /// Whether the tree is in the snapshot store (else in the user's repository).
+    in_snapshots: bool,
 }
 
-/// Where session `session_id` started in the repository holding `cwd`. The error, one line,
-/// says why there is none (not a repository, or libgit2 failed).
-pub fn baseline(cwd: &Path, session_id: &str) -> Result<Baseline, String> {
+/// The first snapshot session `session_id` took, if it took one.
+pub fn first_snapshot(
+    snapshots: &ShadowSnapshots,
+    session_id: &str,
+) -> Result<Option<Baseline>, String> {
+    let listed = snapshots
+        .list()
+        .map_err(|err| format!("cannot read the snapshots: {err}"))?;
+    let Some(first) = listed.iter().find(|s| s.point.session_id == session_id) else {
+        return Ok(None);
+    };
+    let tree = snapshots
+        .files_tree(&first.id.0)
+        .map_err(|err| format!("cannot read snapshot {}: {err}", first.id))?;
+    Ok(Some(Baseline {
+        tree: Some(tree),
+        label: format!(
+            "snapshot {}",
+            first.id.0.chars().take(12).collect::<String>()
+        ),
+        in_snapshots: true,
+    }))
+}
+
+/// `HEAD` of the repository holding `cwd`: where a session that changed nothing yet started.
+/// The error, one line, says why there is none (not a repository, or libgit2 failed).
+pub fn baseline(cwd: &Path) -> Result<Baseline, String> {
     let repo = Repository::discover(cwd).map_err(|_| {
         format!(
-            "{} is not in a git repository, so there is nothing to compare with",
+            "{} is not in a git repository and this session changed nothing yet, so there is \
+             nothing to compare with",
             cwd.display()
         )
     })?;
-    let checkpoints = GitSession::new(cwd, session_id)
-        .and_then(|git| git.checkpoints())
-        .map_err(|err| format!("cannot read this session's checkpoints: {err}"))?;
-    if let Some(first) = checkpoints.first() {
-        let tree = Oid::from_str(&first.tree)
-            .map_err(|err| format!("checkpoint {}: {}", first.id, err.message()))?;
-        return Ok(Baseline {
-            tree: Some(tree),
-            label: format!("checkpoint {}", first.id),
-        });
-    }
     match repo.head() {
         Ok(head) => {
             let commit = head
@@ -58,11 +75,13 @@ pub fn baseline(cwd: &Path, session_id: &str) -> Result<Baseline, String> {
             Ok(Baseline {
                 tree: Some(commit.tree_id()),
                 label: format!("HEAD {short}"),
+                in_snapshots: false,
             })
         }
         Err(err) if err.code() == git2::ErrorCode::UnbornBranch => Ok(Baseline {
             tree: None,
             label: "an empty repository".to_owned(),
+            in_snapshots: false,
         }),
         Err(err) => Err(format!("reading HEAD: {}", err.message())),
     }
@@ -70,14 +89,24 @@ pub fn baseline(cwd: &Path, session_id: &str) -> Result<Baseline, String> {
 
 /// The patch from `baseline` to the work tree (untracked files included), as coloured lines;
 /// empty when nothing changed.
-pub fn diff_lines(style: Style, cwd: &Path, baseline: &Baseline) -> Result<Vec<String>, String> {
-    let repo = Repository::discover(cwd).map_err(|err| {
-        format!(
-            "cannot open the git repository at {}: {}",
-            cwd.display(),
-            err.message()
-        )
-    })?;
+pub fn diff_lines(
+    style: Style,
+    cwd: &Path,
+    baseline: &Baseline,
+    snapshots: Option<&ShadowSnapshots>,
+) -> Result<Vec<String>, String> {
+    let repo = match (baseline.in_snapshots, snapshots) {
+        (true, Some(snapshots)) => snapshots
+            .repository()
+            .map_err(|err| format!("cannot open the snapshot store: {err}"))?,
+        _ => Repository::discover(cwd).map_err(|err| {
+            format!(
+                "cannot open the git repository at {}: {}",
+                cwd.display(),
+                err.message()
+            )
+        })?,
+    };
     let tree = match baseline.tree {
         Some(id) => Some(
             repo.find_tree(id)
@@ -91,9 +120,13 @@ pub fn diff_lines(style: Style, cwd: &Path, baseline: &Baseline) -> Result<Vec<S
         .recurse_untracked_dirs(true)
         .show_untracked_content(true)
         .include_typechange(true);
-    let diff = repo
-        .diff_tree_to_workdir_with_index(tree.as_ref(), Some(&mut options))
-        .map_err(|err| format!("comparing the work tree: {}", err.message()))?;
+    // The snapshot store has no index to stage through: the tree against the files.
+    let diff = if baseline.in_snapshots {
+        repo.diff_tree_to_workdir(tree.as_ref(), Some(&mut options))
+    } else {
+        repo.diff_tree_to_workdir_with_index(tree.as_ref(), Some(&mut options))
+    };
+    let diff = diff.map_err(|err| format!("comparing the work tree: {}", err.message()))?;
     let mut lines = Vec::new();
     let mut hidden = 0usize;
     diff.print(DiffFormat::Patch, |_delta, _hunk, line| {
