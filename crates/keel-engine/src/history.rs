@@ -150,6 +150,15 @@ pub fn unique_ids(messages: &mut [Message]) -> usize {
 /// [`unique_ids`] for `messages[start..]`, taking the ids of `messages[..start]` as already
 /// used (they are not changed): how a new reply is checked against the history.
 pub(crate) fn unique_ids_from(messages: &mut [Message], start: usize) -> usize {
+    // The usual case, checked without allocating an id: nothing to rename.
+    let mut ids: HashSet<&str> = HashSet::new();
+    let all_fine = messages
+        .iter()
+        .flat_map(tool_use_ids)
+        .all(|id| is_valid_id(id) && ids.insert(id));
+    if all_fine {
+        return 0;
+    }
     let mut used: HashSet<String> = messages
         .iter()
         .flat_map(tool_use_ids)

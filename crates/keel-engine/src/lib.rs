@@ -15,7 +15,12 @@
 //!   input), never the whole tool; a protected call (`Effect::Protected`: keel's config, a
 //!   repository's `.git`) reaches the approver every time, whatever allow rules, hooks and
 //!   earlier answers say; [`Decision::Cancel`] ends the run as cancelled.
-//! - Sessions are saved as they happen ([`JsonlSessionStore`]) and resumed exactly.
+//! - Sessions are saved as they happen, write-ahead ([`JsonlSessionStore`]: a reply's calls
+//!   are in the file before they run, each result as its call ends), and resumed to a valid
+//!   history after a kill at any point ([`history::canonicalize`]); a reply cut off
+//!   mid-stream is dropped and asked for again ([`AgentEvent::ReplyDiscarded`]).
+//! - With [`AgentBuilder::snapshots`], the workspace is snapshotted before every call that
+//!   may change it; [`Session::rewind_to`] takes the conversation back to a snapshot's point.
 //!
 //! ```
 //! use std::sync::Arc;
