@@ -133,8 +133,14 @@ enum Plan {
 /// How a model call went.
 enum ModelTurn {
     Reply(ToolUseResponse),
-    Cancelled { partial_text: String },
+    Cancelled {
+        partial_text: String,
+    },
     Failed(ProviderError),
+    /// The reply began and was then cut off by a fault a new request may not meet (see
+    /// [`ProviderError::is_cut_mid_reply`]); only [`Session::call_model`] makes it, and
+    /// [`Session::call_model_retrying`] turns it into a retry or a failure.
+    CutOff(ProviderError),
 }
 
 /// The running totals of one run.
@@ -585,7 +591,7 @@ impl Session {
                     }
                     return Stop::Cancelled;
                 }
-                ModelTurn::Failed(error) => {
+                ModelTurn::Failed(error) | ModelTurn::CutOff(error) => {
                     return Stop::Failed {
                         error: error.to_string(),
                     };
@@ -766,13 +772,11 @@ impl Session {
         let mut attempt = 0;
         let mut wait = STREAM_RETRY_BACKOFF;
         loop {
-            let turn = self.call_model(request, cancel, sink).await;
-            let ModelTurn::Failed(error) = &turn else {
-                return turn;
+            let error = match self.call_model(request, cancel, sink).await {
+                ModelTurn::CutOff(error) if attempt < max_attempts => error,
+                ModelTurn::CutOff(error) => return ModelTurn::Failed(error),
+                turn => return turn,
             };
-            if !cut_mid_reply(error) || attempt >= max_attempts {
-                return turn;
-            }
             attempt += 1;
             tracing::warn!(attempt, max_attempts, %error, "reply cut off mid-stream; asking again");
             emit(
@@ -803,6 +807,9 @@ impl Session {
         let mut stream = self.agent.provider.stream(request);
         let mut assembler = ResponseAssembler::new();
         let mut partial_text = String::new();
+        // Whether any of the reply has arrived: a fault after that is the loop's to retry
+        // (the provider retries only before it).
+        let mut began = false;
         loop {
             let next = tokio::select! {
                 biased;
@@ -811,8 +818,15 @@ impl Session {
             };
             match next {
                 None => break,
+                Some(Err(error)) if began && error.is_cut_mid_reply() => {
+                    return ModelTurn::CutOff(error);
+                }
                 Some(Err(error)) => return ModelTurn::Failed(error),
                 Some(Ok(event)) => {
+                    began |= !matches!(
+                        event,
+                        StreamEvent::Retrying { .. } | StreamEvent::MessageStart { .. }
+                    );
                     match &event {
                         StreamEvent::TextDelta { text, .. } => {
                             partial_text.push_str(text);
@@ -838,6 +852,7 @@ impl Session {
         }
         match assembler.finish() {
             Ok(response) => ModelTurn::Reply(response),
+            Err(error) if began && error.is_cut_mid_reply() => ModelTurn::CutOff(error),
             Err(error) => ModelTurn::Failed(error),
         }
     }
@@ -1155,15 +1170,6 @@ impl Session {
 /// The `tool_result` block answering `call`.
 fn result_block(call: &OwnedCall, output: &ToolOutput) -> ContentBlock {
     ContentBlock::tool_result(&call.id, output.content.clone(), output.is_error)
-}
-
-/// Whether `error` is a reply cut off after it began (a dropped stream or a stall), which
-/// the loop asks for again.
-fn cut_mid_reply(error: &ProviderError) -> bool {
-    matches!(
-        error,
-        ProviderError::Stream { .. } | ProviderError::Timeout { .. }
-    )
 }
 
 /// One line for a person saying what a call does: a command's `command`, a file tool's

@@ -12,7 +12,7 @@ use std::time::Duration;
 use common::{Runs, counting_tools};
 use futures::StreamExt;
 use keel_engine::{Agent, AgentBuilder, AgentEvent, MemorySessionStore, Stop};
-use keel_provider::{ContentBlock, ProviderError, StopReason, StreamEvent};
+use keel_provider::{ContentBlock, ProviderError, StopReason, StreamEvent, TimeoutLimit};
 use keel_test_support::scripted::{ScriptedProvider, Turn, reply};
 use serde_json::json;
 
@@ -112,6 +112,7 @@ async fn a_reply_cut_mid_tool_call_never_runs_it_and_the_retried_call_runs_once(
         }),
         Err(ProviderError::Timeout {
             after: Duration::from_secs(120),
+            limit: TimeoutLimit::Idle,
         }),
     ]);
     let provider = Arc::new(
@@ -198,5 +199,39 @@ async fn other_provider_errors_are_not_retried_by_the_loop() {
     let agent = builder(provider.clone(), &runs, &store).build().unwrap();
     let outcome = agent.session(".").unwrap().run("go").await;
     assert!(matches!(outcome.stop, Stop::Failed { .. }));
+    assert_eq!(provider.requests().len(), 1);
+}
+
+#[tokio::test]
+async fn an_overload_mid_reply_is_asked_again_but_one_before_any_content_is_the_providers() {
+    let partial = reply(
+        vec![ContentBlock::text("PARTIAL-TEXT")],
+        StopReason::EndTurn,
+    );
+    let overloaded = || ProviderError::Overloaded {
+        message: "Overloaded".into(),
+    };
+    // Anthropic's `overloaded_error` event after the text began: the loop asks again.
+    let provider = Arc::new(
+        ScriptedProvider::new()
+            .then_cut(&partial, 2, overloaded())
+            .then_text("the whole answer"),
+    );
+    let store = MemorySessionStore::new();
+    let runs = Runs::default();
+    let agent = builder(provider.clone(), &runs, &store).build().unwrap();
+    let outcome = agent.session(".").unwrap().run("go").await;
+    assert_eq!(outcome.stop, Stop::Completed, "{outcome:?}");
+    assert_eq!(provider.requests().len(), 2);
+    // Only the message start arrived: the provider has already retried what it could, and
+    // the loop does not retry a reply that never began.
+    let provider = Arc::new(
+        ScriptedProvider::new()
+            .then_cut(&partial, 1, overloaded())
+            .then_text("never"),
+    );
+    let agent = builder(provider.clone(), &runs, &store).build().unwrap();
+    let outcome = agent.session(".").unwrap().run("go").await;
+    assert!(matches!(outcome.stop, Stop::Failed { .. }), "{outcome:?}");
     assert_eq!(provider.requests().len(), 1);
 }
