@@ -56,6 +56,8 @@ struct Warm {
 pub(crate) struct WarmIndex {
     index: Index,
     commit: Oid,
+    /// The number of the snapshot `commit` is.
+    number: u64,
     stamp: Option<(i64, u32)>,
 }
 
@@ -261,8 +263,10 @@ impl ShadowSnapshots {
         repo: &Repository,
         warm: &mut Option<WarmIndex>,
     ) -> Result<(Scanned, Option<SnapshotRef>), SnapshotError> {
-        let refs = snapshot_refs(repo)?;
-        let newest = refs.into_iter().next_back();
+        let newest = match warm.as_ref().and_then(|held| still_newest(repo, held)) {
+            Some(newest) => Some(newest),
+            None => snapshot_refs(repo)?.into_iter().next_back(),
+        };
         let (index, stamp) = self.load_index(newest.as_ref(), warm)?;
         let scanned = scan::scan(
             repo,
@@ -323,7 +327,7 @@ impl ShadowSnapshots {
             )
             .ctx("writing the snapshot commit")?;
         let number = newest.map_or(1, |r| r.number + 1);
-        let name = format!("{REF_PREFIX}{number:012}");
+        let name = ref_name(number);
         repo.reference(&name, commit, false, "keel snapshot")
             .ctx("recording the snapshot")?;
         // The stat cache now matches this snapshot. Unchanged, the file on disk still holds it
@@ -342,6 +346,7 @@ impl ShadowSnapshots {
         *warm = Some(WarmIndex {
             index,
             commit,
+            number,
             stamp,
         });
         crate::prune::add_written(&self.git_dir, written);
@@ -420,6 +425,27 @@ pub(crate) fn parts(repo: &Repository, commit: Oid) -> Result<Parts, SnapshotErr
 }
 
 /// Every snapshot reference, oldest (lowest number) first.
+/// The name of snapshot `number`'s reference.
+fn ref_name(number: u64) -> String {
+    format!("{REF_PREFIX}{number:012}")
+}
+
+/// The snapshot this process took last, when it is still the newest (no other process took
+/// one since): two reference look-ups instead of reading every snapshot's reference, which
+/// grows with the store.
+fn still_newest(repo: &Repository, held: &WarmIndex) -> Option<SnapshotRef> {
+    if repo.find_reference(&ref_name(held.number + 1)).is_ok() {
+        return None;
+    }
+    let name = ref_name(held.number);
+    let commit = repo.find_reference(&name).ok()?.target()?;
+    (commit == held.commit).then_some(SnapshotRef {
+        name,
+        number: held.number,
+        commit,
+    })
+}
+
 pub(crate) fn snapshot_refs(repo: &Repository) -> Result<Vec<SnapshotRef>, SnapshotError> {
     let mut found = Vec::new();
     let references = repo
