@@ -26,32 +26,46 @@ pub struct SandboxConfig {
     pub writable_roots: Vec<String>,
 }
 
-/// `sandbox = "read-only"` is short for `[sandbox] mode = "read-only"`.
-fn sandbox_setting<'de, D: Deserializer<'de>>(
+/// A table that may also be written as one string, its main key: `sandbox = "read-only"` for
+/// `[sandbox] mode = "read-only"`, `provider = "local"` for `[provider] name = "local"`.
+/// `from_str` makes the table from the string.
+trait StringOrTable: for<'de> Deserialize<'de> + Sized {
+    /// What the value may be, for errors.
+    const EXPECTING: &'static str;
+    /// The table the short string form stands for.
+    fn from_str<E: serde::de::Error>(value: &str) -> Result<Self, E>;
+}
+
+fn string_or_table<'de, D: Deserializer<'de>, T: StringOrTable>(
     deserializer: D,
-) -> Result<Option<SandboxConfig>, D::Error> {
-    struct Visitor;
-    impl<'de> serde::de::Visitor<'de> for Visitor {
-        type Value = SandboxConfig;
+) -> Result<Option<T>, D::Error> {
+    struct Visitor<T>(std::marker::PhantomData<T>);
+    impl<'de, T: StringOrTable> serde::de::Visitor<'de> for Visitor<T> {
+        type Value = T;
         fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-            f.write_str("a sandbox mode or a [sandbox] table")
+            f.write_str(T::EXPECTING)
         }
-        fn visit_str<E: serde::de::Error>(self, value: &str) -> Result<SandboxConfig, E> {
-            let mode =
-                SandboxMode::deserialize(serde::de::value::StrDeserializer::<E>::new(value))?;
-            Ok(SandboxConfig {
-                mode: Some(mode),
-                ..SandboxConfig::default()
-            })
+        fn visit_str<E: serde::de::Error>(self, value: &str) -> Result<T, E> {
+            T::from_str(value)
         }
-        fn visit_map<M: serde::de::MapAccess<'de>>(
-            self,
-            map: M,
-        ) -> Result<SandboxConfig, M::Error> {
-            SandboxConfig::deserialize(serde::de::value::MapAccessDeserializer::new(map))
+        fn visit_map<M: serde::de::MapAccess<'de>>(self, map: M) -> Result<T, M::Error> {
+            T::deserialize(serde::de::value::MapAccessDeserializer::new(map))
         }
     }
-    deserializer.deserialize_any(Visitor).map(Some)
+    deserializer
+        .deserialize_any(Visitor(std::marker::PhantomData))
+        .map(Some)
+}
+
+impl StringOrTable for SandboxConfig {
+    const EXPECTING: &'static str = "a sandbox mode or a [sandbox] table";
+    fn from_str<E: serde::de::Error>(value: &str) -> Result<Self, E> {
+        let mode = SandboxMode::deserialize(serde::de::value::StrDeserializer::<E>::new(value))?;
+        Ok(SandboxConfig {
+            mode: Some(mode),
+            ..SandboxConfig::default()
+        })
+    }
 }
 
 /// The `[provider]` table (or, as before, `provider = "NAME"`).
@@ -66,30 +80,14 @@ pub struct ProviderSetting {
     pub request_timeout_secs: Option<u64>,
 }
 
-/// `provider = "local"` is short for `[provider] name = "local"`.
-fn provider_setting<'de, D: Deserializer<'de>>(
-    deserializer: D,
-) -> Result<Option<ProviderSetting>, D::Error> {
-    struct Visitor;
-    impl<'de> serde::de::Visitor<'de> for Visitor {
-        type Value = ProviderSetting;
-        fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-            f.write_str("a provider name or a [provider] table")
-        }
-        fn visit_str<E: serde::de::Error>(self, value: &str) -> Result<ProviderSetting, E> {
-            Ok(ProviderSetting {
-                name: Some(value.to_owned()),
-                ..ProviderSetting::default()
-            })
-        }
-        fn visit_map<M: serde::de::MapAccess<'de>>(
-            self,
-            map: M,
-        ) -> Result<ProviderSetting, M::Error> {
-            ProviderSetting::deserialize(serde::de::value::MapAccessDeserializer::new(map))
-        }
+impl StringOrTable for ProviderSetting {
+    const EXPECTING: &'static str = "a provider name or a [provider] table";
+    fn from_str<E: serde::de::Error>(value: &str) -> Result<Self, E> {
+        Ok(ProviderSetting {
+            name: Some(value.to_owned()),
+            ..ProviderSetting::default()
+        })
     }
-    deserializer.deserialize_any(Visitor).map(Some)
 }
 
 /// A `[projects."PATH"]` table: the user's trust decision for the project in PATH, pinned to
@@ -107,13 +105,13 @@ pub struct ProjectTrust {
 #[derive(Debug, Clone, Default, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ConfigFile {
-    #[serde(default, deserialize_with = "provider_setting")]
+    #[serde(default, deserialize_with = "string_or_table")]
     pub provider: Option<ProviderSetting>,
     pub model: Option<String>,
     pub small_model: Option<String>,
     pub max_iterations: Option<u32>,
     pub approvals: Option<ApprovalMode>,
-    #[serde(default, deserialize_with = "sandbox_setting")]
+    #[serde(default, deserialize_with = "string_or_table")]
     pub sandbox: Option<SandboxConfig>,
     #[serde(default)]
     pub providers: BTreeMap<String, ProviderConfig>,
