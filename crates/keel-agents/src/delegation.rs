@@ -6,6 +6,7 @@ use std::sync::Arc;
 
 use keel_engine::{AgentBuilder, Approver, DenyGated, Hooks, PermissionRules};
 use keel_provider::{ModelCatalog, Provider};
+use keel_snapshot::Snapshots;
 
 /// The models delegation chooses from.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -62,6 +63,7 @@ pub struct Delegation {
     permissions: PermissionRules,
     hooks: Hooks,
     catalog: Arc<ModelCatalog>,
+    snapshots: Option<Arc<dyn Snapshots>>,
 }
 
 impl std::fmt::Debug for Delegation {
@@ -84,7 +86,16 @@ impl Delegation {
             permissions: PermissionRules::default(),
             hooks: Hooks::new(),
             catalog: Arc::new(ModelCatalog::built_in()),
+            snapshots: None,
         }
+    }
+
+    /// The parent's snapshot store: delegated runs snapshot the workspace before each of
+    /// their own calls that may change it, as the parent does (sub-agents and teams run in
+    /// parallel, so the parent cannot do it for them).
+    pub fn snapshots(mut self, snapshots: Arc<dyn Snapshots>) -> Self {
+        self.snapshots = Some(snapshots);
+        self
     }
 
     /// Who approves the delegated runs' gated calls: give the parent's approver.
@@ -126,17 +137,20 @@ impl Delegation {
         self.catalog.get(model).map(|info| info.context_window)
     }
 
-    /// An agent builder for a delegated run on `model`: this provider, approver, rules and
-    /// hooks; no session store and no snapshots (the parent's session records the call, and
-    /// snapshots the workspace before it).
+    /// An agent builder for a delegated run on `model`: this provider, approver, rules, hooks
+    /// and snapshot store; no session store (the parent's session records the call).
     /// The caller adds the tools, the system prompt and the limits.
     pub fn agent_builder(&self, model: &str) -> AgentBuilder {
-        keel_engine::Agent::builder(self.provider.clone())
+        let builder = keel_engine::Agent::builder(self.provider.clone())
             .model(model)
             .approver(self.approver.clone())
             .permissions(self.permissions.clone())
             .hooks(self.hooks.clone())
-            .catalog((*self.catalog).clone())
+            .catalog((*self.catalog).clone());
+        match &self.snapshots {
+            Some(snapshots) => builder.snapshots(snapshots.clone()),
+            None => builder,
+        }
     }
 }
 

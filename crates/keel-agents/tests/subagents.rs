@@ -14,6 +14,7 @@ use keel_agents::{
 use keel_engine::{Agent, Stop};
 use keel_provider::{AnthropicProvider, ApiKey, ContentBlock, StopReason, ToolUseResponse};
 use keel_sandbox::{PathSandbox, SandboxPolicy, default_tools};
+use keel_snapshot::{ShadowSnapshots, SnapshotLimits, Snapshots};
 use keel_test_support::git::TempRepo;
 use keel_test_support::mock::{request_bodies, serve_anthropic_replies as server};
 use keel_test_support::scripted::{REPLY_USAGE, reply, text_reply as text, tool_reply as call};
@@ -32,16 +33,29 @@ fn write_agent(dir: &Path, name: &str, front: &str, body: &str) {
 
 /// The main agent with the default tools, `spawn_agent` and `run_team`, refusing gated calls.
 fn parent(server: &MockServer, dir: &Path, limits: SubAgentLimits) -> Agent {
+    parent_with_snapshots(server, dir, limits, None)
+}
+
+/// [`parent`], whose delegated runs snapshot the workspace in `snapshots`.
+fn parent_with_snapshots(
+    server: &MockServer,
+    dir: &Path,
+    limits: SubAgentLimits,
+    snapshots: Option<Arc<dyn Snapshots>>,
+) -> Agent {
     let provider = Arc::new(
         AnthropicProvider::new(ApiKey::new("sk-ant-test"))
             .unwrap()
             .with_base_url(&server.uri())
             .unwrap(),
     );
-    let delegation = Delegation::new(
+    let mut delegation = Delegation::new(
         provider.clone(),
         Models::new("claude-sonnet-4-5", "claude-haiku-4-5"),
     );
+    if let Some(snapshots) = snapshots {
+        delegation = delegation.snapshots(snapshots);
+    }
     let base = default_tools(&PathSandbox::new(dir).unwrap(), &SandboxPolicy::default()).unwrap();
     let dirs = AgentDefinitions::standard_dirs(dir, None);
     let (agents, warnings) = AgentDefinitions::discover(&dirs);
@@ -151,6 +165,65 @@ async fn a_sub_agent_sees_only_its_prompt_its_task_and_its_narrowed_tools() {
     assert_eq!(
         result,
         "No bugs found.\n\n[agent reviewer: 1 steps, 20 output tokens]"
+    );
+}
+
+/// `spawn_agent` runs alongside other read-only calls, so the parent takes no snapshot before
+/// it: the sub-agent's own session snapshots before each of its writes, and a rewind undoes
+/// them.
+#[tokio::test]
+async fn a_sub_agents_writes_are_snapshotted_and_can_be_rewound() {
+    let repo = TempRepo::new();
+    repo.write("notes.txt", "the original\n");
+    write_agent(
+        &repo.path(),
+        "writer",
+        "name: writer\ndescription: Writes notes\ntools: [write_file]",
+        "You write notes.",
+    );
+    let server = server(&[
+        call(
+            "toolu_1",
+            "spawn_agent",
+            json!({"agent": "writer", "task": "Rewrite the notes"}),
+        ),
+        call(
+            "toolu_w",
+            "write_file",
+            json!({"path": "notes.txt", "content": "overwritten by a sub-agent\n"}),
+        ),
+        text("Rewritten."),
+        text("The writer rewrote the notes."),
+    ])
+    .await;
+    let store = tempfile::tempdir().unwrap();
+    let snapshots = Arc::new(
+        ShadowSnapshots::open(store.path(), repo.path(), SnapshotLimits::default()).unwrap(),
+    );
+    let agent = parent_with_snapshots(
+        &server,
+        &repo.path(),
+        SubAgentLimits::default(),
+        Some(snapshots.clone()),
+    );
+    let outcome = agent
+        .session(repo.path())
+        .unwrap()
+        .run("Ask the writer.")
+        .await;
+    assert_eq!(outcome.stop, Stop::Completed, "{}", outcome.text);
+    assert_eq!(
+        std::fs::read_to_string(repo.path().join("notes.txt")).unwrap(),
+        "overwritten by a sub-agent\n"
+    );
+    let taken = snapshots.list().unwrap();
+    assert_eq!(taken.len(), 1, "{taken:?}");
+    assert_eq!(taken[0].point.tool, "write_file");
+    assert_eq!(taken[0].point.call_id, "toolu_w");
+    snapshots.restore(&taken[0].id.0).unwrap();
+    assert_eq!(
+        std::fs::read_to_string(repo.path().join("notes.txt")).unwrap(),
+        "the original\n"
     );
 }
 

@@ -351,10 +351,13 @@ impl Setup {
         let mut prompt = system_prompt(&gather_context(&root, &self.cwd));
         let approver: Arc<dyn Approver> = Arc::new(approver);
         let (tools, delegates) = if self.delegation {
-            let delegation = Delegation::new(self.provider.clone(), self.models())
+            let mut delegation = Delegation::new(self.provider.clone(), self.models())
                 .approver(approver.clone())
                 .permissions(rules.clone())
                 .hooks(hooks.clone());
+            if let Some(snapshots) = &self.snapshots {
+                delegation = delegation.snapshots(snapshots.clone());
+            }
             let delegates = Delegates::discover(self, &root, &base, delegation);
             let tools = delegates
                 .register(base, self)
