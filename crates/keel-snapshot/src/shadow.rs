@@ -117,7 +117,7 @@ impl ShadowSnapshots {
             workspace,
             limits,
             warm: Arc::default(),
-            watch: false,
+            watch: true,
             counts: Arc::default(),
         };
         {
@@ -130,7 +130,7 @@ impl ShadowSnapshots {
         Ok(this)
     }
 
-    /// Turns the change watcher on or off (off by default). On, a snapshot after the first in
+    /// Turns the change watcher on or off (on by default). On, a snapshot after the first in
     /// this process re-reads only the directories inotify reported changes in, falling back to
     /// a full scan whenever in doubt (events lost, a directory moved or deleted, an ignore file
     /// changed, another process's snapshot in between, every 20th snapshot, after 60 s). The
@@ -462,7 +462,10 @@ impl ShadowSnapshots {
                     message: "the snapshot index is gone".into(),
                 })?;
                 self.counts[1].fetch_add(1, Ordering::Relaxed);
-                let watching = crate::watch::watching()?;
+                // No inotify instance to be had (the per-user limit): a plain full scan.
+                let watching = crate::watch::watching()
+                    .inspect_err(|err| tracing::debug!("not watching the workspace: {err}"))
+                    .ok();
                 let (s, files) = scan::scan(
                     repo,
                     &self.workspace,
@@ -470,9 +473,11 @@ impl ShadowSnapshots {
                     stamp,
                     self.limits.max_file_bytes,
                     exclude,
-                    Some(&watching),
+                    watching.as_ref(),
                 )?;
-                current = Watcher::after_full_scan(&self.workspace, watching, &s.meta, files);
+                current = watching.and_then(|watching| {
+                    Watcher::after_full_scan(&self.workspace, watching, &s.meta, files)
+                });
                 s
             }
         };
