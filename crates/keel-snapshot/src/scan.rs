@@ -9,10 +9,10 @@
 use std::collections::HashSet;
 use std::fs::Metadata;
 use std::io::Read;
+use std::os::fd::OwnedFd;
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
-use std::os::fd::OwnedFd;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError, mpsc};
 
@@ -106,7 +106,7 @@ pub(crate) fn scan(
     max_file_bytes: u64,
     exclude: &Path,
     watching: Option<&Watching>,
-) -> Result<(Scanned, Vec<Vec<u8>>), SnapshotError> {
+) -> Result<(Scanned, Vec<(bool, Vec<u8>)>), SnapshotError> {
     let walked = walk(root, root, None, exclude, watching)?;
     let mut meta = Meta {
         left_out: walked.left_out,
@@ -157,7 +157,12 @@ pub(crate) fn scan(
     let tree = index
         .write_tree_to(repo)
         .ctx("writing the snapshot's directories")?;
-    let paths = files.into_iter().map(|found| found.path).collect();
+    // With the number of links: a file with another name elsewhere may change without an
+    // event in the directories watched.
+    let paths = files
+        .into_iter()
+        .map(|found| (found.meta.nlink() > 1, found.path))
+        .collect();
     Ok((
         Scanned {
             tree,

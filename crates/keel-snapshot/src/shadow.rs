@@ -414,7 +414,14 @@ impl ShadowSnapshots {
             });
         };
         let mut held = None;
-        let newest = snapshot_refs(repo)?.into_iter().next_back();
+        // Two reference look-ups when the watcher's snapshot is still the newest.
+        let newest = match watcher
+            .as_ref()
+            .and_then(|w| still_newest_of(repo, w.commit, w.number))
+        {
+            Some(newest) => Some(newest),
+            None => snapshot_refs(repo)?.into_iter().next_back(),
+        };
         let (index, stamp) = self.load_index(newest.as_ref(), &mut held)?;
         let exclude = self.git_dir.parent().unwrap_or(&self.git_dir);
         let mut current = watcher.take();
@@ -484,6 +491,7 @@ impl ShadowSnapshots {
         let id = self.commit(repo, &mut held, scanned, newest.as_ref(), point)?;
         if let (Some(mut w), Ok(commit)) = (current, Oid::from_str(&id.0)) {
             w.commit = commit;
+            w.number = newest.as_ref().map_or(1, |r| r.number + 1);
             *watcher = Some(w);
         }
         Ok(id)
@@ -572,14 +580,19 @@ fn ref_name(number: u64) -> String {
 /// one since): two reference look-ups instead of reading every snapshot's reference, which
 /// grows with the store.
 fn still_newest(repo: &Repository, held: &WarmIndex) -> Option<SnapshotRef> {
-    if repo.find_reference(&ref_name(held.number + 1)).is_ok() {
+    still_newest_of(repo, held.commit, held.number)
+}
+
+/// Snapshot `number`, when it is `commit` and no later one exists.
+fn still_newest_of(repo: &Repository, held: Oid, number: u64) -> Option<SnapshotRef> {
+    if repo.find_reference(&ref_name(number + 1)).is_ok() {
         return None;
     }
-    let name = ref_name(held.number);
+    let name = ref_name(number);
     let commit = repo.find_reference(&name).ok()?.target()?;
-    (commit == held.commit).then_some(SnapshotRef {
+    (commit == held).then_some(SnapshotRef {
         name,
-        number: held.number,
+        number,
         commit,
     })
 }

@@ -55,11 +55,15 @@ pub(crate) struct Watcher {
     watching: Watching,
     /// Watch descriptor → directory (relative; empty for the root).
     wds: HashMap<i32, Vec<u8>>,
-    /// The snapshot this state matches.
+    /// The snapshot this state matches, and its number.
     pub commit: Oid,
+    pub number: u64,
     meta: Meta,
     /// Every file the last scan found (in the index or skipped).
     files: BTreeSet<Vec<u8>>,
+    /// The directories of files with more than one link: a write through another name (in a
+    /// directory not watched) raises no event here, so these are read again every time.
+    linked_dirs: BTreeSet<Vec<u8>>,
     takes: u32,
     since: Instant,
     guards: Vec<(PathBuf, Option<Stamp>)>,
@@ -69,6 +73,10 @@ type Stamp = (i64, i64, i64, i64, u64, u64);
 
 fn stamp_of(path: &Path) -> Option<Stamp> {
     let m = std::fs::symlink_metadata(path).ok()?;
+    if path.file_name().is_some_and(|n| n == ".git") {
+        // Whether a repository is there, not what git did in it.
+        return Some((0, 0, 0, 0, m.ino(), u64::from(m.is_dir())));
+    }
     Some((
         m.mtime(),
         m.mtime_nsec(),
@@ -126,7 +134,7 @@ impl Watcher {
         root: &Path,
         watching: Watching,
         meta: &Meta,
-        files: Vec<Vec<u8>>,
+        files: Vec<(bool, Vec<u8>)>,
     ) -> Option<Self> {
         if watching.failed.load(Ordering::SeqCst) {
             return None;
@@ -135,8 +143,14 @@ impl Watcher {
             watching,
             wds: HashMap::new(),
             commit: Oid::ZERO_SHA1,
+            number: 0,
             meta: meta.clone(),
-            files: files.into_iter().collect(),
+            linked_dirs: files
+                .iter()
+                .filter(|(linked, _)| *linked)
+                .map(|(_, path)| parent(path))
+                .collect(),
+            files: files.into_iter().map(|(_, path)| path).collect(),
             takes: 0,
             since: Instant::now(),
             guards: guard_paths(root)
@@ -188,7 +202,7 @@ impl Watcher {
 
     /// Reads the pending events: the directories to read again.
     pub fn drain(&mut self) -> Result<BTreeSet<Vec<u8>>, Fallback> {
-        let mut dirty = BTreeSet::new();
+        let mut dirty = self.linked_dirs.clone();
         let mut buf = [MaybeUninit::<u8>::uninit(); 16 * 1024];
         let mut reader = inotify::Reader::new(&*self.watching.fd, &mut buf);
         loop {
@@ -218,9 +232,8 @@ impl Watcher {
                     return Err(Fallback::Ignores);
                 }
                 if flags.contains(ReadFlags::ISDIR)
-                    && flags.intersects(
-                        ReadFlags::MOVED_FROM | ReadFlags::MOVED_TO | ReadFlags::DELETE,
-                    )
+                    && flags
+                        .intersects(ReadFlags::MOVED_FROM | ReadFlags::MOVED_TO | ReadFlags::DELETE)
                 {
                     return Err(Fallback::DirMoved);
                 }
@@ -272,9 +285,8 @@ impl Watcher {
                 p.push(b'/');
                 p
             };
-            let child_of = |path: &[u8]| {
-                path.starts_with(&prefix) && !path[prefix.len()..].contains(&b'/')
-            };
+            let child_of =
+                |path: &[u8]| path.starts_with(&prefix) && !path[prefix.len()..].contains(&b'/');
             // Directories and nested repositories: gone or new ones are a full scan's work,
             // except a new directory, read whole.
             let old_dirs: BTreeSet<String> = self
@@ -307,11 +319,18 @@ impl Watcher {
                 let is_new = !self.meta.dirs.contains_key(&rel);
                 self.meta.dirs.insert(rel, found.meta.mode() & 0o7777);
                 if is_new {
-                    let sub = scan::walk(root, &root.join(std::ffi::OsStr::from_bytes(&found.path)), None, exclude, Some(&self.watching))?;
+                    let sub = scan::walk(
+                        root,
+                        &root.join(std::ffi::OsStr::from_bytes(&found.path)),
+                        None,
+                        exclude,
+                        Some(&self.watching),
+                    )?;
                     for d in &sub.dirs {
-                        self.meta
-                            .dirs
-                            .insert(String::from_utf8_lossy(&d.path).into_owned(), d.meta.mode() & 0o7777);
+                        self.meta.dirs.insert(
+                            String::from_utf8_lossy(&d.path).into_owned(),
+                            d.meta.mode() & 0o7777,
+                        );
                     }
                     self.meta.left_out.extend(sub.left_out);
                     to_record.extend(sub.files);
@@ -353,12 +372,19 @@ impl Watcher {
                 .skipped
                 .last()
                 .is_some_and(|s| s.as_bytes() == found.path.as_slice());
+            if found.meta.nlink() > 1 {
+                self.linked_dirs.insert(parent(&found.path));
+            }
             if kept || skipped {
                 self.files.insert(found.path.clone());
             } else {
                 self.files.remove(&found.path);
             }
-            if !kept && index.get_path(Path::new(std::ffi::OsStr::from_bytes(&found.path)), 0).is_some() {
+            if !kept
+                && index
+                    .get_path(Path::new(std::ffi::OsStr::from_bytes(&found.path)), 0)
+                    .is_some()
+            {
                 let _ = index.remove_path(Path::new(std::ffi::OsStr::from_bytes(&found.path)));
                 changed = true;
             }
@@ -394,5 +420,13 @@ impl Watcher {
             let _ = index.remove_path(p);
             *changed = true;
         }
+    }
+}
+
+/// The directory of `path` (relative; empty for the root).
+fn parent(path: &[u8]) -> Vec<u8> {
+    match path.iter().rposition(|&b| b == b'/') {
+        Some(i) => path[..i].to_vec(),
+        None => Vec::new(),
     }
 }

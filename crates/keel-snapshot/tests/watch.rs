@@ -262,8 +262,17 @@ fn a_deleted_directory_is_a_full_scan() {
 #[test]
 fn a_git_exclude_change_is_a_full_scan() {
     let (ws, _store, watched) = started();
+    // A `.git` appearing (an event in the root) ...
     next_is_full_scan(&watched, || {
         std::fs::create_dir_all(ws.path().join(".git/info")).unwrap();
+        std::fs::write(ws.path().join(".git/info/exclude"), "").unwrap();
+    });
+    std::fs::write(ws.path().join("src/file1.rs"), "again").unwrap();
+    let (w, _) = watched.watch_counts();
+    watched.take(&point(8)).unwrap();
+    assert_eq!(watched.watch_counts().0, w + 1);
+    // ... and its exclude file changing (no event: `.git` is not watched).
+    next_is_full_scan(&watched, || {
         std::fs::write(ws.path().join(".git/info/exclude"), "docs/\n").unwrap();
     });
 }
@@ -332,10 +341,40 @@ fn writes_from_another_mount_namespace_are_seen() {
     assert!(status.success());
     let (w, _) = watched.watch_counts();
     let id = watched.take(&point(7)).unwrap();
-    assert_eq!(watched.watch_counts().0, w + 1, "not taken from watched changes");
+    assert_eq!(
+        watched.watch_counts().0,
+        w + 1,
+        "not taken from watched changes"
+    );
     let reference = temp_dir();
     let fresh =
         ShadowSnapshots::open(reference.path(), ws.path(), SnapshotLimits::default()).unwrap();
     let full = fresh.take(&point(7)).unwrap();
+    assert_eq!(recorded(&watched, &id), recorded(&fresh, &full));
+}
+
+/// A file with another name outside the workspace changes with no event in the workspace.
+#[test]
+fn a_write_through_a_hard_link_outside_is_seen() {
+    let outside = temp_dir();
+    let ws = temp_dir();
+    let store = temp_dir();
+    seed(ws.path());
+    let inner = ws.path().join("docs/linked.txt");
+    std::fs::write(&inner, "before").unwrap();
+    let other = outside.path().join("other-name.txt");
+    std::fs::hard_link(&inner, &other).unwrap();
+    let watched = ShadowSnapshots::open(store.path(), ws.path(), SnapshotLimits::default())
+        .unwrap()
+        .watch_changes(true);
+    watched.take(&point(0)).unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(20));
+    std::fs::write(&other, "after!").unwrap();
+    let id = watched.take(&point(1)).unwrap();
+    assert_eq!(watched.watch_counts(), (1, 1));
+    let reference = temp_dir();
+    let fresh =
+        ShadowSnapshots::open(reference.path(), ws.path(), SnapshotLimits::default()).unwrap();
+    let full = fresh.take(&point(1)).unwrap();
     assert_eq!(recorded(&watched, &id), recorded(&fresh, &full));
 }
