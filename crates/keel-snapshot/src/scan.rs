@@ -42,13 +42,19 @@ pub(crate) struct Walked {
     pub left_out: Vec<String>,
 }
 
+/// A watch descriptor and the directory it watches (relative; empty for the root).
+pub(crate) type Watch = (i32, Vec<u8>);
+
+/// A file's path (relative) and whether it has more than one link.
+pub(crate) type FoundPath = (bool, Vec<u8>);
+
 /// An inotify instance a walk adds a watch to for every directory it is about to read (before
 /// reading it, so nothing created in between is missed), and the watches it added.
 #[derive(Clone)]
 pub(crate) struct Watching {
     pub fd: Arc<OwnedFd>,
     /// Watch descriptor and directory (relative, `/`-separated; empty for the root).
-    pub added: Arc<Mutex<Vec<(i32, Vec<u8>)>>>,
+    pub added: Arc<Mutex<Vec<Watch>>>,
     /// Set when a watch could not be added (e.g. `ENOSPC`: the watch limit).
     pub failed: Arc<AtomicBool>,
 }
@@ -106,7 +112,7 @@ pub(crate) fn scan(
     max_file_bytes: u64,
     exclude: &Path,
     watching: Option<&Watching>,
-) -> Result<(Scanned, Vec<(bool, Vec<u8>)>), SnapshotError> {
+) -> Result<(Scanned, Vec<FoundPath>), SnapshotError> {
     let walked = walk(root, root, None, exclude, watching)?;
     let mut meta = Meta {
         left_out: walked.left_out,
