@@ -1,5 +1,6 @@
 //! The cost of a snapshot of a 20,000-file workspace where a few files changed (the target is
-//! ≤ 50 ms), after a first snapshot taken in setup (its cost is printed).
+//! ≤ 50 ms) and where nothing changed, with the change watcher and by full scans, after a first
+//! snapshot taken in setup (its cost is printed).
 
 #![allow(missing_docs, clippy::unwrap_used, clippy::print_stderr)]
 
@@ -49,25 +50,33 @@ fn point(n: u64) -> SnapshotPoint {
     }
 }
 
-fn bench(c: &mut Criterion) {
+/// One workspace and store; `watch` says whether the change watcher is on.
+fn setup(watch: bool) -> (tempfile::TempDir, tempfile::TempDir, ShadowSnapshots) {
     let ws = tempfile::tempdir().unwrap();
     let store = tempfile::tempdir().unwrap();
     workspace(ws.path());
-    let snapshots =
-        ShadowSnapshots::open(store.path(), ws.path(), SnapshotLimits::default()).unwrap();
+    let snapshots = ShadowSnapshots::open(store.path(), ws.path(), SnapshotLimits::default())
+        .unwrap()
+        .watch_changes(watch);
     let start = Instant::now();
     snapshots.take(&point(0)).unwrap();
-    eprintln!("first snapshot of 20,000 files: {:?}", start.elapsed());
+    eprintln!(
+        "first snapshot of 20,000 files (watcher {}): {:?}",
+        if watch { "on" } else { "off" },
+        start.elapsed()
+    );
     // Past the racy window of the first snapshot's index.
     std::thread::sleep(Duration::from_millis(20));
-    let start = Instant::now();
-    snapshots.take(&point(0)).unwrap();
-    eprintln!("second snapshot, nothing changed: {:?}", start.elapsed());
+    (ws, store, snapshots)
+}
 
+fn bench_one(c: &mut Criterion, watch: bool) {
+    let (ws, _store, snapshots) = setup(watch);
+    let prefix = if watch { "" } else { "full_scan_" };
     let mut round = 0u64;
     let mut group = c.benchmark_group("snapshot");
     group.sample_size(30);
-    group.bench_function("20k_files_5_changed", |b| {
+    group.bench_function(format!("{prefix}20k_files_5_changed"), |b| {
         b.iter_custom(|iters| {
             let mut total = Duration::ZERO;
             for _ in 0..iters {
@@ -83,7 +92,20 @@ fn bench(c: &mut Criterion) {
             total
         });
     });
+    group.bench_function(format!("{prefix}20k_files_nothing_changed"), |b| {
+        b.iter(|| {
+            round += 1;
+            snapshots.take(&point(round)).unwrap();
+        });
+    });
     group.finish();
+}
+
+/// With the change watcher (keel's default; every 20th snapshot is still a full scan, counted
+/// in the figures), and without it (a full scan every time).
+fn bench(c: &mut Criterion) {
+    bench_one(c, true);
+    bench_one(c, false);
 }
 
 criterion_group!(benches, bench);

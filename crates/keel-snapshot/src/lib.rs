@@ -54,6 +54,7 @@ mod prune;
 mod restore;
 mod scan;
 mod shadow;
+mod watch;
 
 pub use error::SnapshotError;
 pub use limits::SnapshotLimits;

@@ -9,10 +9,12 @@
 use std::collections::HashSet;
 use std::fs::Metadata;
 use std::io::Read;
+use std::os::fd::OwnedFd;
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
-use std::sync::mpsc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, PoisonError, mpsc};
 
 use git2::{Index, IndexEntry, IndexTime, Oid, Repository};
 
@@ -26,18 +28,64 @@ const MODE_EXEC: u32 = 0o100755;
 const MODE_LINK: u32 = 0o120000;
 
 /// One file, symlink or directory the walk found.
-struct Found {
+pub(crate) struct Found {
     /// Relative to the workspace, `/`-separated.
-    path: Vec<u8>,
-    meta: Metadata,
+    pub path: Vec<u8>,
+    pub meta: Metadata,
 }
 
 /// What the walk found.
 #[derive(Default)]
-struct Walked {
-    files: Vec<Found>,
-    dirs: Vec<Found>,
-    left_out: Vec<String>,
+pub(crate) struct Walked {
+    pub files: Vec<Found>,
+    pub dirs: Vec<Found>,
+    pub left_out: Vec<String>,
+}
+
+/// A watch descriptor and the directory it watches (relative; empty for the root).
+pub(crate) type Watch = (i32, Vec<u8>);
+
+/// A file's path (relative) and whether it has more than one link.
+pub(crate) type FoundPath = (bool, Vec<u8>);
+
+/// An inotify instance a walk adds a watch to for every directory it is about to read (before
+/// reading it, so nothing created in between is missed), and the watches it added.
+#[derive(Clone)]
+pub(crate) struct Watching {
+    pub fd: Arc<OwnedFd>,
+    /// Watch descriptor and directory (relative, `/`-separated; empty for the root).
+    pub added: Arc<Mutex<Vec<Watch>>>,
+    /// Set when a watch could not be added (e.g. `ENOSPC`: the watch limit).
+    pub failed: Arc<AtomicBool>,
+}
+
+impl Watching {
+    /// Watches the directory `abs` (whose path relative to the workspace is `rel`).
+    pub fn add(&self, abs: &Path, rel: Vec<u8>) {
+        use rustix::fs::inotify::{WatchFlags, add_watch};
+        let flags = WatchFlags::CREATE
+            | WatchFlags::DELETE
+            | WatchFlags::MODIFY
+            | WatchFlags::CLOSE_WRITE
+            | WatchFlags::ATTRIB
+            | WatchFlags::MOVED_FROM
+            | WatchFlags::MOVED_TO
+            | WatchFlags::DELETE_SELF
+            | WatchFlags::MOVE_SELF
+            | WatchFlags::ONLYDIR
+            | WatchFlags::DONT_FOLLOW;
+        match add_watch(&*self.fd, abs, flags) {
+            Ok(wd) => self
+                .added
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .push((wd, rel)),
+            Err(err) => {
+                tracing::debug!(dir = %abs.display(), error = %err, "cannot watch a directory");
+                self.failed.store(true, Ordering::SeqCst);
+            }
+        }
+    }
 }
 
 /// The workspace as read into the shadow repository.
@@ -63,8 +111,9 @@ pub(crate) fn scan(
     stamp: Option<(i64, u32)>,
     max_file_bytes: u64,
     exclude: &Path,
-) -> Result<Scanned, SnapshotError> {
-    let walked = walk(root, exclude)?;
+    watching: Option<&Watching>,
+) -> Result<(Scanned, Vec<FoundPath>), SnapshotError> {
+    let walked = walk(root, root, None, exclude, watching)?;
     let mut meta = Meta {
         left_out: walked.left_out,
         ..Meta::default()
@@ -81,54 +130,18 @@ pub(crate) fn scan(
     let mut written = 0u64;
     let mut changed = false;
     for found in &files {
-        let path = Path::new(std::ffi::OsStr::from_bytes(&found.path));
-        let name = String::from_utf8_lossy(&found.path);
-        let is_link = found.meta.file_type().is_symlink();
-        if !is_link && found.meta.len() > max_file_bytes {
-            meta.skipped.push(name.into_owned());
-            continue;
-        }
-        let perm = found.meta.mode() & 0o7777;
-        let git_mode = if is_link {
-            MODE_LINK
-        } else if perm & 0o111 != 0 {
-            MODE_EXEC
-        } else {
-            MODE_FILE
-        };
-        if !is_link && perm != 0o644 && perm != 0o755 {
-            meta.modes.insert(name.clone().into_owned(), perm);
-        }
-        let cached = index.get_path(path, 0);
-        if let Some(entry) = &cached
-            && up_to_date(entry, &found.meta, git_mode, stamp)
-        {
+        if record(
+            repo,
+            root,
+            &mut index,
+            &mut meta,
+            found,
+            stamp,
+            max_file_bytes,
+            &mut written,
+            &mut changed,
+        )? {
             seen.insert(&found.path);
-            continue;
-        }
-        let bytes = match read(root, &found.path, is_link) {
-            Ok(bytes) => bytes,
-            // Gone (or replaced) since the walk: as if it had not been there.
-            Err(err) => {
-                tracing::debug!(path = %name, error = %err, "file vanished while snapshotting");
-                continue;
-            }
-        };
-        let id = repo
-            .blob(&bytes)
-            .ctx("writing a file to the snapshot store")?;
-        written += bytes.len() as u64;
-        let entry = entry_for(&found.meta, git_mode, id, found.path.clone());
-        changed = true;
-        match index.add(&entry) {
-            Ok(()) => {
-                seen.insert(&found.path);
-            }
-            // libgit2 refuses some names (e.g. `.git` spelled otherwise); leave them out.
-            Err(err) => {
-                tracing::warn!(path = %name, error = %err.message(), "file left out of the snapshot");
-                meta.skipped.push(name.into_owned());
-            }
         }
     }
     // Every path seen is in the index: when the counts agree, nothing else is.
@@ -150,13 +163,85 @@ pub(crate) fn scan(
     let tree = index
         .write_tree_to(repo)
         .ctx("writing the snapshot's directories")?;
-    Ok(Scanned {
-        tree,
-        meta,
-        index,
-        written,
-        changed,
-    })
+    // With the number of links: a file with another name elsewhere may change without an
+    // event in the directories watched.
+    let paths = files
+        .into_iter()
+        .map(|found| (found.meta.nlink() > 1, found.path))
+        .collect();
+    Ok((
+        Scanned {
+            tree,
+            meta,
+            index,
+            written,
+            changed,
+        },
+        paths,
+    ))
+}
+
+/// Records one file the walk found into `index` and `meta`: read again unless the stat cache
+/// says it is unchanged. Whether it is in the index afterwards (not skipped, not vanished).
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn record(
+    repo: &Repository,
+    root: &Path,
+    index: &mut Index,
+    meta: &mut Meta,
+    found: &Found,
+    stamp: Option<(i64, u32)>,
+    max_file_bytes: u64,
+    written: &mut u64,
+    changed: &mut bool,
+) -> Result<bool, SnapshotError> {
+    let path = Path::new(std::ffi::OsStr::from_bytes(&found.path));
+    let name = String::from_utf8_lossy(&found.path);
+    let is_link = found.meta.file_type().is_symlink();
+    if !is_link && found.meta.len() > max_file_bytes {
+        meta.skipped.push(name.into_owned());
+        return Ok(false);
+    }
+    let perm = found.meta.mode() & 0o7777;
+    let git_mode = if is_link {
+        MODE_LINK
+    } else if perm & 0o111 != 0 {
+        MODE_EXEC
+    } else {
+        MODE_FILE
+    };
+    if !is_link && perm != 0o644 && perm != 0o755 {
+        meta.modes.insert(name.clone().into_owned(), perm);
+    }
+    let cached = index.get_path(path, 0);
+    if let Some(entry) = &cached
+        && up_to_date(entry, &found.meta, git_mode, stamp)
+    {
+        return Ok(true);
+    }
+    let bytes = match read(root, &found.path, is_link) {
+        Ok(bytes) => bytes,
+        // Gone (or replaced) since the walk: as if it had not been there.
+        Err(err) => {
+            tracing::debug!(path = %name, error = %err, "file vanished while snapshotting");
+            return Ok(false);
+        }
+    };
+    let id = repo
+        .blob(&bytes)
+        .ctx("writing a file to the snapshot store")?;
+    *written += bytes.len() as u64;
+    let entry = entry_for(&found.meta, git_mode, id, found.path.clone());
+    *changed = true;
+    match index.add(&entry) {
+        Ok(()) => Ok(true),
+        // libgit2 refuses some names (e.g. `.git` spelled otherwise); leave them out.
+        Err(err) => {
+            tracing::warn!(path = %name, error = %err.message(), "file left out of the snapshot");
+            meta.skipped.push(name.into_owned());
+            Ok(false)
+        }
+    }
 }
 
 /// Whether `entry` still describes the file whose metadata is `meta`.
@@ -237,10 +322,35 @@ use std::os::unix::ffi::OsStringExt;
 
 /// Walks the workspace: files and symlinks, directories, nested repositories and `exclude`
 /// (the snapshot store, should it lie inside) left out.
-fn walk(root: &Path, exclude: &Path) -> Result<Walked, SnapshotError> {
+/// From `start` (the root or a directory in it; `max_depth` as the walker's), with `watching`
+/// watching every directory before it is read.
+pub(crate) fn walk(
+    root: &Path,
+    start: &Path,
+    max_depth: Option<usize>,
+    exclude: &Path,
+    watching: Option<&Watching>,
+) -> Result<Walked, SnapshotError> {
     let (tx, rx) = mpsc::channel::<Walked>();
     let threads = std::thread::available_parallelism().map_or(2, |n| n.get().min(4));
-    let mut builder = ignore::WalkBuilder::new(root);
+    let mut builder = ignore::WalkBuilder::new(start);
+    builder.max_depth(max_depth);
+    if let Some(watching) = watching {
+        let rel = start.strip_prefix(root).unwrap_or(Path::new(""));
+        watching.add(start, rel.as_os_str().as_bytes().to_vec());
+        let watching = watching.clone();
+        let root = root.to_path_buf();
+        builder.filter_entry(move |entry| {
+            // Called for an entry not ignored, before the walker reads it.
+            if entry.file_type().is_some_and(|t| t.is_dir())
+                && entry.file_name() != ".git"
+                && let Ok(rel) = entry.path().strip_prefix(&root)
+            {
+                watching.add(entry.path(), rel.as_os_str().as_bytes().to_vec());
+            }
+            true
+        });
+    }
     builder
         .hidden(false)
         .ignore(false)
