@@ -49,14 +49,27 @@ pub struct ShadowSnapshots {
 }
 
 /// What a process keeps between operations, so a snapshot where little changed costs little:
-/// the repository, whose object cache holds the trees every snapshot reads back. (The stat
-/// cache is read from its file each time: a libgit2 index cannot move between threads.)
+/// the repository, whose object cache holds the trees every snapshot reads back, the change
+/// watcher and the stat cache (read back from its file only when another process took a
+/// snapshot since).
 #[derive(Default)]
 struct Warm {
     repo: Option<Repository>,
     /// The change watcher, after a full scan (when watching is on).
     watcher: Option<Watcher>,
+    /// The stat cache as the last snapshot of this process left it, so the next one need not
+    /// read it back from disk.
+    index: Option<HeldIndex>,
 }
+
+/// A [`WarmIndex`] kept between snapshots, which may be taken on different threads.
+struct HeldIndex(WarmIndex);
+
+// SAFETY: a libgit2 index may be used from any thread as long as no two use it at once;
+// `HeldIndex` is only ever reached through `ShadowSnapshots::warm`'s mutex, which orders every
+// use. The index is standalone (`Index::open`), bound to no repository another thread uses.
+#[allow(unsafe_code)]
+unsafe impl Send for HeldIndex {}
 
 /// The stat cache of one operation: the index, the snapshot commit it matches, and when it
 /// was written.
@@ -259,14 +272,19 @@ impl ShadowSnapshots {
             warm.repo = Some(self.repo()?);
         }
         let Warm {
-            repo: Some(repo), ..
-        } = &*warm
+            repo: Some(repo),
+            index,
+            ..
+        } = &mut *warm
         else {
             return Err(SnapshotError::Store {
                 message: "the snapshot store is not open".into(),
             });
         };
-        f(repo, &mut None)
+        let mut held = index.take().map(|held| held.0);
+        let result = f(repo, &mut held);
+        *index = held.map(HeldIndex);
+        result
     }
 
     /// The stat cache, if it matches the newest snapshot; else an empty one. With the time it
@@ -407,13 +425,14 @@ impl ShadowSnapshots {
         let Warm {
             repo: Some(repo),
             watcher,
+            index: kept,
         } = &mut *warm
         else {
             return Err(SnapshotError::Store {
                 message: "the snapshot store is not open".into(),
             });
         };
-        let mut held = None;
+        let mut held = kept.take().map(|held| held.0);
         // Two reference look-ups when the watcher's snapshot is still the newest.
         let newest = match watcher
             .as_ref()
@@ -489,6 +508,7 @@ impl ShadowSnapshots {
             }
         };
         let id = self.commit(repo, &mut held, scanned, newest.as_ref(), point)?;
+        *kept = held.map(HeldIndex);
         if let (Some(mut w), Ok(commit)) = (current, Oid::from_str(&id.0)) {
             w.commit = commit;
             w.number = newest.as_ref().map_or(1, |r| r.number + 1);
