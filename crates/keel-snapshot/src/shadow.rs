@@ -62,6 +62,25 @@ struct Warm {
     index: Option<HeldIndex>,
 }
 
+impl Warm {
+    /// The repository (opened by [`ShadowSnapshots::warm`]), the watcher and the stat cache.
+    fn parts(
+        &mut self,
+    ) -> Result<(&Repository, &mut Option<Watcher>, &mut Option<HeldIndex>), SnapshotError> {
+        let Warm {
+            repo: Some(repo),
+            watcher,
+            index,
+        } = self
+        else {
+            return Err(SnapshotError::Store {
+                message: "the snapshot store is not open".into(),
+            });
+        };
+        Ok((repo, watcher, index))
+    }
+}
+
 /// A [`WarmIndex`] kept between snapshots, which may be taken on different threads.
 struct HeldIndex(WarmIndex);
 
@@ -262,25 +281,23 @@ impl ShadowSnapshots {
         Ok(repo)
     }
 
+    /// What this process keeps between operations, locked, with the repository opened the
+    /// first time.
+    fn warm(&self) -> Result<std::sync::MutexGuard<'_, Warm>, SnapshotError> {
+        let mut warm = self.warm.lock().unwrap_or_else(PoisonError::into_inner);
+        if warm.repo.is_none() {
+            warm.repo = Some(self.repo()?);
+        }
+        Ok(warm)
+    }
+
     /// Runs `f` with this process's repository and stat cache (opened the first time).
     fn with_repo<T>(
         &self,
         f: impl FnOnce(&Repository, &mut Option<WarmIndex>) -> Result<T, SnapshotError>,
     ) -> Result<T, SnapshotError> {
-        let mut warm = self.warm.lock().unwrap_or_else(PoisonError::into_inner);
-        if warm.repo.is_none() {
-            warm.repo = Some(self.repo()?);
-        }
-        let Warm {
-            repo: Some(repo),
-            index,
-            ..
-        } = &mut *warm
-        else {
-            return Err(SnapshotError::Store {
-                message: "the snapshot store is not open".into(),
-            });
-        };
+        let mut warm = self.warm()?;
+        let (repo, _, index) = warm.parts()?;
         let mut held = index.take().map(|held| held.0);
         let result = f(repo, &mut held);
         *index = held.map(HeldIndex);
@@ -418,20 +435,8 @@ impl ShadowSnapshots {
     /// A snapshot through the change watcher: only the directories with events are read again
     /// when the watcher's state is usable; else a full scan that starts a new watcher.
     fn take_watched(&self, point: &SnapshotPoint) -> Result<SnapshotId, SnapshotError> {
-        let mut warm = self.warm.lock().unwrap_or_else(PoisonError::into_inner);
-        if warm.repo.is_none() {
-            warm.repo = Some(self.repo()?);
-        }
-        let Warm {
-            repo: Some(repo),
-            watcher,
-            index: kept,
-        } = &mut *warm
-        else {
-            return Err(SnapshotError::Store {
-                message: "the snapshot store is not open".into(),
-            });
-        };
+        let mut warm = self.warm()?;
+        let (repo, watcher, kept) = warm.parts()?;
         let mut held = kept.take().map(|held| held.0);
         // Two reference look-ups when the watcher's snapshot is still the newest.
         let newest = match watcher
