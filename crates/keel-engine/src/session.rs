@@ -1180,12 +1180,7 @@ fn call_summary(input: &Value) -> String {
         .find_map(|key| input.get(*key).and_then(Value::as_str))
         .map_or_else(|| input.to_string(), str::to_owned);
     let line = text.split_whitespace().collect::<Vec<_>>().join(" ");
-    if line.chars().count() <= SNAPSHOT_SUMMARY_CHARS {
-        return line;
-    }
-    let mut short: String = line.chars().take(SNAPSHOT_SUMMARY_CHARS - 1).collect();
-    short.push('…');
-    short
+    crate::session_store::shorten(&line, SNAPSHOT_SUMMARY_CHARS)
 }
 
 /// Reports that `call` has its result.

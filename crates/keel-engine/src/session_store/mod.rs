@@ -45,6 +45,7 @@ mod id;
 mod jsonl;
 mod memory;
 mod replay;
+pub(crate) use replay::shorten;
 
 use std::path::{Path, PathBuf};
 

@@ -224,7 +224,7 @@ fn prompt_of(message: &Message) -> Option<String> {
 }
 
 /// `text` cut to at most `max` characters, an ellipsis marking the cut.
-fn shorten(text: &str, max: usize) -> String {
+pub(crate) fn shorten(text: &str, max: usize) -> String {
     if text.chars().count() <= max {
         return text.to_owned();
     }
