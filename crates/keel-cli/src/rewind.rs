@@ -130,12 +130,7 @@ pub fn report_lines(info: &SnapshotInfo, report: &RestoreReport) -> Vec<String> 
 
 /// The workspace `keel rewind` works on: `-C`, else the current directory.
 fn workspace(options: &Options) -> Result<PathBuf, CliError> {
-    let dir = match &options.cwd {
-        Some(dir) => dir.clone(),
-        None => std::env::current_dir()
-            .map_err(|err| CliError::Usage(format!("the current directory: {err}")))?,
-    };
-    crate::setup::existing_dir(&dir, "-C")
+    crate::setup::existing_dir(&crate::setup::given_dir(options)?, "-C")
 }
 
 /// `keel rewind [ID] [--conversation]`.

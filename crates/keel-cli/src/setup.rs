@@ -492,17 +492,22 @@ fn task_settings(keel_home: &Path, id: &str) -> Result<TaskSettings, CliError> {
     })
 }
 
+/// The directory `-C` names, else the current one.
+pub fn given_dir(options: &Options) -> Result<PathBuf, CliError> {
+    match &options.cwd {
+        Some(dir) => Ok(dir.clone()),
+        None => std::env::current_dir()
+            .map_err(|err| CliError::Usage(format!("the current directory: {err}"))),
+    }
+}
+
 /// The working directory: the resumed session's, else `-C`, else the current one.
 fn working_dir(
     options: &Options,
     session: &SessionChoice,
     store: &JsonlSessionStore,
 ) -> Result<PathBuf, CliError> {
-    let given = match &options.cwd {
-        Some(dir) => dir.clone(),
-        None => std::env::current_dir()
-            .map_err(|err| CliError::Usage(format!("the current directory: {err}")))?,
-    };
+    let given = given_dir(options)?;
     let dir = match session {
         SessionChoice::Resume(id) => {
             let loaded = store
