@@ -5,12 +5,12 @@ use std::io::Write;
 use std::path::Path;
 use std::sync::Arc;
 
-use keel_agents::tasks::{TaskLauncher, task_tools};
 use keel_agents::{
     AgentDefinitions, CodeTool, Delegation, RunReport, RunTeamTool, SkillIndex, SpawnAgentTool,
     SubAgentLimits, SubAgentRunner, TeamDefinitions, UseSkillTool,
 };
 use keel_engine::Hooks;
+use keel_tasks::{SubAgentTasks, TaskLauncher, task_tools};
 use keel_tool::{RegistryError, ToolRegistry};
 use tokio_util::sync::CancellationToken;
 

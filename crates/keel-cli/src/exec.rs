@@ -4,8 +4,8 @@ use std::io::{IsTerminal, Read, Write};
 use std::time::Instant;
 
 use futures::StreamExt;
-use keel_agents::tasks::TaskLauncher;
 use keel_engine::{AgentEvent, Hooks, RunOutcome, Session, Stop};
+use keel_tasks::TaskLauncher;
 use serde_json::Value;
 
 use crate::approve::{Answer, AskFn, ModeApprover};

@@ -16,8 +16,8 @@ use keel_provider::{AnthropicProvider, ApiKey, OpenAiProvider, Provider};
 use keel_sandbox::{PathSandbox, SandboxMode, SandboxPolicy, default_tools};
 use keel_snapshot::ShadowSnapshots;
 
-use keel_agents::tasks::{TaskApprovals, TaskNotifier, TaskSettings, load_settings};
 use keel_agents::{Delegation, Models};
+use keel_tasks::{TaskApprovals, TaskNotifier, TaskSettings, load_settings};
 
 use crate::cli::Options;
 use crate::config::{self, ApprovalMode, Config, ProviderKind};

@@ -12,10 +12,10 @@ use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncWriteExt, BufReader};
 use tokio::process::Command;
 use tracing::Instrument;
 
-use super::process::{kill_group, start_time};
-use super::runner::{DEFAULT_RUNNER, expand};
-use super::settings::{TaskSettings, no_settings};
-use super::{TaskEnd, TaskError, TaskRecord, TaskStatus, TaskStore};
+use crate::process::{kill_group, start_time};
+use crate::runner::{DEFAULT_RUNNER, expand};
+use crate::settings::{TaskSettings, no_settings};
+use crate::{TaskEnd, TaskError, TaskRecord, TaskStatus, TaskStore};
 
 /// Lines of output kept in `output_tail`.
 pub const OUTPUT_TAIL_LINES: usize = 100;
