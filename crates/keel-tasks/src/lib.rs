@@ -88,9 +88,11 @@ mod tools;
 
 pub use agents::{SubAgentTasks, task_tools_for};
 pub use error::TaskError;
+/// Kills a task's process group: keel-sandbox's, re-exported where it always was.
+pub use keel_sandbox::kill_group;
 pub use launch::{Spawner, Started, TaskLauncher, TaskLimits, cancel, recover};
 pub use notify::{TaskNotifier, notice};
-pub use process::{detach, is_alive, kill_group, start_time};
+pub use process::{detach, is_alive, start_time};
 pub use runner::{DEFAULT_RUNNER, Runners};
 pub use settings::{TaskApprovals, TaskSettings, load_settings};
 pub use store::SqliteTaskStore;

@@ -7,12 +7,12 @@ use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::time::Duration;
 
-use keel_sandbox::CommandSandbox;
+use keel_sandbox::{CommandSandbox, GroupChild, spawn_in_group};
 use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncWriteExt, BufReader};
 use tokio::process::Command;
 use tracing::Instrument;
 
-use crate::process::{kill_group, start_time};
+use crate::process::start_time;
 use crate::runner::{DEFAULT_RUNNER, expand};
 use crate::settings::{TaskSettings, no_settings};
 use crate::{TaskEnd, TaskError, TaskRecord, TaskStatus, TaskStore};
@@ -209,9 +209,7 @@ async fn run_runner(store: &dyn TaskStore, record: &TaskRecord) -> TaskEnd {
         .current_dir(&workdir)
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .process_group(0)
-        .kill_on_drop(true);
+        .stderr(Stdio::piped());
     let own = record.runner == DEFAULT_RUNNER;
     scrub_runner_env(&mut command, settings, own);
     command.env("KEEL_TASK_ID", &record.id);
@@ -230,8 +228,14 @@ async fn run_runner(store: &dyn TaskStore, record: &TaskRecord) -> TaskEnd {
     };
     // What a confined runner changed of the protected paths is put back when it ends.
     let protected = sandbox.as_ref().map(CommandSandbox::snapshot_protected);
-    // Registered with the reaper as it starts, so a sweep of commands' strays spares it.
-    let (mut child, _tracked) = match keel_sandbox::reaper::spawn(&mut command) {
+    // In a process group of its own, killed whole when `group` is dropped (a supervisor
+    // given up leaves nothing running), and registered with the reaper as it starts, so a
+    // sweep of commands' strays spares it.
+    let GroupChild {
+        mut child,
+        group,
+        tracked: _tracked,
+    } = match spawn_in_group(&mut command) {
         Ok(spawned) => spawned,
         Err(err) => {
             return failed(format!(
@@ -240,23 +244,12 @@ async fn run_runner(store: &dyn TaskStore, record: &TaskRecord) -> TaskEnd {
             ));
         }
     };
-    let group = child.id();
     let (Some(stdout), Some(stderr)) = (child.stdout.take(), child.stderr.take()) else {
-        if let Some(group) = group {
-            let _ = kill_group(group);
-        }
         return failed("the runner's output could not be captured".into());
     };
     let mut out_tail = Tail::new(OUTPUT_TAIL_LINES);
     let mut err_tail = Tail::new(ERROR_TAIL_LINES);
     let timeout = Duration::from_secs(record.timeout_secs.max(1));
-    let kill = |group: Option<u32>| {
-        if let Some(group) = group
-            && let Err(err) = kill_group(group)
-        {
-            tracing::warn!("cannot kill the runner's process group {group}: {err}");
-        }
-    };
     let watch = async {
         let deadline = tokio::time::sleep(timeout);
         tokio::pin!(deadline);
@@ -267,7 +260,7 @@ async fn run_runner(store: &dyn TaskStore, record: &TaskRecord) -> TaskEnd {
                     Err(err) => Ended::WaitFailed(err),
                 },
                 () = &mut deadline => {
-                    kill(group);
+                    group.kill();
                     let _ = child.wait().await;
                     return Ended::TimedOut;
                 }
@@ -277,7 +270,7 @@ async fn run_runner(store: &dyn TaskStore, record: &TaskRecord) -> TaskEnd {
                         Ok(Some(now)) if now.status == TaskStatus::Cancelled
                     );
                     if cancelled {
-                        kill(group);
+                        group.kill();
                         let _ = child.wait().await;
                         return Ended::Cancelled;
                     }
@@ -292,7 +285,7 @@ async fn run_runner(store: &dyn TaskStore, record: &TaskRecord) -> TaskEnd {
     );
     // Whatever the runner left in its group goes with it; then what it changed of the
     // protected paths is put back.
-    kill(group);
+    group.kill();
     let restored = protected.map(|snapshot| snapshot.restore());
     let _ = log.lock().await.flush().await;
     let output_tail = out_tail.text();
