@@ -2,12 +2,12 @@
 //! task, in a process group of its own, keeps its whole log and the tails, kills the group on
 //! timeout or cancellation, and records the real exit status and a summary.
 
-use std::collections::VecDeque;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::time::Duration;
 
 use keel_sandbox::{CommandSandbox, GroupChild, spawn_in_group};
+use keel_tool::HeadTail;
 use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncWriteExt, BufReader};
 use tokio::process::Command;
 use tracing::Instrument;
@@ -26,30 +26,33 @@ const CANCEL_POLL: Duration = Duration::from_millis(200);
 /// The longest summary, in characters.
 const SUMMARY_CHARS: usize = 2000;
 
-/// The last `max` lines seen.
-#[derive(Debug, Default)]
+/// Bytes of output kept for `output_tail` (its last lines), whatever the runner prints.
+const OUTPUT_TAIL_BYTES: usize = 256 * 1024;
+/// Bytes of errors kept for `error_tail`.
+const ERROR_TAIL_BYTES: usize = 64 * 1024;
+
+/// The last `lines` lines of a stream, kept in bounded memory ([`HeadTail`] without a head).
+#[derive(Debug)]
 struct Tail {
-    lines: VecDeque<String>,
-    max: usize,
+    kept: HeadTail,
+    lines: usize,
 }
 
 impl Tail {
-    fn new(max: usize) -> Self {
+    fn new(lines: usize, bytes: usize) -> Self {
         Self {
-            lines: VecDeque::new(),
-            max,
+            kept: HeadTail::new(0, bytes),
+            lines,
         }
     }
 
-    fn push(&mut self, line: String) {
-        if self.lines.len() == self.max {
-            self.lines.pop_front();
-        }
-        self.lines.push_back(line);
+    fn push(&mut self, line: &str) {
+        self.kept.push(line.as_bytes());
+        self.kept.push(b"\n");
     }
 
     fn text(&self) -> String {
-        self.lines.iter().cloned().collect::<Vec<_>>().join("\n")
+        self.kept.last_lines(self.lines)
     }
 }
 
@@ -67,11 +70,11 @@ async fn pump(
                 let mut log = log.lock().await;
                 // A log that cannot be written costs the log, not the task.
                 let _ = log.write_all(format!("{prefix}{line}\n").as_bytes()).await;
-                tail.push(line);
+                tail.push(&line);
             }
             Ok(None) => break,
             Err(err) => {
-                tail.push(format!("(output unreadable: {err})"));
+                tail.push(&format!("(output unreadable: {err})"));
                 break;
             }
         }
@@ -247,8 +250,8 @@ async fn run_runner(store: &dyn TaskStore, record: &TaskRecord) -> TaskEnd {
     let (Some(stdout), Some(stderr)) = (child.stdout.take(), child.stderr.take()) else {
         return failed("the runner's output could not be captured".into());
     };
-    let mut out_tail = Tail::new(OUTPUT_TAIL_LINES);
-    let mut err_tail = Tail::new(ERROR_TAIL_LINES);
+    let mut out_tail = Tail::new(OUTPUT_TAIL_LINES, OUTPUT_TAIL_BYTES);
+    let mut err_tail = Tail::new(ERROR_TAIL_LINES, ERROR_TAIL_BYTES);
     let timeout = Duration::from_secs(record.timeout_secs.max(1));
     let watch = async {
         let deadline = tokio::time::sleep(timeout);
@@ -387,9 +390,9 @@ mod tests {
         assert_eq!(summarize(pretty).as_deref(), Some("multi-line json"));
         assert_eq!(summarize("a\nb\n\nc").as_deref(), Some("a\nb\nc"));
         assert_eq!(summarize(""), None);
-        let mut tail = Tail::new(2);
+        let mut tail = Tail::new(2, 100);
         for n in 0..5 {
-            tail.push(n.to_string());
+            tail.push(&n.to_string());
         }
         assert_eq!(tail.text(), "3\n4");
     }

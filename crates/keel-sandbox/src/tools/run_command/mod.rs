@@ -8,13 +8,13 @@ use std::process::{ExitStatus, Stdio};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-use keel_tool::{Effect, Tool, ToolContext, ToolError, ToolOutput};
+use keel_tool::{Effect, HeadTail, Tool, ToolContext, ToolError, ToolOutput};
 use schemars::JsonSchema;
 use serde::Deserialize;
 use tokio::io::AsyncReadExt;
 use tokio::net::unix::pipe;
 
-use self::output::{Capture, ProgressLine, report};
+use self::output::{ProgressLine, capture, report};
 use crate::classify::classify_in;
 use crate::confine::CommandSandbox;
 use crate::policy::{SandboxMode, SandboxPolicy};
@@ -327,7 +327,7 @@ enum Stop {
 struct Finished {
     stop: Stop,
     status: Option<ExitStatus>,
-    capture: Capture,
+    capture: HeadTail,
 }
 
 /// Reads the output until `bash` exits, the timeout passes or the call is cancelled; then
@@ -338,7 +338,7 @@ async fn supervise(
     ctx: &ToolContext,
 ) -> Result<Finished, ToolError> {
     let mut buf = vec![0u8; 64 * 1024];
-    let mut capture = Capture::default();
+    let mut capture = capture();
     let mut progress = ProgressLine::default();
     let mut status = None;
     let mut eof = false;
@@ -402,7 +402,7 @@ async fn supervise(
 /// Reads until end-of-file or `limit` passes; returns whether end-of-file was reached.
 async fn drain(
     output: &mut pipe::Receiver,
-    capture: &mut Capture,
+    capture: &mut HeadTail,
     buf: &mut [u8],
     limit: Duration,
 ) -> bool {
