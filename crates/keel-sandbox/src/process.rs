@@ -5,7 +5,7 @@
 //! [`ProcessRunner`] trait); [`spawn_in_group`], [`GroupGuard`] and [`kill_group`] are the
 //! pieces `run_command` and the background-task supervisor (keel-tasks) build on: no other
 //! code starts a process group or kills one. Every child is registered with the
-//! [reaper](crate::reaper) as it starts, so a sweep of commands' strays spares it.
+//! [reaper] as it starts, so a sweep of commands' strays spares it.
 //!
 //! `run_command` alone does not go through [`spawn_in_group`]: its confined child calls
 //! `setsid` itself between fork and exec ([`CommandSandbox`](crate::CommandSandbox)), which
