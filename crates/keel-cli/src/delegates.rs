@@ -89,8 +89,6 @@ impl Delegates {
             &setup.cwd,
             setup.keel_home.join("logs"),
         )
-        .sandbox_policy(setup.policy.clone())
-        .allow_read(setup.allow_read.clone())
         .max_iterations(setup.max_iterations);
         let mut tools = tools
             .with(code)?

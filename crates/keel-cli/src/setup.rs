@@ -351,10 +351,12 @@ impl Setup {
         let mut prompt = system_prompt(&gather_context(&root, &self.cwd));
         let approver: Arc<dyn Approver> = Arc::new(approver);
         let (tools, delegates) = if self.delegation {
-            let mut delegation = Delegation::new(self.provider.clone(), self.models())
-                .approver(approver.clone())
-                .permissions(rules.clone())
-                .hooks(hooks.clone());
+            let policies = keel_agents::Policies::new(self.policy.clone())
+                .with_approver(approver.clone())
+                .with_permissions(rules.clone())
+                .with_hooks(hooks.clone())
+                .with_allow_read(self.allow_read.clone());
+            let mut delegation = Delegation::new(self.provider.clone(), self.models(), policies);
             if let Some(snapshots) = &self.snapshots {
                 delegation = delegation.snapshots(snapshots.clone());
             }
