@@ -85,7 +85,7 @@ fn builder(
     CodingAgent::builder(provider)
         .cwd(dir)
         .home(home)
-        .permissions(PermissionRules::parse(&[], &["run_command(touch:*)".into()]).unwrap())
+        .permissions(PermissionRules::parse(&[], &["run_command(touch *)".into()]).unwrap())
         .hook_configs(vec![hook])
         .approver(approver)
         .snapshots(None)
@@ -118,7 +118,7 @@ fn results_of(requests: &[keel_provider::CompletionRequest], tag: &str) -> Vec<S
 fn assert_held(requests: &[keel_provider::CompletionRequest], dir: &Path, tag: &str) {
     let results = results_of(requests, tag);
     assert_eq!(results.len(), 3, "{tag}: {results:#?}");
-    assert!(results[0].contains("run_command(touch:*)"), "{tag}: {}", results[0]);
+    assert!(results[0].contains("run_command(touch *)"), "{tag}: {}", results[0]);
     assert!(results[1].contains("the hook blocks writes"), "{tag}: {}", results[1]);
     assert!(results[2].contains("the host says no"), "{tag}: {}", results[2]);
     assert!(!dir.join(format!("ruled-out-{tag}")).exists());
@@ -198,7 +198,7 @@ async fn a_task_records_the_host_s_policies_for_its_own_run() {
     assert_eq!(records.len(), 1);
     let settings = keel::agents::tasks::load_settings(launcher.store().as_ref(), &records[0].id)
         .unwrap();
-    assert_eq!(settings.deny_rules, ["run_command(touch:*)"]);
+    assert_eq!(settings.deny_rules, ["run_command(touch *)"]);
     assert_eq!(settings.hooks.len(), 1);
     assert_eq!(settings.hooks[0].event, HookEvent::PreToolUse);
     assert_eq!(settings.approvals, keel::agents::tasks::TaskApprovals::Deny);
