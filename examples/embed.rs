@@ -16,8 +16,12 @@ use keel::prelude::*;
 
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
-    let prompt = std::env::args().nth(1).unwrap_or_else(|| "Summarize this project".into());
-    let agent = CodingAgent::builder(keel::provider::from_env()?).cwd(".").build()?;
+    let prompt = std::env::args()
+        .nth(1)
+        .unwrap_or_else(|| "Summarize this project".into());
+    let agent = CodingAgent::builder(keel::provider::from_env()?)
+        .cwd(".")
+        .build()?;
     for warning in agent.warnings() {
         eprintln!("warning: {warning}");
     }

@@ -37,7 +37,10 @@ impl Tool for OpenTickets {
     }
 
     async fn call(&self, args: TicketArgs, _ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
-        let tickets = [("KEEL-1", "bug", "tests fail on empty input"), ("KEEL-2", "docs", "README typo")];
+        let tickets = [
+            ("KEEL-1", "bug", "tests fail on empty input"),
+            ("KEEL-2", "docs", "README typo"),
+        ];
         let lines: Vec<String> = tickets
             .iter()
             .filter(|(_, label, _)| args.label.is_empty() || *label == args.label)
@@ -57,14 +60,19 @@ impl Approver for CargoOnly {
         if request.tool == "run_command" && command.starts_with("cargo ") {
             Decision::Allow
         } else {
-            Decision::Deny(format!("the host allows only cargo commands, not {}", request.tool))
+            Decision::Deny(format!(
+                "the host allows only cargo commands, not {}",
+                request.tool
+            ))
         }
     }
 }
 
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
-    let prompt = std::env::args().nth(1).unwrap_or_else(|| "Fix the open bug tickets".into());
+    let prompt = std::env::args()
+        .nth(1)
+        .unwrap_or_else(|| "Fix the open bug tickets".into());
     let agent = CodingAgent::builder(keel::provider::from_env()?)
         .tool(OpenTickets)
         .approver(CargoOnly)

@@ -156,7 +156,14 @@ pub async fn run(options: &Options, args: ExecArgs) -> Result<u8, CliError> {
         signals::interrupted().await;
         cancel.cancel();
     });
-    let outcome = stream_run(&coding, &mut session, &prompt, format, !options.no_wait_tasks).await;
+    let outcome = stream_run(
+        &coding,
+        &mut session,
+        &prompt,
+        format,
+        !options.no_wait_tasks,
+    )
+    .await;
     ctrl_c.abort();
     let session_id = session.id().to_owned();
     let outcome =

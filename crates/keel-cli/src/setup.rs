@@ -361,11 +361,9 @@ pub fn existing_dir(dir: &Path, what: &str) -> Result<PathBuf, CliError> {
 /// config, the home directory's start-up files, the `PATH` directories).
 fn project_scripts(config: &Config, cwd: &Path) -> Vec<PathBuf> {
     match &config.project {
-        Some(project) if project.trust.grants() => config::project::referenced_files(
-            &project.dir,
-            &[cwd, &project.dir],
-            &project.commands,
-        ),
+        Some(project) if project.trust.grants() => {
+            config::project::referenced_files(&project.dir, &[cwd, &project.dir], &project.commands)
+        }
         _ => Vec::new(),
     }
 }

@@ -78,7 +78,10 @@ async fn the_facade_s_first_request_is_keel_exec_s() {
     // The request is the whole agent: keel's prompt with the project's context and skills,
     // every tool (delegation and tasks too).
     let system = exec_body["system"].to_string();
-    assert!(system.contains("Run `cargo test` before you answer."), "{system}");
+    assert!(
+        system.contains("Run `cargo test` before you answer."),
+        "{system}"
+    );
     assert!(system.contains("release"), "{system}");
     let tools: Vec<&str> = exec_body["tools"]
         .as_array()
@@ -86,7 +89,14 @@ async fn the_facade_s_first_request_is_keel_exec_s() {
         .iter()
         .map(|tool| tool["name"].as_str().unwrap())
         .collect();
-    for name in ["patch_file", "code", "spawn_agent", "run_team", "use_skill", "start_task"] {
+    for name in [
+        "patch_file",
+        "code",
+        "spawn_agent",
+        "run_team",
+        "use_skill",
+        "start_task",
+    ] {
         assert!(tools.contains(&name), "{name} missing from {tools:?}");
     }
     if exec_body != facade_body {

@@ -312,8 +312,7 @@ impl CodingAgentBuilder {
         #[cfg(feature = "snapshots")]
         let snapshots = match self.snapshots {
             Some(limits) => {
-                match keel_snapshot::ShadowSnapshots::open(Home(&home).snapshots(), &cwd, limits)
-                {
+                match keel_snapshot::ShadowSnapshots::open(Home(&home).snapshots(), &cwd, limits) {
                     Ok(snapshots) => Some(Arc::new(snapshots)),
                     Err(err) => {
                         warnings.push(format!(
@@ -329,26 +328,26 @@ impl CodingAgentBuilder {
 
         let (tools, delegates) = if self.delegation {
             #[allow(unused_mut)]
-            let mut delegation =
-                Delegation::new(self.provider.clone(), Models::new(&model, small), policies.clone());
+            let mut delegation = Delegation::new(
+                self.provider.clone(),
+                Models::new(&model, small),
+                policies.clone(),
+            );
             #[cfg(feature = "snapshots")]
             if let Some(snapshots) = &snapshots {
                 delegation = delegation.snapshots(snapshots.clone());
             }
             #[cfg(feature = "tasks")]
             let tasks = match &self.tasks {
-                Some(options) => crate::tasks::settings(
-                    &cwd,
-                    &policies,
-                    &self.hook_configs,
-                    in_process_hooks,
-                )
-                .and_then(|settings| options.launcher(&home, settings))
-                .map(|launcher| Some((launcher, options.allowed().to_vec())))
-                .unwrap_or_else(|err| {
-                    warnings.push(format!("background tasks are off: {err}"));
-                    None
-                }),
+                Some(options) => {
+                    crate::tasks::settings(&cwd, &policies, &self.hook_configs, in_process_hooks)
+                        .and_then(|settings| options.launcher(&home, settings))
+                        .map(|launcher| Some((launcher, options.allowed().to_vec())))
+                        .unwrap_or_else(|err| {
+                            warnings.push(format!("background tasks are off: {err}"));
+                            None
+                        })
+                }
                 None => None,
             };
             #[cfg(not(feature = "tasks"))]

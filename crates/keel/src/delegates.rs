@@ -52,8 +52,12 @@ impl Delegates {
         } else {
             SkillIndex::default()
         };
-        let runner =
-            SubAgentRunner::new(delegation, Arc::new(agents), base.clone(), SubAgentLimits::default());
+        let runner = SubAgentRunner::new(
+            delegation,
+            Arc::new(agents),
+            base.clone(),
+            SubAgentLimits::default(),
+        );
         #[cfg(feature = "tasks")]
         let (runner, tasks) = match tasks {
             Some((launcher, allowed)) => (

@@ -86,4 +86,3 @@ const HOME_STARTUP: [&str; 28] = [
     ".npmrc",
     ".pypirc",
 ];
-

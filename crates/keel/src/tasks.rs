@@ -120,9 +120,7 @@ pub(crate) fn settings(
     in_process_hooks: bool,
 ) -> Result<TaskSettings, String> {
     if in_process_hooks {
-        return Err(
-            "the agent has in-process hooks, which a task's own process cannot run".into(),
-        );
+        return Err("the agent has in-process hooks, which a task's own process cannot run".into());
     }
     let rules = policies.permissions();
     let texts = |rules: &[keel_engine::PermissionRule]| -> Vec<String> {

@@ -103,7 +103,9 @@ fn results_of(requests: &[keel_provider::CompletionRequest], tag: &str) -> Vec<S
                     is_error,
                 } = block
                     && tool_use_id.starts_with(&format!("{tag}_"))
-                    && !out.iter().any(|(id, _): &(String, String)| id == tool_use_id)
+                    && !out
+                        .iter()
+                        .any(|(id, _): &(String, String)| id == tool_use_id)
                 {
                     assert!(is_error, "{tool_use_id} ran: {content}");
                     out.push((tool_use_id.clone(), content.clone()));
@@ -118,9 +120,21 @@ fn results_of(requests: &[keel_provider::CompletionRequest], tag: &str) -> Vec<S
 fn assert_held(requests: &[keel_provider::CompletionRequest], dir: &Path, tag: &str) {
     let results = results_of(requests, tag);
     assert_eq!(results.len(), 3, "{tag}: {results:#?}");
-    assert!(results[0].contains("run_command(touch *)"), "{tag}: {}", results[0]);
-    assert!(results[1].contains("the hook blocks writes"), "{tag}: {}", results[1]);
-    assert!(results[2].contains("the host says no"), "{tag}: {}", results[2]);
+    assert!(
+        results[0].contains("run_command(touch *)"),
+        "{tag}: {}",
+        results[0]
+    );
+    assert!(
+        results[1].contains("the hook blocks writes"),
+        "{tag}: {}",
+        results[1]
+    );
+    assert!(
+        results[2].contains("the host says no"),
+        "{tag}: {}",
+        results[2]
+    );
     assert!(!dir.join(format!("ruled-out-{tag}")).exists());
     assert!(!dir.join(format!("hooked-{tag}.txt")).exists());
     assert!(dir.join("keep.txt").exists());
@@ -196,8 +210,8 @@ async fn a_task_records_the_host_s_policies_for_its_own_run() {
     let launcher = agent.tasks().unwrap();
     let records = launcher.store().list(10).unwrap();
     assert_eq!(records.len(), 1);
-    let settings = keel::agents::tasks::load_settings(launcher.store().as_ref(), &records[0].id)
-        .unwrap();
+    let settings =
+        keel::agents::tasks::load_settings(launcher.store().as_ref(), &records[0].id).unwrap();
     assert_eq!(settings.deny_rules, ["run_command(touch *)"]);
     assert_eq!(settings.hooks.len(), 1);
     assert_eq!(settings.hooks[0].event, HookEvent::PreToolUse);

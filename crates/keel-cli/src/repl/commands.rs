@@ -7,10 +7,10 @@ use keel_snapshot::Snapshots;
 use super::worktree;
 use super::{Flow, Repl};
 use crate::delegates::{Listings, report_lines};
-use keel::Delegates;
 use crate::rewind;
 use crate::sessions;
 use crate::setup::SessionChoice;
+use keel::Delegates;
 use tokio_util::sync::CancellationToken;
 
 /// How many sessions `/sessions` lists.
