@@ -14,8 +14,8 @@ use crate::tools::task_tools;
 ///
 /// ```
 /// # use std::sync::Arc;
-/// # use keel_agents::{AgentDefinition, AgentDefinitions, Delegation, Models, SubAgentLimits,
-/// #     SubAgentRunner};
+/// # use keel_agents::{AgentDefinition, AgentDefinitions, Delegation, Models, Policies,
+/// #     SubAgentLimits, SubAgentRunner};
 /// # use keel_sandbox::SandboxPolicy;
 /// # use keel_tasks::{Runners, Spawner, SqliteTaskStore, TaskLauncher, TaskSettings};
 /// # let dir = tempfile::tempdir()?;
@@ -34,7 +34,7 @@ use crate::tools::task_tools;
 /// };
 /// let definitions = Arc::new(AgentDefinitions::from_definitions(vec![worker]));
 /// let runner = SubAgentRunner::new(
-///     Delegation::new(model, Models::new("m", "m")),
+///     Delegation::new(model, Models::new("m", "m"), Policies::new(SandboxPolicy::default())),
 ///     definitions.clone(),
 ///     keel_tool::ToolRegistry::new(),
 ///     SubAgentLimits::default(),
