@@ -71,6 +71,7 @@
 mod code;
 mod delegation;
 mod error;
+mod project;
 pub mod frontmatter;
 mod roots;
 mod run;
@@ -82,6 +83,7 @@ mod teams;
 pub use code::{CodeArgs, CodeModel, CodeTool};
 pub use delegation::{Delegation, Models};
 pub use error::AgentsError;
+pub use project::{project_context, project_root};
 pub use run::{CallRecord, RunReport, run_to_end};
 pub use skills::{SkillIndex, SkillSummary, UseSkillArgs, UseSkillTool};
 pub use subagents::{

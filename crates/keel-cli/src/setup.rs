@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use keel_engine::{
     Agent, Approver, Hooks, JsonlSessionStore, PermissionRules, Session, SessionStore,
-    gather_context, project_root, system_prompt,
+    system_prompt,
 };
 use keel_provider::{AnthropicProvider, ApiKey, OpenAiProvider, Provider};
 use keel_sandbox::{PathSandbox, SandboxMode, SandboxPolicy, default_tools};
@@ -331,7 +331,7 @@ impl Setup {
             Some(task) => (
                 PermissionRules::parse(&task.allow_rules, &task.deny_rules)
                     .map_err(|err| CliError::Run(format!("the task's rules: {err}")))?,
-                Hooks::from_config(&task.hooks)
+                Hooks::from_config(&task.hooks, Arc::new(keel_sandbox::ProcessGroupRunner))
                     .map_err(|err| CliError::Run(format!("the task's hooks: {err}")))?,
             ),
             None => (
@@ -347,8 +347,8 @@ impl Setup {
         hooks.extend(config_hooks);
         // Hook commands never see the provider's key variable (nor any credential).
         let hooks = hooks.hide_env(self.policy.hidden_env.clone());
-        let root = project_root(&self.cwd);
-        let mut prompt = system_prompt(&gather_context(&root, &self.cwd));
+        let root = keel_agents::project_root(&self.cwd);
+        let mut prompt = system_prompt(&keel_agents::project_context(&root, &self.cwd));
         let approver: Arc<dyn Approver> = Arc::new(approver);
         let (tools, delegates) = if self.delegation {
             let mut delegation = Delegation::new(self.provider.clone(), self.models())

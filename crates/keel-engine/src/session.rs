@@ -21,6 +21,7 @@ use crate::agent::Agent;
 use crate::approval::{ApprovalRequest, ApprovalScope, Decision};
 use crate::compaction::{Compaction, CompactionError, compact, estimate_tokens, needs_compaction};
 use crate::events::{AgentEvent, Compacted, RunOutcome, Stop};
+use crate::failure::{FailureKind, RunFailure};
 use crate::history::{
     INTERRUPTED, canonicalize, check_rewind, insert_result, prompt_boundary, unique_ids_from,
 };
@@ -592,9 +593,7 @@ impl Session {
                     return Stop::Cancelled;
                 }
                 ModelTurn::Failed(error) | ModelTurn::CutOff(error) => {
-                    return Stop::Failed {
-                        error: error.to_string(),
-                    };
+                    return Stop::Failed(RunFailure::from(error));
                 }
             };
             self.account(&response, sink, state);
@@ -657,12 +656,13 @@ impl Session {
                         .map(|c| ContentBlock::tool_result(&c.id, INTERRUPTED, true))
                         .collect();
                     self.add_message(Message::new(Role::User, results), sink);
-                    return Stop::Failed {
-                        error: format!(
+                    return Stop::Failed(RunFailure::new(
+                        FailureKind::OutputLimit,
+                        format!(
                             "the model's replies were cut off at the output limit ({} tokens) {} times in a row",
                             self.agent.max_tokens, state.cut_replies
                         ),
-                    };
+                    ));
                 }
             } else {
                 state.cut_replies = 0;
@@ -1248,8 +1248,9 @@ fn final_text(stop: &Stop, state: &RunState, max_tokens: u32) -> String {
             )
         }
         Stop::Refused { reason } => reason.clone(),
-        Stop::Failed { error } => format!(
-            "The run failed: {error}. The session is saved; send another prompt to go on.{failures}"
+        Stop::Failed(failure) => format!(
+            "The run failed: {}. The session is saved; send another prompt to go on.{failures}",
+            failure.message
         ),
     }
 }

@@ -32,7 +32,7 @@ fn config(event: HookEvent, matcher: Option<&str>, command: &str) -> HookConfig 
 }
 
 fn hooks(configs: &[HookConfig]) -> Hooks {
-    Hooks::from_config(configs).unwrap()
+    Hooks::from_config(configs, runner()).unwrap()
 }
 
 fn pre(dir: &Path, tool: &str) -> HookInput {
@@ -581,7 +581,7 @@ fn from_config_parses_toml() {
             config(HookEvent::Stop, None, "cargo test -q"),
         ]
     );
-    let hooks = Hooks::from_config(&settings.hooks).unwrap();
+    let hooks = Hooks::from_config(&settings.hooks, runner()).unwrap();
     assert!(hooks.handles(HookEvent::PreToolUse) && hooks.handles(HookEvent::Stop));
     assert!(!hooks.handles(HookEvent::SessionStart));
 
@@ -606,7 +606,7 @@ fn config_errors_name_the_hook_and_the_problem() {
     let error = Hooks::from_config(&[
         config(HookEvent::Stop, None, "true"),
         config(HookEvent::PreToolUse, Some("write_file|(run"), "./check.sh"),
-    ])
+    ], runner())
     .unwrap_err();
     let text = error.to_string();
     assert!(
@@ -618,13 +618,13 @@ fn config_errors_name_the_hook_and_the_problem() {
     let error = Hooks::from_config(&[HookConfig {
         timeout_secs: Some(0),
         ..config(HookEvent::Stop, None, "true")
-    }])
+    }], runner())
     .unwrap_err();
     assert_eq!(
         error.to_string(),
         "hooks[0] (Stop `true`): timeout_secs must be at least 1"
     );
-    let error = Hooks::from_config(&[config(HookEvent::Stop, None, "  ")]).unwrap_err();
+    let error = Hooks::from_config(&[config(HookEvent::Stop, None, "  ")], runner()).unwrap_err();
     assert_eq!(
         error.to_string(),
         "hooks[0] (Stop `  `): the command is empty"
@@ -681,4 +681,9 @@ async fn large_output_and_unread_input_do_not_stall_a_hook() {
     };
     assert_eq!(reason.len(), 64 * 1024);
     assert!(reason.bytes().all(|byte| byte == b'y'));
+}
+
+/// The process runner command hooks run through: keel-sandbox's.
+fn runner() -> std::sync::Arc<dyn keel_tool::ProcessRunner> {
+    std::sync::Arc::new(keel_sandbox::ProcessGroupRunner)
 }
