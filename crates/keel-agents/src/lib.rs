@@ -71,8 +71,8 @@
 mod code;
 mod delegation;
 mod error;
-mod project;
 pub mod frontmatter;
+mod project;
 mod roots;
 mod run;
 mod skills;

@@ -145,7 +145,10 @@ mod tests {
     fn provider_errors_map_to_kinds() {
         let message = || "m".to_owned();
         let cases = [
-            (ProviderError::Auth { message: message() }, FailureKind::Auth),
+            (
+                ProviderError::Auth { message: message() },
+                FailureKind::Auth,
+            ),
             (
                 ProviderError::RateLimited {
                     retry_after: None,

@@ -552,6 +552,40 @@ struct Settings {
 }
 
 #[test]
+fn command_configs_give_back_what_the_hooks_were_built_from() {
+    let first = vec![
+        config(HookEvent::PreToolUse, Some("run_command"), "./check.sh"),
+        HookConfig {
+            timeout_secs: Some(5),
+            ..config(HookEvent::Stop, None, "cargo test -q")
+        },
+    ];
+    let second = vec![config(HookEvent::SessionStart, None, "echo hi")];
+    let mut hooks = Hooks::from_config(&first, runner()).unwrap();
+    assert!(!hooks.has_in_process_hooks());
+    hooks
+        .add(
+            HookEvent::PostToolUse,
+            None,
+            Arc::new(Counting {
+                calls: AtomicUsize::new(0),
+                answer: Ok(HookOutcome::Continue),
+            }),
+        )
+        .unwrap();
+    hooks.extend(Hooks::from_config(&second, runner()).unwrap());
+    // In order, the Rust hook left out (it cannot be carried to another process) and said.
+    let mut expected = first.clone();
+    expected.extend(second);
+    assert_eq!(hooks.command_configs(), expected);
+    assert!(hooks.has_in_process_hooks());
+    // Built again from them, the hooks are the same commands.
+    let again = Hooks::from_config(&hooks.command_configs(), runner()).unwrap();
+    assert_eq!(again.command_configs(), expected);
+    assert!(Hooks::new().command_configs().is_empty());
+}
+
+#[test]
 fn from_config_parses_toml() {
     let settings: Settings = toml::from_str(
         r#"
@@ -603,10 +637,13 @@ fn from_config_parses_toml() {
 
 #[test]
 fn config_errors_name_the_hook_and_the_problem() {
-    let error = Hooks::from_config(&[
-        config(HookEvent::Stop, None, "true"),
-        config(HookEvent::PreToolUse, Some("write_file|(run"), "./check.sh"),
-    ], runner())
+    let error = Hooks::from_config(
+        &[
+            config(HookEvent::Stop, None, "true"),
+            config(HookEvent::PreToolUse, Some("write_file|(run"), "./check.sh"),
+        ],
+        runner(),
+    )
     .unwrap_err();
     let text = error.to_string();
     assert!(
@@ -615,10 +652,13 @@ fn config_errors_name_the_hook_and_the_problem() {
         ) && text.contains("unclosed group"),
         "{text}"
     );
-    let error = Hooks::from_config(&[HookConfig {
-        timeout_secs: Some(0),
-        ..config(HookEvent::Stop, None, "true")
-    }], runner())
+    let error = Hooks::from_config(
+        &[HookConfig {
+            timeout_secs: Some(0),
+            ..config(HookEvent::Stop, None, "true")
+        }],
+        runner(),
+    )
     .unwrap_err();
     assert_eq!(
         error.to_string(),

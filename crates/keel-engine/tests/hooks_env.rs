@@ -32,12 +32,15 @@ async fn hook_environment(hooks: &Hooks, dir: &std::path::Path) -> String {
 }
 
 fn env_hook() -> Hooks {
-    Hooks::from_config(&[HookConfig {
-        event: HookEvent::SessionStart,
-        matcher: None,
-        command: "env".to_owned(),
-        timeout_secs: None,
-    }], runner())
+    Hooks::from_config(
+        &[HookConfig {
+            event: HookEvent::SessionStart,
+            matcher: None,
+            command: "env".to_owned(),
+            timeout_secs: None,
+        }],
+        runner(),
+    )
     .unwrap()
 }
 

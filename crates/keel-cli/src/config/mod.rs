@@ -482,7 +482,11 @@ impl Config {
 
     /// The hooks of both files.
     pub fn hooks(&self) -> Result<Hooks, String> {
-        Hooks::from_config(&self.hooks, std::sync::Arc::new(keel_sandbox::ProcessGroupRunner)).map_err(|err| format!("[[hooks]]: {err}"))
+        Hooks::from_config(
+            &self.hooks,
+            std::sync::Arc::new(keel_sandbox::ProcessGroupRunner),
+        )
+        .map_err(|err| format!("[[hooks]]: {err}"))
     }
 }
 
