@@ -21,8 +21,6 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use keel_engine::{Session, system_prompt};
-
-use crate::project::{project_context, project_root};
 use keel_sandbox::{PathSandbox, SandboxPolicy, default_tools};
 use keel_tool::{Effect, Tool, ToolContext, ToolError, ToolOutput};
 use schemars::JsonSchema;
@@ -31,6 +29,7 @@ use tracing::Instrument;
 
 use crate::delegation::Delegation;
 use crate::error::AgentsError;
+use crate::project::{project_context, project_root};
 use crate::roots;
 use crate::run::{CallRecord, RunReport, run_to_end};
 
