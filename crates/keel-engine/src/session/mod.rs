@@ -37,7 +37,7 @@ pub struct CancelHandle {
 
 impl CancelHandle {
     /// Cancels the run in progress: the model call or tool running now is stopped promptly,
-    /// and the run ends with [`Stop::Cancelled`]. The next prompt starts afresh.
+    /// and the run ends with [`Stop::Cancelled`](crate::Stop::Cancelled). The next prompt starts afresh.
     pub fn cancel(&self) {
         if let Ok(token) = self.current.lock() {
             token.cancel();
@@ -157,7 +157,7 @@ impl Session {
     }
 
     /// Rewinds the conversation to its first `history_len` messages, e.g. the
-    /// [`SnapshotPoint::history_len`] of a snapshot being restored: the history is cut there
+    /// [`SnapshotPoint::history_len`](keel_snapshot::SnapshotPoint::history_len) of a snapshot being restored: the history is cut there
     /// and a [`SessionRecord::Rewound`] is written, so a resumed session continues from the
     /// same point. Refused ([`SessionError::InvalidRewind`]) when `history_len` is past the
     /// end or would split a call from its result; a log that cannot be written is an error
