@@ -186,10 +186,9 @@ pub trait Approver: Send + Sync {
         true
     }
 
-    /// Whether gated calls may run with nobody to ask: a background task's approvals. `true`
-    /// only for an approver that allows every call without asking anyone ([`AllowAll`]);
-    /// default `false`, so a task of a host whose approver asks a person runs with gated
-    /// calls refused.
+    /// Whether gated calls may run with nobody there to ask: what a run this approver's
+    /// agent starts in another process (a background task) gets. Default `false`: such runs
+    /// refuse gated calls. Only an approver that allows every call says `true`.
     fn allows_unattended(&self) -> bool {
         false
     }
