@@ -4,14 +4,15 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use keel_agents::tasks::{
-    Runners, Spawner, SqliteTaskStore, TaskApprovals, TaskLimits, TaskSettings, task_tools,
-};
 use keel_agents::{Policies, SubAgentRunner};
 use keel_engine::HookConfig;
+use keel_tasks::SubAgentTasks;
+use keel_tasks::{
+    Runners, Spawner, SqliteTaskStore, TaskApprovals, TaskLimits, TaskSettings, task_tools,
+};
 use keel_tool::{RegistryError, ToolRegistry};
 
-pub use keel_agents::tasks::{TaskLauncher, TaskNotifier};
+pub use keel_tasks::{TaskLauncher, TaskNotifier};
 
 /// How background tasks run: `start_task` returns at once; the task runs in its own process
 /// group, recorded in `$KEEL_HOME/tasks.db`, and the session that started it is told when it

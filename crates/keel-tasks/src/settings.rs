@@ -9,8 +9,8 @@ use keel_engine::HookConfig;
 use keel_sandbox::SandboxPolicy;
 use serde::{Deserialize, Serialize};
 
-use super::{TaskError, TaskStore};
-use crate::roots;
+use crate::{TaskError, TaskStore};
+use keel_agents::roots;
 
 /// Who approves a task's gated calls. A task runs with no person to ask, so the session's
 /// `ask` becomes [`TaskApprovals::Deny`].
@@ -26,7 +26,7 @@ pub enum TaskApprovals {
 
 /// The settings a task runs with, recorded with it (as JSON, in the store) when it starts.
 ///
-/// A [`TaskLauncher`](super::TaskLauncher) is built with its session's settings; it records
+/// A [`TaskLauncher`](crate::TaskLauncher) is built with its session's settings; it records
 /// them with every task it starts, the runner's argument template included. The supervisor
 /// runs that template (never re-reading a configuration), refuses a task recorded without
 /// settings (by an older keel), and checks the task's directory lies inside
@@ -35,7 +35,7 @@ pub enum TaskApprovals {
 /// [`policy`](Self::policy).
 ///
 /// ```
-/// use keel_agents::tasks::{TaskApprovals, TaskSettings};
+/// use keel_tasks::{TaskApprovals, TaskSettings};
 /// use keel_sandbox::SandboxPolicy;
 ///
 /// let workspace = tempfile::tempdir()?;
@@ -68,7 +68,7 @@ pub struct TaskSettings {
     /// Command hooks.
     pub hooks: Vec<HookConfig>,
     /// The runner's argument template (`{task}` and `{workdir}` not yet filled in), set by
-    /// the launcher for each task from its [`Runners`](super::Runners).
+    /// the launcher for each task from its [`Runners`](crate::Runners).
     pub runner: Vec<String>,
 }
 
@@ -130,7 +130,7 @@ pub fn load_settings(store: &dyn TaskStore, id: &str) -> Result<TaskSettings, Ta
 }
 
 /// Why a task without settings does not run.
-pub(super) fn no_settings(id: &str) -> String {
+pub(crate) fn no_settings(id: &str) -> String {
     format!(
         "task {id} was recorded without the settings it must run with (by an older keel, or \
          they are unreadable), so it was not run; start it again"
