@@ -79,6 +79,7 @@ mod code;
 mod delegation;
 mod error;
 pub mod frontmatter;
+mod project;
 pub mod roots;
 mod run;
 mod skills;
@@ -88,6 +89,7 @@ mod teams;
 pub use code::{CodeArgs, CodeModel, CodeTool};
 pub use delegation::{Delegation, Models, Policies};
 pub use error::AgentsError;
+pub use project::{project_context, project_root};
 pub use run::{CallRecord, RunReport, run_to_end};
 pub use skills::{SkillIndex, SkillSummary, UseSkillArgs, UseSkillTool};
 pub use subagents::{

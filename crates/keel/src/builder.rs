@@ -293,7 +293,10 @@ impl CodingAgentBuilder {
 
         let mut hooks = self.hooks;
         let in_process_hooks = !hooks.is_empty();
-        hooks.extend(Hooks::from_config(&self.hook_configs)?);
+        hooks.extend(Hooks::from_config(
+            &self.hook_configs,
+            Arc::new(keel_sandbox::ProcessGroupRunner),
+        )?);
         let policies = Policies::new(policy)
             .with_approver(self.approver)
             .with_permissions(self.permissions)
@@ -306,8 +309,8 @@ impl CodingAgentBuilder {
         let small = self
             .small_model
             .unwrap_or_else(|| Models::small_for(&model));
-        let root = keel_engine::project_root(&cwd);
-        let mut prompt = system_prompt(&keel_engine::gather_context(&root, &cwd));
+        let root = keel_agents::project_root(&cwd);
+        let mut prompt = system_prompt(&keel_agents::project_context(&root, &cwd));
 
         #[cfg(feature = "snapshots")]
         let snapshots = match self.snapshots {
