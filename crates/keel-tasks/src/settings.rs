@@ -73,6 +73,37 @@ pub struct TaskSettings {
 }
 
 impl TaskSettings {
+    /// The settings of every task an agent working in `workspace` under `policies` starts:
+    /// the same sandbox policy, allow-read paths, permission rules and command hooks; gated
+    /// calls allowed only if the agent's approver allows them with nobody there to ask
+    /// ([`Approver::allows_unattended`](keel_engine::Approver::allows_unattended)). So a task
+    /// is never freer than the agent that starts it.
+    ///
+    /// Refused when the agent has Rust hooks: a task's own process cannot run them, so it
+    /// would be freer than its parent.
+    pub fn from_policies(
+        workspace: &Path,
+        policies: &keel_agents::Policies,
+    ) -> Result<Self, TaskError> {
+        let hooks = policies.hooks();
+        if hooks.has_in_process_hooks() {
+            return Err(TaskError::Refused(
+                "the agent has in-process hooks, which a task's own process cannot run".into(),
+            ));
+        }
+        let (allow, deny) = policies.permissions().sources();
+        let approvals = if policies.approver().allows_unattended() {
+            TaskApprovals::Allow
+        } else {
+            TaskApprovals::Deny
+        };
+        Ok(Self::new(workspace, policies.sandbox().clone())
+            .with_allow_read(policies.allow_read().to_vec())
+            .with_approvals(approvals)
+            .with_rules(allow, deny)
+            .with_hooks(hooks.command_configs()))
+    }
+
     /// The settings of a session working in `workspace` under `policy`: its roots are the
     /// workspace and the policy's writable roots, resolved; approvals deny; no allow-read
     /// paths, rules or hooks until the `with_` methods say otherwise.

@@ -292,7 +292,6 @@ impl CodingAgentBuilder {
         let base = default_tools(&sandbox, &policy)?;
 
         let mut hooks = self.hooks;
-        let in_process_hooks = !hooks.is_empty();
         hooks.extend(Hooks::from_config(
             &self.hook_configs,
             Arc::new(keel_sandbox::ProcessGroupRunner),
@@ -342,19 +341,16 @@ impl CodingAgentBuilder {
             }
             #[cfg(feature = "tasks")]
             let tasks = match &self.tasks {
-                Some(options) => {
-                    crate::tasks::settings(&cwd, &policies, &self.hook_configs, in_process_hooks)
-                        .and_then(|settings| options.launcher(&home, settings))
-                        .map(|launcher| Some((launcher, options.allowed().to_vec())))
-                        .unwrap_or_else(|err| {
-                            warnings.push(format!("background tasks are off: {err}"));
-                            None
-                        })
-                }
+                Some(options) => keel_tasks::TaskSettings::from_policies(&cwd, &policies)
+                    .map_err(|err| err.to_string())
+                    .and_then(|settings| options.launcher(&home, settings))
+                    .map(|launcher| Some((launcher, options.allowed().to_vec())))
+                    .unwrap_or_else(|err| {
+                        warnings.push(format!("background tasks are off: {err}"));
+                        None
+                    }),
                 None => None,
             };
-            #[cfg(not(feature = "tasks"))]
-            let _ = in_process_hooks;
             let code = CodeTool::new(delegation.clone(), &cwd, Home(&home).logs())
                 .max_iterations(self.max_iterations);
             let delegates = Delegates::discover(

@@ -1,6 +1,9 @@
 //! The facade's examples, run as programs against a loopback server with the provider from the
 //! environment, as a host would run them. (`cargo test` builds examples before it runs tests.)
 
+// Tests report failures by panicking.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 
