@@ -1,5 +1,6 @@
-//! Background tasks: the options a host gives, the settings every task takes from the
-//! agent's [`Policies`], and running a prompt until the tasks it started have ended.
+//! Background tasks: how a host runs them ([`BackgroundTasks`]) and the launcher the agent
+//! gets, whose every task takes the agent's policies
+//! ([`TaskSettings::from_policies`](keel_tasks::TaskSettings::from_policies)).
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -13,7 +14,7 @@ pub use keel_tasks::{TaskLauncher, TaskNotifier};
 
 /// How background tasks run: `start_task` returns at once; the task runs in its own process
 /// group, recorded in `$KEEL_HOME/tasks.db`, and the session that started it is told when it
-/// ends. Every task takes the agent's policies (see [`Policies`]).
+/// ends. Every task takes the agent's policies (see [`Policies`](crate::Policies)).
 #[derive(Debug, Clone)]
 pub struct BackgroundTasks {
     keel_exe: PathBuf,
