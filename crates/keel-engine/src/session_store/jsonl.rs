@@ -25,12 +25,6 @@ impl JsonlSessionStore {
         Self { dir: dir.into() }
     }
 
-    /// `$KEEL_HOME/sessions` if `KEEL_HOME` is set and not empty, else `~/.keel/sessions`;
-    /// `None` when neither variable is set.
-    pub fn default_dir() -> Option<PathBuf> {
-        dir_from(std::env::var_os("KEEL_HOME"), std::env::var_os("HOME"))
-    }
-
     /// The directory holding the session files.
     pub fn dir(&self) -> &Path {
         &self.dir
@@ -84,19 +78,6 @@ impl JsonlSessionStore {
             .read_until(b'\n', &mut first)
             .map_err(|err| SessionError::io(&path, err))?;
         replay::header_only(id, &first)
-    }
-}
-
-fn dir_from(
-    keel_home: Option<std::ffi::OsString>,
-    home: Option<std::ffi::OsString>,
-) -> Option<PathBuf> {
-    match (keel_home, home) {
-        (Some(keel), _) if !keel.is_empty() => Some(PathBuf::from(keel).join("sessions")),
-        (_, Some(home)) if !home.is_empty() => {
-            Some(PathBuf::from(home).join(".keel").join("sessions"))
-        }
-        _ => None,
     }
 }
 
@@ -233,24 +214,6 @@ impl Drop for JsonlSessionLog {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn default_dir_prefers_keel_home() {
-        assert_eq!(
-            dir_from(Some("/k".into()), Some("/h".into())),
-            Some(PathBuf::from("/k/sessions"))
-        );
-        assert_eq!(
-            dir_from(Some("".into()), Some("/h".into())),
-            Some(PathBuf::from("/h/.keel/sessions"))
-        );
-        assert_eq!(
-            dir_from(None, Some("/h".into())),
-            Some(PathBuf::from("/h/.keel/sessions"))
-        );
-        assert_eq!(dir_from(None, Some("".into())), None);
-        assert_eq!(dir_from(None, None), None);
-    }
 
     #[test]
     fn path_of_stays_in_the_directory() {
