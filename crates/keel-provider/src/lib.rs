@@ -101,3 +101,8 @@ pub use types::{
     CachePolicy, CompletionRequest, ContentBlock, InvalidToolInput, Message, Role, StopReason,
     ToolCall, ToolChoice, ToolDefinition, ToolInput, ToolUseResponse, Usage,
 };
+
+/// The crate README's example, compiled as a doctest so it stays true.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+pub struct CrateReadmeDoctest;

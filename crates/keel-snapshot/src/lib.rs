@@ -61,3 +61,8 @@ pub use limits::SnapshotLimits;
 pub use point::{RestoreReport, SnapshotId, SnapshotInfo, SnapshotPoint, Snapshots};
 pub use prune::PruneReport;
 pub use shadow::{ShadowSnapshots, workspace_id};
+
+/// The crate README's example, compiled as a doctest so it stays true.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+pub struct CrateReadmeDoctest;
