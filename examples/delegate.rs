@@ -79,7 +79,11 @@ async fn run(
     let logs = logs_dir();
     // Delegated sessions use the same provider; gated (destructive) calls are refused; they
     // work only inside `cwd`.
-    let delegation = Delegation::new(provider.clone(), models);
+    let delegation = Delegation::new(
+        provider.clone(),
+        models,
+        keel_agents::Policies::new(keel_sandbox::SandboxPolicy::default()),
+    );
     let tools = ToolRegistry::new().with(CodeTool::new(delegation, &cwd, &logs))?;
     let agent = Agent::builder(provider)
         .model(model)

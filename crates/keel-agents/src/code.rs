@@ -4,11 +4,15 @@
 //!
 //! ```no_run
 //! use std::sync::Arc;
-//! use keel_agents::{CodeTool, Delegation, Models};
+//! use keel_agents::{CodeTool, Delegation, Models, Policies};
+//! use keel_sandbox::SandboxPolicy;
 //! use keel_tool::ToolRegistry;
 //! # fn provider() -> Arc<dyn keel_provider::Provider> { unimplemented!() }
 //!
-//! let delegation = Delegation::new(provider(), Models::new("claude-sonnet-4-5", "claude-haiku-4-5"));
+//! // The parent's policies: its sessions take them whole.
+//! let policies = Policies::new(SandboxPolicy::default());
+//! let models = Models::new("claude-sonnet-4-5", "claude-haiku-4-5");
+//! let delegation = Delegation::new(provider(), models, policies);
 //! // Sessions may work in /work/app and below it, nowhere else.
 //! let tools = ToolRegistry::new().with(CodeTool::new(delegation, "/work/app", "/tmp/keel-logs"))?;
 //! assert_eq!(tools.names(), ["code"]);
@@ -82,9 +86,9 @@ pub struct CodeArgs {
 /// The `code` tool: runs a coding task in a directory with a fresh agent and returns its final
 /// text and the path of a log of the session.
 ///
-/// Stateless: each call builds its own agent (the [`Delegation`]'s provider, approver,
-/// permission rules and hooks; the default tools confined to `cwd` under the parent's
-/// [sandbox policy](CodeTool::sandbox_policy) and [allow-read paths](CodeTool::allow_read);
+/// Stateless: each call builds its own agent (the [`Delegation`]'s provider and the parent's
+/// [`Policies`](crate::Policies): approver, permission rules, hooks, and the default tools
+/// confined to `cwd` under the parent's sandbox policy and allow-read paths;
 /// the system prompt with the project's context) and its own session, which is dropped when
 /// the call ends, whether it succeeded, failed or was cancelled.
 ///
@@ -102,8 +106,6 @@ pub struct CodeTool {
     delegation: Delegation,
     workspace: PathBuf,
     logs_dir: PathBuf,
-    policy: SandboxPolicy,
-    allow_read: Vec<PathBuf>,
     max_iterations: u32,
     timeout: Duration,
 }
@@ -121,28 +123,9 @@ impl CodeTool {
             delegation,
             workspace: workspace.into(),
             logs_dir: logs_dir.into(),
-            policy: SandboxPolicy::default(),
-            allow_read: Vec::new(),
             max_iterations: DEFAULT_MAX_ITERATIONS,
             timeout: DEFAULT_TIMEOUT,
         }
-    }
-
-    /// The sandbox policy of the sessions' tools: give the parent's (its mode, network,
-    /// writable roots, protected paths and hidden variables). Default
-    /// [`SandboxPolicy::default`]: writes confined to the workspace. Under
-    /// [`keel_sandbox::SandboxMode::ReadOnly`] the sessions get no tools that write. Its
-    /// `writable_roots` are roots `cwd` may lie in too.
-    pub fn sandbox_policy(mut self, policy: SandboxPolicy) -> Self {
-        self.policy = policy;
-        self
-    }
-
-    /// Paths the sessions' file tools may also read (never write): give the parent's
-    /// (default none).
-    pub fn allow_read(mut self, paths: impl IntoIterator<Item = impl Into<PathBuf>>) -> Self {
-        self.allow_read = paths.into_iter().map(Into::into).collect();
-        self
     }
 
     /// The most model calls in one session (default 25).
@@ -168,20 +151,26 @@ impl CodeTool {
         &self.workspace
     }
 
-    /// The directories `cwd` may lie in: the workspace and the policy's writable roots,
+    /// The directories `cwd` may lie in: the workspace and the parent's writable roots,
     /// resolved.
     pub fn roots(&self) -> Vec<PathBuf> {
-        roots::resolve(&self.workspace, &self.policy.writable_roots)
+        roots::resolve(&self.workspace, &self.policy().writable_roots)
+    }
+
+    /// The sandbox policy of the sessions' tools: the parent's (under
+    /// [`keel_sandbox::SandboxMode::ReadOnly`] the sessions get no tools that write).
+    fn policy(&self) -> &SandboxPolicy {
+        self.delegation.policies().sandbox()
     }
 
     /// A fresh session for `model` in `cwd`.
     fn start(&self, cwd: &Path, model: &str) -> Result<Session, AgentsError> {
         let root = project_root(cwd);
         let mut sandbox = PathSandbox::new(cwd)?;
-        for path in &self.allow_read {
+        for path in self.delegation.policies().allow_read() {
             sandbox = sandbox.allow_read(path)?;
         }
-        let tools = default_tools(&sandbox, &self.policy)?;
+        let tools = default_tools(&sandbox, self.policy())?;
         let agent = self
             .delegation
             .agent_builder(model)

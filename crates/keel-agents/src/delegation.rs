@@ -1,11 +1,14 @@
-//! What every delegated run shares with the agent that delegates: the provider, the models,
-//! the approver, the permission rules and the hooks. A delegated run can never do what its
-//! parent may not.
+//! What every delegated run shares with the agent that delegates: the provider, the models
+//! and the [`Policies`] (approver, permission rules, hooks, sandbox policy, allow-read paths).
+//! A delegated run can never do what its parent may not: [`Delegation::new`] takes the
+//! parent's whole [`Policies`], and nothing in a [`Delegation`] can loosen them.
 
+use std::path::PathBuf;
 use std::sync::Arc;
 
 use keel_engine::{AgentBuilder, Approver, DenyGated, Hooks, PermissionRules};
 use keel_provider::{ModelCatalog, Provider};
+use keel_sandbox::SandboxPolicy;
 use keel_snapshot::Snapshots;
 
 /// The models delegation chooses from.
@@ -54,14 +57,129 @@ impl Models {
     }
 }
 
+/// Everything that limits what an agent may do: who approves gated calls, the permission
+/// rules, the hooks, the sandbox policy of its tools and commands (mode, network, writable
+/// roots, protected paths, hidden variables) and the paths its file tools may also read.
+///
+/// One value, owned by the agent and handed whole to every run it delegates (`code`
+/// sessions, sub-agents, team steps, background tasks), so a delegated run is never freer
+/// than its parent. [`Policies::new`] starts from the strictest answers: gated calls refused
+/// ([`DenyGated`]), no allow rules.
+///
+/// ```
+/// use std::sync::Arc;
+/// use keel_agents::Policies;
+/// use keel_engine::{AllowAll, PermissionRules};
+/// use keel_sandbox::SandboxPolicy;
+///
+/// let policies = Policies::new(SandboxPolicy::default())
+///     .with_permissions(PermissionRules::parse(&[], &["run_command(rm:*)".into()])?)
+///     .with_approver(Arc::new(AllowAll));
+/// assert!(!policies.sandbox().network);
+/// # Ok::<(), keel_engine::PermissionError>(())
+/// ```
+#[derive(Clone)]
+pub struct Policies {
+    approver: Arc<dyn Approver>,
+    permissions: PermissionRules,
+    hooks: Hooks,
+    sandbox: SandboxPolicy,
+    allow_read: Vec<PathBuf>,
+}
+
+impl std::fmt::Debug for Policies {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Policies")
+            .field("permissions", &self.permissions)
+            .field("hooks", &self.hooks)
+            .field("sandbox", &self.sandbox)
+            .field("allow_read", &self.allow_read)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Policies {
+    /// `sandbox` for tools and commands; gated calls refused ([`DenyGated`]), no rules, no
+    /// hooks, no extra readable paths.
+    pub fn new(sandbox: SandboxPolicy) -> Self {
+        Self {
+            approver: Arc::new(DenyGated),
+            permissions: PermissionRules::default(),
+            hooks: Hooks::new(),
+            sandbox,
+            allow_read: Vec::new(),
+        }
+    }
+
+    /// Who approves gated calls.
+    #[must_use]
+    pub fn with_approver(mut self, approver: Arc<dyn Approver>) -> Self {
+        self.approver = approver;
+        self
+    }
+
+    /// The permission rules.
+    #[must_use]
+    pub fn with_permissions(mut self, rules: PermissionRules) -> Self {
+        self.permissions = rules;
+        self
+    }
+
+    /// The hooks. The sandbox policy's hidden variables are hidden from their commands too.
+    #[must_use]
+    pub fn with_hooks(mut self, hooks: Hooks) -> Self {
+        self.hooks = hooks;
+        self
+    }
+
+    /// Paths the file tools may also read (never write).
+    #[must_use]
+    pub fn with_allow_read(mut self, paths: impl IntoIterator<Item = impl Into<PathBuf>>) -> Self {
+        self.allow_read = paths.into_iter().map(Into::into).collect();
+        self
+    }
+
+    /// The approver.
+    pub fn approver(&self) -> &Arc<dyn Approver> {
+        &self.approver
+    }
+
+    /// The permission rules.
+    pub fn permissions(&self) -> &PermissionRules {
+        &self.permissions
+    }
+
+    /// The hooks, with the sandbox policy's hidden variables hidden from their commands.
+    pub fn hooks(&self) -> Hooks {
+        self.hooks.clone().hide_env(self.sandbox.hidden_env.clone())
+    }
+
+    /// The sandbox policy.
+    pub fn sandbox(&self) -> &SandboxPolicy {
+        &self.sandbox
+    }
+
+    /// The paths the file tools may also read.
+    pub fn allow_read(&self) -> &[PathBuf] {
+        &self.allow_read
+    }
+
+    /// `builder` with this approver, these rules and hooks: how an agent, and each of its
+    /// delegated runs, takes them.
+    pub fn apply(&self, builder: AgentBuilder) -> AgentBuilder {
+        builder
+            .approver(self.approver.clone())
+            .permissions(self.permissions.clone())
+            .hooks(self.hooks())
+    }
+}
+
 /// The parent's side of every delegated run; cheap to clone.
 #[derive(Clone)]
 pub struct Delegation {
     provider: Arc<dyn Provider>,
     models: Models,
-    approver: Arc<dyn Approver>,
-    permissions: PermissionRules,
-    hooks: Hooks,
+    policies: Policies,
     catalog: Arc<ModelCatalog>,
     snapshots: Option<Arc<dyn Snapshots>>,
 }
@@ -76,15 +194,13 @@ impl std::fmt::Debug for Delegation {
 }
 
 impl Delegation {
-    /// Delegation to `provider` with `models`; gated calls are refused ([`DenyGated`]) until
-    /// [`Delegation::approver`] says otherwise.
-    pub fn new(provider: Arc<dyn Provider>, models: Models) -> Self {
+    /// Delegation to `provider` with `models`, under the parent's `policies`: every delegated
+    /// run takes them whole.
+    pub fn new(provider: Arc<dyn Provider>, models: Models, policies: Policies) -> Self {
         Self {
             provider,
             models,
-            approver: Arc::new(DenyGated),
-            permissions: PermissionRules::default(),
-            hooks: Hooks::new(),
+            policies,
             catalog: Arc::new(ModelCatalog::built_in()),
             snapshots: None,
         }
@@ -98,22 +214,9 @@ impl Delegation {
         self
     }
 
-    /// Who approves the delegated runs' gated calls: give the parent's approver.
-    pub fn approver(mut self, approver: Arc<dyn Approver>) -> Self {
-        self.approver = approver;
-        self
-    }
-
-    /// The parent's permission rules, checked in delegated runs too.
-    pub fn permissions(mut self, rules: PermissionRules) -> Self {
-        self.permissions = rules;
-        self
-    }
-
-    /// The parent's hooks, run in delegated runs too.
-    pub fn hooks(mut self, hooks: Hooks) -> Self {
-        self.hooks = hooks;
-        self
+    /// The parent's policies, which every delegated run takes.
+    pub fn policies(&self) -> &Policies {
+        &self.policies
     }
 
     /// Prices and context windows (default: the built-in catalog).
@@ -137,16 +240,15 @@ impl Delegation {
         self.catalog.get(model).map(|info| info.context_window)
     }
 
-    /// An agent builder for a delegated run on `model`: this provider, approver, rules, hooks
+    /// An agent builder for a delegated run on `model`: this provider, the parent's policies
     /// and snapshot store; no session store (the parent's session records the call).
     /// The caller adds the tools, the system prompt and the limits.
     pub fn agent_builder(&self, model: &str) -> AgentBuilder {
-        let builder = keel_engine::Agent::builder(self.provider.clone())
-            .model(model)
-            .approver(self.approver.clone())
-            .permissions(self.permissions.clone())
-            .hooks(self.hooks.clone())
-            .catalog((*self.catalog).clone());
+        let builder = self.policies.apply(
+            keel_engine::Agent::builder(self.provider.clone())
+                .model(model)
+                .catalog((*self.catalog).clone()),
+        );
         match &self.snapshots {
             Some(snapshots) => builder.snapshots(snapshots.clone()),
             None => builder,

@@ -14,8 +14,9 @@
 //!   in its own process group, records it in a SQLite [`tasks::TaskStore`], and the session
 //!   that started it is told when it ends, exactly once, before its next model request.
 //!
-//! Every delegated run shares a [`Delegation`]: the parent's provider, models, approver,
-//! permission rules and hooks, so a delegated run can never do what its parent may not. A
+//! Every delegated run shares a [`Delegation`]: the parent's provider, models and
+//! [`Policies`] (approver, permission rules, hooks, sandbox policy, allow-read paths), taken
+//! whole, so a delegated run can never do what its parent may not. A
 //! delegated run never fails its caller's loop: whatever happens comes back as text.
 //!
 //! Delegation stays inside: the directory the model names for `code` (`cwd`) or `start_task`
@@ -29,8 +30,10 @@
 //! ```
 //! use std::sync::Arc;
 //! use keel_agents::{
-//!     AgentDefinition, AgentDefinitions, Delegation, Models, SubAgentLimits, SubAgentRunner,
+//!     AgentDefinition, AgentDefinitions, Delegation, Models, Policies, SubAgentLimits,
+//!     SubAgentRunner,
 //! };
+//! use keel_sandbox::SandboxPolicy;
 //! use keel_tool::ToolRegistry;
 //! use keel_test_support::scripted::ScriptedProvider;
 //!
@@ -47,7 +50,11 @@
 //!     path: "reviewer.md".into(),
 //! };
 //! let runner = SubAgentRunner::new(
-//!     Delegation::new(model.clone(), Models::new("claude-sonnet-4-5", "claude-haiku-4-5")),
+//!     Delegation::new(
+//!         model.clone(),
+//!         Models::new("claude-sonnet-4-5", "claude-haiku-4-5"),
+//!         Policies::new(SandboxPolicy::default()), // the parent's, taken whole
+//!     ),
 //!     Arc::new(AgentDefinitions::from_definitions(vec![reviewer])),
 //!     ToolRegistry::new(), // the parent's tools: the sub-agent gets at most these
 //!     SubAgentLimits::default(),
@@ -80,7 +87,7 @@ pub mod tasks;
 mod teams;
 
 pub use code::{CodeArgs, CodeModel, CodeTool};
-pub use delegation::{Delegation, Models};
+pub use delegation::{Delegation, Models, Policies};
 pub use error::AgentsError;
 pub use run::{CallRecord, RunReport, run_to_end};
 pub use skills::{SkillIndex, SkillSummary, UseSkillArgs, UseSkillTool};

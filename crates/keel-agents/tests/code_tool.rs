@@ -9,8 +9,9 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
-use keel_agents::{CodeTool, Delegation, Models};
+use keel_agents::{CodeTool, Delegation, Models, Policies};
 use keel_provider::{AnthropicProvider, ApiKey, Provider, RetryPolicy, ToolCall, ToolInput};
+use keel_sandbox::SandboxPolicy;
 use keel_test_support::git::TempRepo;
 use keel_test_support::mock::{
     error_response, request_bodies, serve_anthropic_replies as anthropic_server, sse_response,
@@ -45,8 +46,27 @@ fn registry(server: &MockServer, workspace: &Path, logs: &Path) -> ToolRegistry 
 }
 
 fn code_tool(server: &MockServer, workspace: &Path, logs: &Path) -> CodeTool {
-    let delegation = Delegation::new(provider(server), Models::new(DEFAULT_MODEL, SMALL_MODEL));
-    CodeTool::new(delegation, workspace, logs)
+    code_tool_under(
+        server,
+        workspace,
+        logs,
+        Policies::new(SandboxPolicy::default()),
+    )
+}
+
+/// A `code` tool whose parent has `policies`.
+fn code_tool_under(
+    server: &MockServer,
+    workspace: &Path,
+    logs: &Path,
+    policies: Policies,
+) -> CodeTool {
+    let models = Models::new(DEFAULT_MODEL, SMALL_MODEL);
+    CodeTool::new(
+        Delegation::new(provider(server), models, policies),
+        workspace,
+        logs,
+    )
 }
 
 /// Calls `code` through `registry` as a model would, from a parent working in `parent_cwd`.
@@ -483,8 +503,12 @@ async fn cwd_may_be_inside_the_workspace_or_a_writable_root() {
     let cache = tempfile::tempdir().unwrap();
     let server = anthropic_server(&[text("in sub"), text("in the cache")]).await;
     let (_dir, logs) = logs_dir();
-    let tool = code_tool(&server, &repo.path(), &logs)
-        .sandbox_policy(keel_sandbox::SandboxPolicy::default().allow_write(cache.path()));
+    let tool = code_tool_under(
+        &server,
+        &repo.path(),
+        &logs,
+        Policies::new(SandboxPolicy::default().allow_write(cache.path())),
+    );
     assert_eq!(
         tool.roots(),
         [
@@ -526,9 +550,12 @@ async fn the_session_gets_the_parent_s_policy_and_allow_read_paths() {
     let (_dir, logs) = logs_dir();
     let read_only = keel_sandbox::SandboxPolicy::with_mode(keel_sandbox::SandboxMode::ReadOnly);
     // With the parent's allow-read path and read-only policy...
-    let tool = code_tool(&server, &repo.path(), &logs)
-        .sandbox_policy(read_only)
-        .allow_read([notes.path()]);
+    let tool = code_tool_under(
+        &server,
+        &repo.path(),
+        &logs,
+        Policies::new(read_only).with_allow_read([notes.path()]),
+    );
     let output = code_in(tool, &repo, &repo.path()).await;
     assert!(!output.is_error, "{}", output.content);
     // ...and without.

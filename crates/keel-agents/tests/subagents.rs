@@ -8,7 +8,7 @@ use std::path::Path;
 use std::sync::Arc;
 
 use keel_agents::{
-    AgentDefinitions, Delegation, Models, RunTeamTool, SpawnAgentTool, SubAgentLimits,
+    AgentDefinitions, Delegation, Models, Policies, RunTeamTool, SpawnAgentTool, SubAgentLimits,
     SubAgentRunner, TeamDefinitions,
 };
 use keel_engine::{Agent, Stop};
@@ -52,6 +52,7 @@ fn parent_with_snapshots(
     let mut delegation = Delegation::new(
         provider.clone(),
         Models::new("claude-sonnet-4-5", "claude-haiku-4-5"),
+        Policies::new(SandboxPolicy::default()),
     );
     if let Some(snapshots) = snapshots {
         delegation = delegation.snapshots(snapshots);
@@ -645,7 +646,11 @@ async fn spawns_in_one_turn_run_together_up_to_the_bound() {
             most: 0.into(),
             target: expected,
         });
-        let delegation = Delegation::new(model.clone(), Models::new("m", "m"));
+        let delegation = Delegation::new(
+            model.clone(),
+            Models::new("m", "m"),
+            Policies::new(SandboxPolicy::default()),
+        );
         let base = default_tools(
             &PathSandbox::new(dir.path()).unwrap(),
             &SandboxPolicy::default(),

@@ -337,7 +337,11 @@ fn sub_agents_may_start_tasks_only_when_allowed() {
     ]));
     let model = Arc::new(keel_test_support::scripted::ScriptedProvider::new());
     let runner = SubAgentRunner::new(
-        Delegation::new(model, Models::new("m", "m")),
+        Delegation::new(
+            model,
+            Models::new("m", "m"),
+            keel_agents::Policies::new(keel_sandbox::SandboxPolicy::default()),
+        ),
         definitions.clone(),
         keel_tool::ToolRegistry::new(),
         SubAgentLimits::default(),

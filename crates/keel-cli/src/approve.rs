@@ -128,4 +128,8 @@ impl Approver for ModeApprover {
     async fn continue_after_warning(&self, used: u32, limit: u32) -> bool {
         self.0.continue_after_warning(used, limit).await
     }
+
+    fn allows_unattended(&self) -> bool {
+        self.0.allows_unattended()
+    }
 }

@@ -2,16 +2,10 @@
 //! `keel agents|agent|teams|team|skills` commands.
 
 use std::io::Write;
-use std::path::Path;
-use std::sync::Arc;
 
-use keel_agents::tasks::{TaskLauncher, task_tools};
-use keel_agents::{
-    AgentDefinitions, CodeTool, Delegation, RunReport, RunTeamTool, SkillIndex, SpawnAgentTool,
-    SubAgentLimits, SubAgentRunner, TeamDefinitions, UseSkillTool,
-};
+use keel::Delegates;
+use keel_agents::RunReport;
 use keel_engine::Hooks;
-use keel_tool::{RegistryError, ToolRegistry};
 use tokio_util::sync::CancellationToken;
 
 use crate::approve::ModeApprover;
@@ -19,98 +13,21 @@ use crate::cli::{Command, Options};
 use crate::render::describe_call;
 use crate::setup::{CliError, Mode, SessionChoice, Setup};
 
-/// Sub-agents, teams and skills found for a project, and the runner of its sub-agents.
-pub struct Delegates {
-    /// Runs sub-agents and teams.
-    pub runner: Arc<SubAgentRunner>,
-    /// The teams.
-    pub teams: Arc<TeamDefinitions>,
-    /// The skills.
-    pub skills: Arc<SkillIndex>,
-    /// Definitions skipped, each naming its file and the problem.
-    pub warnings: Vec<String>,
-    /// Background tasks.
-    pub tasks: Option<TaskLauncher>,
-    delegation: Delegation,
+/// The `keel agents|teams|tasks|skills` listings.
+pub trait Listings {
+    /// One line per sub-agent: name, model, tools, description.
+    fn agent_lines(&self) -> Vec<String>;
+    /// One line per team: name, pipeline, description.
+    fn team_lines(&self) -> Vec<String>;
+    /// One line per background task, newest first.
+    fn task_lines(&self) -> Vec<String>;
+    /// One line per skill: name, description.
+    fn skill_lines(&self) -> Vec<String>;
 }
 
-impl Delegates {
-    /// Finds the definitions of the project at `root` and the user's; sub-agents get at most
-    /// `base`, the main agent's own tools.
-    pub fn discover(
-        setup: &Setup,
-        root: &Path,
-        base: &ToolRegistry,
-        delegation: Delegation,
-    ) -> Self {
-        let home = Some(setup.keel_home.as_path());
-        let (agents, mut warnings) =
-            AgentDefinitions::discover(&AgentDefinitions::standard_dirs(root, home));
-        let (teams, more) = TeamDefinitions::discover(&TeamDefinitions::standard_dirs(root, home));
-        warnings.extend(more);
-        let (skills, more) = SkillIndex::discover(&SkillIndex::standard_dirs(root, home));
-        warnings.extend(more);
-        let mut runner = SubAgentRunner::new(
-            delegation.clone(),
-            Arc::new(agents),
-            base.clone(),
-            SubAgentLimits::default(),
-        );
-        let settings = crate::tasks::settings(setup);
-        let tasks = match crate::tasks::launcher(&setup.keel_home, &setup.config, settings) {
-            Ok(launcher) => {
-                runner =
-                    runner.with_tasks(launcher.clone(), setup.config.tasks.allowed_agents.clone());
-                Some(launcher)
-            }
-            Err(err) => {
-                warnings.push(format!("background tasks are off: {err}"));
-                None
-            }
-        };
-        Self {
-            runner: Arc::new(runner),
-            teams: Arc::new(teams),
-            skills: Arc::new(skills),
-            warnings,
-            tasks,
-            delegation,
-        }
-    }
-
-    /// `tools` with `code`, `spawn_agent`, `run_team` and `use_skill` added.
-    pub fn register(
-        &self,
-        tools: ToolRegistry,
-        setup: &Setup,
-    ) -> Result<ToolRegistry, RegistryError> {
-        let code = CodeTool::new(
-            self.delegation.clone(),
-            &setup.cwd,
-            setup.keel_home.join("logs"),
-        )
-        .sandbox_policy(setup.policy.clone())
-        .allow_read(setup.allow_read.clone())
-        .max_iterations(setup.max_iterations);
-        let mut tools = tools
-            .with(code)?
-            .with(SpawnAgentTool::new(self.runner.clone()))?
-            .with(RunTeamTool::new(self.runner.clone(), self.teams.clone()))?
-            .with(UseSkillTool::new(self.skills.clone()))?;
-        if let Some(launcher) = &self.tasks {
-            let task_tools = task_tools(launcher, "main")?;
-            for name in task_tools.names() {
-                if let Some(tool) = task_tools.get(name) {
-                    tools.register_dyn(tool)?;
-                }
-            }
-        }
-        Ok(tools)
-    }
-
-    /// One line per sub-agent: name, model, tools, description.
-    pub fn agent_lines(&self) -> Vec<String> {
-        let agents = self.runner.definitions().all();
+impl Listings for Delegates {
+    fn agent_lines(&self) -> Vec<String> {
+        let agents = self.runner().definitions().all();
         if agents.is_empty() {
             return vec![
                 "no agents: define one in .keel/agents/<name>.md (front matter \
@@ -137,16 +54,15 @@ impl Delegates {
             .collect()
     }
 
-    /// One line per team: name, pipeline, description.
-    pub fn team_lines(&self) -> Vec<String> {
-        if self.teams.is_empty() {
+    fn team_lines(&self) -> Vec<String> {
+        if self.teams().is_empty() {
             return vec![
                 "no teams: define one in .keel/teams/<name>.yaml (`name`, \
                          `description`, `agents: [a, b, c]`)"
                     .into(),
             ];
         }
-        self.teams
+        self.teams()
             .all()
             .iter()
             .map(|team| {
@@ -160,9 +76,8 @@ impl Delegates {
             .collect()
     }
 
-    /// One line per background task, newest first.
-    pub fn task_lines(&self) -> Vec<String> {
-        let Some(launcher) = &self.tasks else {
+    fn task_lines(&self) -> Vec<String> {
+        let Some(launcher) = self.tasks() else {
             return vec!["background tasks are off".into()];
         };
         match launcher.store().list(20) {
@@ -174,16 +89,15 @@ impl Delegates {
         }
     }
 
-    /// One line per skill: name, description.
-    pub fn skill_lines(&self) -> Vec<String> {
-        if self.skills.is_empty() {
+    fn skill_lines(&self) -> Vec<String> {
+        if self.skills().is_empty() {
             return vec![
                 "no skills: add .keel/skills/<name>/SKILL.md or \
                          .keel/skills/<name>.md"
                     .into(),
             ];
         }
-        self.skills
+        self.skills()
             .skills()
             .iter()
             .map(|skill| format!("{}  {}", skill.name, skill.description))
@@ -220,12 +134,13 @@ pub async fn command(options: &Options, command: Command) -> Result<u8, CliError
             "--no-delegation leaves nothing to list or run here".into(),
         ));
     }
-    let wired = setup.agent(ModeApprover::new(setup.approvals, None, None), Hooks::new())?;
-    let delegates = wired
-        .delegates
+    let coding = setup.agent(ModeApprover::new(setup.approvals, None, None), Hooks::new())?;
+    let delegates = coding
+        .delegates()
+        .cloned()
         .ok_or_else(|| CliError::Run("delegation is off".into()))?;
     let mut err = std::io::stderr().lock();
-    for warning in &delegates.warnings {
+    for warning in coding.warnings() {
         let _ = writeln!(err, "keel: warning: {warning}");
     }
     drop(err);
@@ -241,7 +156,7 @@ pub async fn command(options: &Options, command: Command) -> Result<u8, CliError
         Command::Skills => (delegates.skill_lines(), Vec::new(), 0),
         Command::Agent { name, task } => {
             let report = delegates
-                .runner
+                .runner()
                 .run(&name, &task, &setup.cwd, &cancel)
                 .await
                 .map_err(|err| CliError::Usage(err.to_string()))?;
@@ -254,11 +169,11 @@ pub async fn command(options: &Options, command: Command) -> Result<u8, CliError
         }
         Command::Team { name, task } => {
             let team = delegates
-                .teams
+                .teams()
                 .require(&name)
                 .map_err(|err| CliError::Usage(err.to_string()))?;
             let report = delegates
-                .runner
+                .runner()
                 .run_team(team, &task, &setup.cwd, &cancel)
                 .await;
             let code = u8::from(!report.succeeded());

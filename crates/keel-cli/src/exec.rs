@@ -4,7 +4,7 @@ use std::io::{IsTerminal, Read, Write};
 use std::time::Instant;
 
 use futures::StreamExt;
-use keel_agents::tasks::TaskLauncher;
+use keel::{CodingAgent, RunEvent};
 use keel_engine::{AgentEvent, Hooks, RunOutcome, Session, Stop};
 use serde_json::Value;
 
@@ -127,12 +127,12 @@ pub async fn run(options: &Options, args: ExecArgs) -> Result<u8, CliError> {
         }
         _ => None,
     };
-    let wired = setup.agent(ModeApprover::new(setup.approvals, ask, None), Hooks::new())?;
-    for warning in wired.delegates.iter().flat_map(|d| d.warnings.iter()) {
+    let coding = setup.agent(ModeApprover::new(setup.approvals, ask, None), Hooks::new())?;
+    for warning in coding.warnings() {
         progress(&format!("keel: warning: {warning}"));
     }
-    let agent = wired.agent;
-    let mut session = setup.session(&agent, &choice)?;
+    let agent = coding.agent();
+    let mut session = setup.session(agent, &choice)?;
     let started = Instant::now();
     let format = args.output_format;
     if format == OutputFormat::StreamJson {
@@ -156,25 +156,14 @@ pub async fn run(options: &Options, args: ExecArgs) -> Result<u8, CliError> {
         signals::interrupted().await;
         cancel.cancel();
     });
-    let mut outcome = stream_run(&mut session, &prompt, format).await;
-    let tasks = wired.delegates.as_ref().and_then(|d| d.tasks.clone());
-    if let (Some(launcher), false, Some(first)) = (tasks, options.no_wait_tasks, &outcome)
-        && first.stop == Stop::Completed
-        && !signals::terminating()
-    {
-        // Tasks the model started and left running: wait for them, then let it react.
-        if wait_for_tasks(&launcher, session.id(), format).await {
-            let more = stream_run(&mut session, TASKS_ENDED_PROMPT, format).await;
-            outcome = more.map(|mut last| {
-                last.iterations += first.iterations;
-                let mut usage = first.usage;
-                usage.add(&last.usage);
-                last.usage = usage;
-                last.cost_usd = first.cost_usd.zip(last.cost_usd).map(|(a, b)| a + b);
-                last
-            });
-        }
-    }
+    let outcome = stream_run(
+        &coding,
+        &mut session,
+        &prompt,
+        format,
+        !options.no_wait_tasks,
+    )
+    .await;
     ctrl_c.abort();
     let session_id = session.id().to_owned();
     let outcome =
@@ -207,58 +196,53 @@ pub async fn run(options: &Options, args: ExecArgs) -> Result<u8, CliError> {
     })
 }
 
-/// The prompt of the turn after the background tasks ended.
-const TASKS_ENDED_PROMPT: &str = "The background tasks you started have ended; their \
-notifications are above. Check their results and finish the request.";
-
-/// Waits until the tasks `session_id` started have all ended (each has its own timeout).
-/// Returns whether there were any.
-async fn wait_for_tasks(launcher: &TaskLauncher, session_id: &str, format: OutputFormat) -> bool {
-    let mut waited = false;
-    loop {
-        // A supervisor that died would leave its task running forever: look each time.
-        if let Err(err) = launcher.recover() {
-            tracing::warn!("task recovery: {err}");
-        }
-        let active = match launcher.store().active_for_session(session_id) {
-            Ok(active) => active,
-            Err(err) => {
-                progress(&format!("keel: warning: cannot read the tasks: {err}"));
-                return waited;
-            }
-        };
-        if active.is_empty() {
-            return waited;
-        }
-        if !waited && format == OutputFormat::Text {
-            let ids: Vec<&str> = active.iter().map(|t| t.id.as_str()).collect();
-            progress(&format!(
-                "waiting for {} background task(s): {} (--no-wait-tasks skips this)",
-                active.len(),
-                ids.join(", ")
-            ));
-        }
-        waited = true;
-        tokio::select! {
-            () = tokio::time::sleep(std::time::Duration::from_millis(300)) => {}
-            // keel is stopping: the tasks go on without it (their supervisors are detached).
-            () = signals::terminated() => return false,
-        }
-    }
-}
-
-/// Runs `prompt`, printing its events as `format` says; the run's outcome.
+/// Runs `prompt` (and, when it leaves background tasks running and `wait_for_tasks` is set,
+/// the turn after they end), printing its events as `format` says; the outcome.
 async fn stream_run(
+    coding: &CodingAgent,
     session: &mut Session,
     prompt: &str,
     format: OutputFormat,
+    wait_for_tasks: bool,
 ) -> Option<RunOutcome> {
     let session_id = session.id().to_owned();
     let mut outcome: Option<RunOutcome> = None;
+    let mut waiting = false;
     let mut calls = CallInputs::default();
-    let events = session.run_streaming(prompt);
+    // A run stopped by a signal waits for no task: the tasks go on without keel (their
+    // supervisors are detached).
+    let wait = wait_for_tasks && !signals::terminating();
+    let events = coding.run(session, prompt, wait);
     futures::pin_mut!(events);
-    while let Some(event) = events.next().await {
+    loop {
+        let event = tokio::select! {
+            event = events.next() => event,
+            () = signals::terminated(), if waiting => None,
+        };
+        let Some(event) = event else { break };
+        let event = match event {
+            RunEvent::Agent(event) => event,
+            RunEvent::WaitingForTasks { ids } => {
+                waiting = true;
+                if format == OutputFormat::Text {
+                    progress(&format!(
+                        "waiting for {} background task(s): {} (--no-wait-tasks skips this)",
+                        ids.len(),
+                        ids.join(", ")
+                    ));
+                }
+                continue;
+            }
+            RunEvent::TasksEnded => {
+                waiting = false;
+                continue;
+            }
+            RunEvent::Done(done) => {
+                outcome = Some(done);
+                continue;
+            }
+            _ => continue,
+        };
         calls.observe(&event);
         match event {
             AgentEvent::MessageAdded { message } if format == OutputFormat::StreamJson => {
@@ -306,7 +290,9 @@ async fn stream_run(
                 "retrying ({attempt}) in {}: {error}",
                 human_duration(wait)
             )),
-            AgentEvent::Finished(done) => outcome = Some(done),
+            // A run's own end: the whole request's comes with Done (kept in case the wait
+            // for tasks is cut short).
+            AgentEvent::Finished(done) if outcome.is_none() => outcome = Some(done),
             _ => {}
         }
     }

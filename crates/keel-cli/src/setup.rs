@@ -8,20 +8,17 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
+use keel::{BackgroundTasks, CodingAgent};
 use keel_engine::{
-    Agent, Approver, Hooks, JsonlSessionStore, PermissionRules, Session, SessionStore,
-    gather_context, project_root, system_prompt,
+    Agent, Approver, HookConfig, Hooks, JsonlSessionStore, PermissionRules, Session, SessionStore,
 };
 use keel_provider::{AnthropicProvider, ApiKey, OpenAiProvider, Provider};
-use keel_sandbox::{PathSandbox, SandboxMode, SandboxPolicy, default_tools};
-use keel_snapshot::ShadowSnapshots;
+use keel_sandbox::{SandboxMode, SandboxPolicy};
 
-use keel_agents::tasks::{TaskApprovals, TaskNotifier, TaskSettings, load_settings};
-use keel_agents::{Delegation, Models};
+use keel_agents::tasks::{TaskApprovals, TaskSettings, load_settings};
 
 use crate::cli::Options;
 use crate::config::{self, ApprovalMode, Config, ProviderKind};
-use crate::delegates::Delegates;
 
 /// The default model of each provider kind.
 pub fn default_model(kind: ProviderKind) -> &'static str {
@@ -78,14 +75,6 @@ pub enum SessionChoice {
     Latest,
 }
 
-/// An agent and, with delegation on, what it can delegate to.
-pub struct Wired {
-    /// The agent.
-    pub agent: Agent,
-    /// Sub-agents, teams and skills (`None` with `--no-delegation`).
-    pub delegates: Option<Arc<Delegates>>,
-}
-
 /// Everything resolved, before the agent is built.
 pub struct Setup {
     /// The working directory (canonical).
@@ -121,24 +110,11 @@ pub struct Setup {
     /// it was started, which replace the sandbox, approvals, allow-read paths, rules and hooks
     /// the flags and config files would give.
     pub task: Option<TaskSettings>,
-    /// The workspace's snapshot store (`$KEEL_HOME/snapshots`), unless `[snapshots] enabled =
-    /// false` or it cannot be opened (then a notice says why).
-    pub snapshots: Option<Arc<ShadowSnapshots>>,
 }
 
-/// `$KEEL_HOME`, else `~/.keel`.
+/// keel's home (`$KEEL_HOME`, else `~/.keel`): [`keel::home_dir`].
 pub fn keel_home() -> Result<PathBuf, CliError> {
-    if let Some(home) = std::env::var_os("KEEL_HOME").filter(|v| !v.is_empty()) {
-        return Ok(PathBuf::from(home));
-    }
-    match std::env::var_os("HOME").filter(|v| !v.is_empty()) {
-        Some(home) => Ok(PathBuf::from(home).join(".keel")),
-        None => Err(CliError::Usage(
-            "neither KEEL_HOME nor HOME is set: set KEEL_HOME to a directory for keel's config \
-             and sessions"
-                .into(),
-        )),
-    }
+    keel::home_dir().map_err(|err| CliError::Usage(err.to_string()))
 }
 
 /// The session store under `$KEEL_HOME/sessions`.
@@ -236,44 +212,18 @@ impl Setup {
                     policy.max_command_timeout = Duration::from_secs(secs);
                 }
                 policy.network = options.network || config.network.unwrap_or(false);
-                policy.protected_paths =
-                    protected_paths(&config, &cwd, &keel_home, &writable_roots);
+                policy.protected_paths = project_scripts(&config, &cwd);
                 policy.writable_roots = writable_roots;
                 policy.hidden_env = vec![chosen.key_var.clone()];
                 (approvals, policy, allow_read)
             }
         };
-        let mut notices: Vec<String> = config
+        let notices: Vec<String> = config
             .project
             .as_ref()
             .and_then(config::Project::notice)
             .into_iter()
             .collect();
-        let home_real = std::fs::canonicalize(&keel_home).unwrap_or_else(|_| keel_home.clone());
-        if std::iter::once(&cwd)
-            .chain(&policy.writable_roots)
-            .any(|root| home_real.starts_with(root))
-        {
-            notices.push(format!(
-                "warning: KEEL_HOME ({}) lies where commands may write: they could change \
-                 keel's sessions and task records (only its config.toml is protected); set \
-                 KEEL_HOME to a directory outside the workspace",
-                keel_home.display()
-            ));
-        }
-        let snapshots = if config.snapshots.enabled() {
-            match crate::rewind::open(&keel_home, &cwd, &config.snapshots) {
-                Ok(snapshots) => Some(Arc::new(snapshots)),
-                Err(err) => {
-                    notices.push(format!(
-                        "warning: no snapshots, so changes cannot be rewound: {err}"
-                    ));
-                    None
-                }
-            }
-        } else {
-            None
-        };
         Ok(Self {
             cwd,
             keel_home,
@@ -289,36 +239,18 @@ impl Setup {
             policy,
             notices,
             task,
-            snapshots,
         })
     }
 
-    /// The agent: the built-in tools in the working directory, the system prompt with the
-    /// project's context, the config's rules and hooks (after `extra_hooks`), `approver`;
-    /// with delegation on, also `code`, `spawn_agent`, `run_team`, `use_skill` and the skills
-    /// index in the system prompt.
+    /// The agent ([`CodingAgent`]): everything the flags, environment and config files say,
+    /// handed to the builder; `approver` decides gated calls and `local_hooks` watch the main
+    /// agent alone (the REPL's diffs).
     pub fn agent(
         &self,
         approver: impl Approver + 'static,
-        extra_hooks: Hooks,
-    ) -> Result<Wired, CliError> {
+        local_hooks: Hooks,
+    ) -> Result<CodingAgent, CliError> {
         let usage = |message: String| CliError::Usage(message);
-        let mut sandbox = PathSandbox::new(&self.cwd)
-            .map_err(|err| usage(format!("{}: {err}", self.cwd.display())))?;
-        for path in self.allow_read.iter().chain(&self.policy.writable_roots) {
-            sandbox = sandbox
-                .allow_read(path)
-                .map_err(|err| usage(format!("--allow-read {}: {err}", path.display())))?;
-        }
-        // The user's skills may point at files beside them.
-        let user_skills = self.keel_home.join("skills");
-        if self.delegation && user_skills.is_dir() {
-            sandbox = sandbox
-                .allow_read(&user_skills)
-                .map_err(|err| CliError::Run(format!("{}: {err}", user_skills.display())))?;
-        }
-        let base = default_tools(&sandbox, &self.policy)
-            .map_err(|err| CliError::Run(format!("the built-in tools: {err}")))?;
         let config_file = || {
             self.config
                 .files
@@ -327,77 +259,73 @@ impl Setup {
                 .collect::<Vec<_>>()
                 .join(", ")
         };
-        let (rules, config_hooks) = match &self.task {
+        let (rules, hook_configs): (PermissionRules, Vec<HookConfig>) = match &self.task {
             Some(task) => (
                 PermissionRules::parse(&task.allow_rules, &task.deny_rules)
                     .map_err(|err| CliError::Run(format!("the task's rules: {err}")))?,
-                Hooks::from_config(&task.hooks)
-                    .map_err(|err| CliError::Run(format!("the task's hooks: {err}")))?,
+                task.hooks.clone(),
             ),
             None => (
                 self.config
                     .permission_rules()
                     .map_err(|err| usage(format!("{}: {err}", config_file())))?,
-                self.config
-                    .hooks()
-                    .map_err(|err| usage(format!("{}: {err}", config_file())))?,
+                self.config.hooks.clone(),
             ),
         };
-        let mut hooks = extra_hooks;
-        hooks.extend(config_hooks);
-        // Hook commands never see the provider's key variable (nor any credential).
-        let hooks = hooks.hide_env(self.policy.hidden_env.clone());
-        let root = project_root(&self.cwd);
-        let mut prompt = system_prompt(&gather_context(&root, &self.cwd));
-        let approver: Arc<dyn Approver> = Arc::new(approver);
-        let (tools, delegates) = if self.delegation {
-            let mut delegation = Delegation::new(self.provider.clone(), self.models())
-                .approver(approver.clone())
-                .permissions(rules.clone())
-                .hooks(hooks.clone());
-            if let Some(snapshots) = &self.snapshots {
-                delegation = delegation.snapshots(snapshots.clone());
-            }
-            let delegates = Delegates::discover(self, &root, &base, delegation);
-            let tools = delegates
-                .register(base, self)
-                .map_err(|err| CliError::Run(format!("the delegation tools: {err}")))?;
-            if let Some(section) = delegates.skills.prompt_section() {
-                prompt.push_str("\n\n");
-                prompt.push_str(&section);
-            }
-            (tools, Some(Arc::new(delegates)))
-        } else {
-            (base, None)
-        };
-        let mut builder = Agent::builder(self.provider.clone())
+        let builder = CodingAgent::builder(self.provider.clone())
             .model(&self.model)
-            .system_prompt(prompt)
-            .tools(tools)
-            .max_iterations(self.max_iterations)
+            .small_model(self.small_model())
+            .cwd(&self.cwd)
+            .home(&self.keel_home)
+            .sandbox(self.policy.clone())
             .approver(approver)
             .permissions(rules)
-            .hooks(hooks)
-            .session_store(self.store.clone());
-        if let Some(snapshots) = &self.snapshots {
-            builder = builder.snapshots(snapshots.clone());
-        }
-        if let Some(launcher) = delegates.as_ref().and_then(|d| d.tasks.as_ref()) {
-            builder = builder.notifier(Arc::new(TaskNotifier::new(launcher.store().clone())));
-        }
-        let agent = builder.build().map_err(|err| usage(err.to_string()))?;
-        Ok(Wired { agent, delegates })
+            .hook_configs(hook_configs)
+            .local_hooks(local_hooks)
+            .allow_read(self.allow_read.clone())
+            .max_iterations(self.max_iterations)
+            .delegation(self.delegation)
+            .session_store(self.store.clone())
+            .snapshots(
+                self.config
+                    .snapshots
+                    .enabled()
+                    .then(|| self.config.snapshots.limits()),
+            )
+            .background_tasks(Some(self.background_tasks()?));
+        builder.build().map_err(|err| match err {
+            keel::BuildError::Hooks(err) => usage(format!("{}: [[hooks]]: {err}", config_file())),
+            keel::BuildError::WorkingDir { .. } | keel::BuildError::AllowRead { .. } => {
+                usage(err.to_string())
+            }
+            err => CliError::Run(err.to_string()),
+        })
     }
 
-    /// The models delegation chooses from: the model, and `small_model` (or a cheap one of
-    /// the same provider).
-    pub fn models(&self) -> Models {
-        let small = self
-            .config
+    /// How background tasks run: detached `keel task-run <id>` supervisors of this binary,
+    /// the config's runners and limits, the sub-agents it lets start tasks.
+    fn background_tasks(&self) -> Result<BackgroundTasks, CliError> {
+        let exe = std::env::current_exe()
+            .map_err(|err| CliError::Run(format!("cannot find the keel binary: {err}")))?;
+        let tasks = &self.config.tasks;
+        let mut options = BackgroundTasks::detached(exe)
+            .limits(
+                tasks.max_running,
+                tasks.timeout_secs.map(std::time::Duration::from_secs),
+            )
+            .allowed_agents(tasks.allowed_agents.clone());
+        for (name, runner) in &tasks.runners {
+            options = options.runner(name, runner.command.clone());
+        }
+        Ok(options)
+    }
+
+    /// The cheap model delegation may pick: `small_model`, or one of the same provider.
+    fn small_model(&self) -> String {
+        self.config
             .small_model
             .clone()
-            .unwrap_or_else(|| Models::small_for(&self.model));
-        Models::new(self.model.clone(), small)
+            .unwrap_or_else(|| keel_agents::Models::small_for(&self.model))
     }
 
     /// Opens the session `choice` names.
@@ -428,58 +356,16 @@ pub fn existing_dir(dir: &Path, what: &str) -> Result<PathBuf, CliError> {
         })
 }
 
-/// Paths commands and the write tools may not change without the person's approval,
-/// besides the sandbox's own (`.git`, the project's config files): the scripts a trusted
-/// project's hooks and runners run, and — where a writable root holds them — keel's own
-/// config, the start-up files and user-level programs of the home directory (also those
-/// not created yet), and the `PATH` directories.
-fn protected_paths(
-    config: &Config,
-    cwd: &Path,
-    keel_home: &Path,
-    writable_roots: &[PathBuf],
-) -> Vec<PathBuf> {
-    let mut paths = Vec::new();
-    if let Some(project) = &config.project
-        && project.trust.grants()
-    {
-        paths.extend(config::project::referenced_files(
-            &project.dir,
-            &[cwd, &project.dir],
-            &project.commands,
-        ));
-    }
-    let roots: Vec<&Path> = std::iter::once(cwd)
-        .chain(writable_roots.iter().map(PathBuf::as_path))
-        .collect();
-    // Strictly inside a root: a root itself (the workspace) is never made read-only.
-    let writable = |path: &Path| {
-        roots
-            .iter()
-            .any(|root| path.starts_with(root) && path != *root)
-    };
-    let canonical = |path: PathBuf| std::fs::canonicalize(&path).unwrap_or(path);
-    // keel's own config; the rest of its home (sessions, the task store, which keel itself
-    // writes while commands run) cannot be restored around a command, hence the warning
-    // `resolve` gives when it is writable.
-    let mut candidates = vec![canonical(keel_home.to_path_buf()).join("config.toml")];
-    if let Some(home) = std::env::var_os("HOME").map(PathBuf::from) {
-        let home = canonical(home);
-        candidates.extend(HOME_STARTUP.iter().map(|name| home.join(name)));
-    }
-    if let Some(path) = std::env::var_os("PATH") {
-        candidates.extend(
-            std::env::split_paths(&path)
-                .filter(|dir| dir.is_absolute())
-                .map(canonical),
-        );
-    }
-    for path in candidates {
-        if writable(&path) && !paths.contains(&path) {
-            paths.push(path);
+/// The scripts a trusted project's hooks and runners run: commands and the write tools may
+/// not change them without the person's approval (keel adds its own protected paths: its
+/// config, the home directory's start-up files, the `PATH` directories).
+fn project_scripts(config: &Config, cwd: &Path) -> Vec<PathBuf> {
+    match &config.project {
+        Some(project) if project.trust.grants() => {
+            config::project::referenced_files(&project.dir, &[cwd, &project.dir], &project.commands)
         }
+        _ => Vec::new(),
     }
-    paths
 }
 
 /// The settings recorded with background task `id`, for its own `keel exec`.
@@ -531,40 +417,6 @@ fn working_dir(
     }
     Ok(canonical)
 }
-
-/// Files and directories in the home directory that run later outside the sandbox (a shell's
-/// start-up files, user-level programs and toolchains, git's and ssh's config): each is
-/// protected, existing or not, when the workspace or a writable root holds it.
-const HOME_STARTUP: [&str; 28] = [
-    ".bashrc",
-    ".bash_profile",
-    ".bash_login",
-    ".bash_logout",
-    ".bash_aliases",
-    ".profile",
-    ".zshrc",
-    ".zshenv",
-    ".zprofile",
-    ".zlogin",
-    ".inputrc",
-    ".vimrc",
-    ".gitconfig",
-    ".config/git",
-    ".config/fish",
-    ".config/autostart",
-    ".config/systemd",
-    ".config/environment.d",
-    ".ssh",
-    ".gnupg",
-    "bin",
-    ".local/bin",
-    ".cargo/bin",
-    ".cargo/env",
-    ".cargo/config.toml",
-    ".rustup",
-    ".npmrc",
-    ".pypirc",
-];
 
 const NO_PROVIDER: &str = "no model provider configured: set ANTHROPIC_API_KEY, or \
                            OPENAI_BASE_URL for a local server (see keel --help)";

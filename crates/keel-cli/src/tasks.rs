@@ -7,87 +7,16 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use keel_agents::tasks::{
-    self, Runners, Spawner, SqliteTaskStore, TaskApprovals, TaskLauncher, TaskLimits, TaskRecord,
-    TaskSettings, TaskStore, describe, detach, supervise,
+    self, SqliteTaskStore, TaskRecord, TaskStore, describe, detach, supervise,
 };
 
-use crate::config::{ApprovalMode, Config};
-use crate::setup::{CliError, Setup, keel_home};
+use crate::setup::{CliError, keel_home};
 
 /// The task store, `$KEEL_HOME/tasks.db`.
 pub fn open_store(keel_home: &Path) -> Result<Arc<dyn TaskStore>, CliError> {
     let store = SqliteTaskStore::open(&keel_home.join("tasks.db"))
         .map_err(|err| CliError::Run(err.to_string()))?;
     Ok(Arc::new(store))
-}
-
-/// This binary: the `keel` runner, and the detached supervisors.
-fn keel_exe() -> Result<std::path::PathBuf, CliError> {
-    std::env::current_exe()
-        .map_err(|err| CliError::Run(format!("cannot find the keel binary: {err}")))
-}
-
-/// The runners: `keel` (`keel_exe exec`) and the config's `[tasks.runners.NAME]`.
-fn runners(config: &Config, keel_exe: &Path) -> Result<Runners, CliError> {
-    let mut runners = Runners::new(keel_exe);
-    for (name, runner) in &config.tasks.runners {
-        runners = runners
-            .with(name, runner.command.clone())
-            .map_err(|err| CliError::Usage(err.to_string()))?;
-    }
-    Ok(runners)
-}
-
-/// What the session's tasks run with: its workspace, sandbox policy, allow-read paths,
-/// approvals (`ask` becomes deny: a task has no person to ask), rules and hooks.
-pub fn settings(setup: &Setup) -> TaskSettings {
-    // A task started by a task's own run passes on what that run was given.
-    if let Some(task) = &setup.task {
-        return TaskSettings::new(&setup.cwd, task.policy.clone())
-            .with_allow_read(task.allow_read.clone())
-            .with_approvals(task.approvals)
-            .with_rules(task.allow_rules.clone(), task.deny_rules.clone())
-            .with_hooks(task.hooks.clone());
-    }
-    let approvals = match setup.approvals {
-        ApprovalMode::Allow => TaskApprovals::Allow,
-        ApprovalMode::Ask | ApprovalMode::Deny => TaskApprovals::Deny,
-    };
-    TaskSettings::new(&setup.cwd, setup.policy.clone())
-        .with_allow_read(setup.allow_read.clone())
-        .with_approvals(approvals)
-        .with_rules(
-            setup.config.permissions.allow.clone(),
-            setup.config.permissions.deny.clone(),
-        )
-        .with_hooks(setup.config.hooks.clone())
-}
-
-/// The launcher: detached `keel task-run <id>` supervisors, the config's limits, the
-/// session's `settings`.
-pub fn launcher(
-    keel_home: &Path,
-    config: &Config,
-    settings: TaskSettings,
-) -> Result<TaskLauncher, CliError> {
-    let exe = keel_exe()?;
-    let defaults = TaskLimits::default();
-    let limits = TaskLimits {
-        max_running: config.tasks.max_running.unwrap_or(defaults.max_running),
-        timeout_secs: config.tasks.timeout_secs.unwrap_or(defaults.timeout_secs),
-        ..defaults
-    };
-    Ok(TaskLauncher::new(
-        open_store(keel_home)?,
-        runners(config, &exe)?,
-        keel_home.join("tasks"),
-        Spawner::Detached {
-            program: exe,
-            args: vec!["task-run".into()],
-        },
-        settings,
-    )
-    .limits(limits))
 }
 
 /// Marks interrupted the tasks whose supervisor died; run at every start. Problems are

@@ -185,6 +185,13 @@ pub trait Approver: Send + Sync {
     async fn continue_after_warning(&self, _used: u32, _limit: u32) -> bool {
         true
     }
+
+    /// Whether gated calls may run with nobody there to ask: what a run this approver's
+    /// agent starts in another process (a background task) gets. Default `false`: such runs
+    /// refuse gated calls. Only an approver that allows every call says `true`.
+    fn allows_unattended(&self) -> bool {
+        false
+    }
 }
 
 /// A shared approver approves as the one it holds: a host hands the same approver to an agent
@@ -198,6 +205,10 @@ impl<A: Approver + ?Sized> Approver for Arc<A> {
     async fn continue_after_warning(&self, used: u32, limit: u32) -> bool {
         (**self).continue_after_warning(used, limit).await
     }
+
+    fn allows_unattended(&self) -> bool {
+        (**self).allows_unattended()
+    }
 }
 
 /// Allows everything (`--approvals allow`, `-y`), protected calls included.
@@ -208,6 +219,10 @@ pub struct AllowAll;
 impl Approver for AllowAll {
     async fn approve(&self, _request: &ApprovalRequest) -> Decision {
         Decision::Allow
+    }
+
+    fn allows_unattended(&self) -> bool {
+        true
     }
 }
 

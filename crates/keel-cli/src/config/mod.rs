@@ -14,7 +14,7 @@ pub mod project;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use keel_engine::{HookConfig, Hooks, PermissionRules};
+use keel_engine::{HookConfig, PermissionRules};
 use keel_sandbox::SandboxMode;
 use serde::Deserialize;
 
@@ -478,11 +478,6 @@ impl Config {
     pub fn permission_rules(&self) -> Result<PermissionRules, String> {
         PermissionRules::parse(&self.permissions.allow, &self.permissions.deny)
             .map_err(|err| format!("[permissions]: {err}"))
-    }
-
-    /// The hooks of both files.
-    pub fn hooks(&self) -> Result<Hooks, String> {
-        Hooks::from_config(&self.hooks).map_err(|err| format!("[[hooks]]: {err}"))
     }
 }
 

@@ -6,10 +6,11 @@ use keel_snapshot::Snapshots;
 
 use super::worktree;
 use super::{Flow, Repl};
-use crate::delegates::{Delegates, report_lines};
+use crate::delegates::{Listings, report_lines};
 use crate::rewind;
 use crate::sessions;
 use crate::setup::SessionChoice;
+use keel::Delegates;
 use tokio_util::sync::CancellationToken;
 
 /// How many sessions `/sessions` lists.
@@ -164,7 +165,7 @@ impl Repl {
     /// `/rewind`: this workspace's snapshots, newest last; `/rewind N`: the files put back as
     /// they were at snapshot N.
     async fn rewind(&mut self, argument: Option<String>) {
-        let Some(snapshots) = self.setup.snapshots.clone() else {
+        let Some(snapshots) = self.coding.snapshots().cloned() else {
             self.view
                 .error("snapshots are off ([snapshots] enabled = false, or the store failed)");
             return;
@@ -247,7 +248,7 @@ impl Repl {
     /// `/diff`: the work tree against where the session started: its first snapshot, else
     /// `HEAD` as it was when the session began.
     fn diff(&self) {
-        let snapshots = self.setup.snapshots.as_deref();
+        let snapshots = self.coding.snapshots().map(|s| s.as_ref());
         let first = match snapshots.map(|s| worktree::first_snapshot(s, self.session.id())) {
             Some(Ok(first)) => first,
             Some(Err(err)) => {
@@ -312,7 +313,7 @@ impl Repl {
     /// `/clear`: a new session of the same agent, with the current model.
     fn clear(&mut self) {
         let model = self.session.model().to_owned();
-        match self.setup.session(&self.agent, &SessionChoice::New) {
+        match self.setup.session(self.coding.agent(), &SessionChoice::New) {
             Ok(mut session) => {
                 session.set_model(model);
                 self.session = session;
@@ -360,10 +361,10 @@ impl Repl {
         let cwd = self.setup.cwd.clone();
         let run = async {
             if team {
-                match delegates.teams.get(&name) {
+                match delegates.teams().get(&name) {
                     Some(definition) => {
                         let report = delegates
-                            .runner
+                            .runner()
                             .run_team(definition, &task, &cwd, &cancel)
                             .await;
                         let mut lines: Vec<String> = Vec::new();
@@ -387,7 +388,7 @@ impl Repl {
                     None => Err(format!("no team named `{name}`; /teams lists them")),
                 }
             } else {
-                match delegates.runner.run(&name, &task, &cwd, &cancel).await {
+                match delegates.runner().run(&name, &task, &cwd, &cancel).await {
                     Ok(run) => {
                         self.totals.add(&run.usage, run.cost_usd);
                         let mut lines = report_lines(&name, &run);

@@ -21,7 +21,8 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use futures::FutureExt;
-use keel_engine::{Agent, HookEvent, Hooks, Session};
+use keel::{CodingAgent, Delegates};
+use keel_engine::{HookEvent, Hooks, Session};
 
 use self::input::{Input, Line};
 use self::snapshot::{SnapshotHook, Snapshots, WRITE_TOOLS};
@@ -31,7 +32,6 @@ use self::worktree::Baseline;
 use crate::approve::{Answer, ModeApprover, PreviewFn};
 use crate::cli::Options;
 use crate::config::Trust;
-use crate::delegates::Delegates;
 use crate::setup::{CliError, Mode, SessionChoice, Setup};
 use crate::signals;
 use crate::trust;
@@ -55,7 +55,8 @@ enum Flow {
 /// Everything the loop works with.
 struct Repl {
     setup: Setup,
-    agent: Agent,
+    /// The agent, its delegates, snapshots and tasks.
+    coding: CodingAgent,
     session: Session,
     input: Input,
     view: View,
@@ -99,13 +100,13 @@ pub async fn run(options: &Options, choice: SessionChoice) -> Result<u8, CliErro
         Some(input.ask_fn(view.clone())),
         Some(preview),
     );
-    let wired = setup.agent(approver, hooks)?;
-    let agent = wired.agent;
-    let session = setup.session(&agent, &choice)?;
+    let coding = setup.agent(approver, hooks)?;
+    let session = setup.session(coding.agent(), &choice)?;
+    let delegates = coding.delegates().cloned();
     let baseline = worktree::baseline(&setup.cwd);
     let mut repl = Repl {
         setup,
-        agent,
+        coding,
         session,
         input,
         view,
@@ -113,10 +114,10 @@ pub async fn run(options: &Options, choice: SessionChoice) -> Result<u8, CliErro
         totals: Totals::default(),
         baseline,
         persistence_warned: false,
-        delegates: wired.delegates,
+        delegates,
     };
     repl.banner(choice != SessionChoice::New);
-    for warning in repl.delegates.iter().flat_map(|d| d.warnings.iter()) {
+    for warning in repl.coding.warnings() {
         repl.view.warning(&format!("warning: {warning}"));
     }
     repl.read_loop().await
@@ -252,7 +253,7 @@ impl Repl {
     /// While the prompt waits: watches this session's tasks and wakes the prompt when one
     /// ends, setting `woken`.
     fn watch_tasks(&self, woken: Arc<AtomicBool>) -> Option<tokio::task::JoinHandle<()>> {
-        let store = self.delegates.as_ref()?.tasks.as_ref()?.store().clone();
+        let store = self.coding.tasks()?.store().clone();
         let session = self.session.id().to_owned();
         let waker = self.input.waker();
         Some(tokio::spawn(async move {
@@ -285,7 +286,7 @@ impl Repl {
     /// Whether tasks of this session ended that the model has not been told of (the turn
     /// that tells it prints their notices).
     fn tasks_ended(&self) -> bool {
-        let Some(launcher) = self.delegates.as_ref().and_then(|d| d.tasks.as_ref()) else {
+        let Some(launcher) = self.coding.tasks() else {
             return false;
         };
         launcher

@@ -1,0 +1,242 @@
+//! [`CodingAgent`]: the built agent, its sessions, and runs that wait for their background
+//! tasks.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use futures::{Stream, StreamExt as _};
+use keel_agents::Policies;
+use keel_engine::{Agent, AgentEvent, RunOutcome, Session, Stop};
+use keel_provider::Provider;
+
+use crate::delegates::Delegates;
+use crate::{BuildError, CodingAgentBuilder};
+
+/// The prompt of the turn after the background tasks a run started have ended.
+pub const TASKS_ENDED_PROMPT: &str = "The background tasks you started have ended; their \
+notifications are above. Check their results and finish the request.";
+
+/// The whole keel agent: default tools in a sandbox, the system prompt with the project's
+/// context, delegation, skills, background tasks, snapshots, and one set of [`Policies`] that
+/// every delegated run takes.
+pub struct CodingAgent {
+    parts: Parts,
+}
+
+/// What the builder made.
+pub(crate) struct Parts {
+    pub(crate) agent: Agent,
+    pub(crate) cwd: PathBuf,
+    pub(crate) home: PathBuf,
+    pub(crate) model: String,
+    pub(crate) policies: Policies,
+    pub(crate) delegates: Option<Arc<Delegates>>,
+    pub(crate) warnings: Vec<String>,
+    #[cfg(feature = "snapshots")]
+    pub(crate) snapshots: Option<Arc<keel_snapshot::ShadowSnapshots>>,
+}
+
+impl std::fmt::Debug for CodingAgent {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CodingAgent")
+            .field("model", &self.parts.model)
+            .field("cwd", &self.parts.cwd)
+            .field("tools", &self.parts.agent.tools().names())
+            .finish_non_exhaustive()
+    }
+}
+
+/// What a [`CodingAgent::run`] reports as it goes.
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum RunEvent {
+    /// Something happened in a run (the first, or the one after the tasks ended). Each run
+    /// ends with its own [`AgentEvent::Finished`].
+    Agent(AgentEvent),
+    /// The run completed with background tasks still running: waiting for them.
+    WaitingForTasks {
+        /// The tasks' ids.
+        ids: Vec<String>,
+    },
+    /// The tasks ended; the model is asked to check their results ([`TASKS_ENDED_PROMPT`]).
+    TasksEnded,
+    /// The last event: the outcome of the whole request (iterations, usage and cost summed
+    /// over both runs).
+    Done(RunOutcome),
+}
+
+impl CodingAgent {
+    /// A builder for the agent on `provider`.
+    pub fn builder(provider: Arc<dyn Provider>) -> CodingAgentBuilder {
+        CodingAgentBuilder::new(provider)
+    }
+
+    pub(crate) fn new(parts: Parts) -> Self {
+        Self { parts }
+    }
+
+    /// The engine's agent (its tools, model, sessions).
+    pub fn agent(&self) -> &Agent {
+        &self.parts.agent
+    }
+
+    /// A new session in the agent's working directory.
+    pub fn session(&self) -> Result<Session, BuildError> {
+        Ok(self.parts.agent.session(&self.parts.cwd)?)
+    }
+
+    /// Reopens saved session `id`.
+    pub fn resume(&self, id: &str) -> Result<Session, BuildError> {
+        Ok(self.parts.agent.resume(id)?)
+    }
+
+    /// Reopens the newest saved session of the working directory.
+    pub fn resume_latest(&self) -> Result<Session, BuildError> {
+        Ok(self.parts.agent.resume_latest(&self.parts.cwd)?)
+    }
+
+    /// The working directory (canonical).
+    pub fn cwd(&self) -> &Path {
+        &self.parts.cwd
+    }
+
+    /// keel's home.
+    pub fn home(&self) -> &Path {
+        &self.parts.home
+    }
+
+    /// The model.
+    pub fn model(&self) -> &str {
+        &self.parts.model
+    }
+
+    /// The policies the agent and every run it delegates keep.
+    pub fn policies(&self) -> &Policies {
+        &self.parts.policies
+    }
+
+    /// Sub-agents, teams, skills and tasks; `None` without delegation.
+    pub fn delegates(&self) -> Option<&Arc<Delegates>> {
+        self.parts.delegates.as_ref()
+    }
+
+    /// Parts left out while building, one line each (a definition file skipped, snapshots or
+    /// tasks that could not be opened, keel's home where commands may write).
+    pub fn warnings(&self) -> &[String] {
+        &self.parts.warnings
+    }
+
+    /// The workspace's snapshots, when on.
+    #[cfg(feature = "snapshots")]
+    pub fn snapshots(&self) -> Option<&Arc<keel_snapshot::ShadowSnapshots>> {
+        self.parts.snapshots.as_ref()
+    }
+
+    /// The background tasks, when on.
+    #[cfg(feature = "tasks")]
+    pub fn tasks(&self) -> Option<&crate::tasks::TaskLauncher> {
+        self.delegates().and_then(|d| d.tasks())
+    }
+
+    /// Runs `prompt` in `session`; when the run completes with background tasks it started
+    /// still running and `wait_for_tasks` is set, waits for them to end and runs
+    /// [`TASKS_ENDED_PROMPT`] so the model checks their results. The last event is
+    /// [`RunEvent::Done`]. Dropping the stream stops it (while waiting, the tasks go on).
+    pub fn run<'a>(
+        &'a self,
+        session: &'a mut Session,
+        prompt: &'a str,
+        wait_for_tasks: bool,
+    ) -> impl Stream<Item = RunEvent> + Send + 'a {
+        async_stream::stream! {
+            let mut first = None;
+            {
+                let events = session.run_streaming(prompt);
+                futures::pin_mut!(events);
+                while let Some(event) = events.next().await {
+                    if let AgentEvent::Finished(outcome) = &event {
+                        first = Some(outcome.clone());
+                    }
+                    yield RunEvent::Agent(event);
+                }
+            }
+            let Some(first) = first else {
+                return;
+            };
+            #[cfg(feature = "tasks")]
+            if wait_for_tasks
+                && first.stop == Stop::Completed
+                && let Some(launcher) = self.tasks()
+            {
+                let mut waited = false;
+                loop {
+                    match active_tasks(launcher, session.id()) {
+                        Ok(ids) if ids.is_empty() => break,
+                        Ok(ids) => {
+                            if !waited {
+                                yield RunEvent::WaitingForTasks { ids };
+                            }
+                            waited = true;
+                        }
+                        Err(error) => {
+                            yield RunEvent::Agent(AgentEvent::Warning {
+                                message: format!("cannot read the tasks: {error}"),
+                            });
+                            break;
+                        }
+                    }
+                    tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+                }
+                if waited {
+                    yield RunEvent::TasksEnded;
+                    let mut last = None;
+                    {
+                        let events = session.run_streaming(TASKS_ENDED_PROMPT);
+                        futures::pin_mut!(events);
+                        while let Some(event) = events.next().await {
+                            if let AgentEvent::Finished(outcome) = &event {
+                                last = Some(outcome.clone());
+                            }
+                            yield RunEvent::Agent(event);
+                        }
+                    }
+                    if let Some(last) = last {
+                        yield RunEvent::Done(combine(&first, last));
+                        return;
+                    }
+                }
+            }
+            #[cfg(not(feature = "tasks"))]
+            let _ = wait_for_tasks;
+            yield RunEvent::Done(first);
+        }
+    }
+}
+
+/// The ids of the tasks `session_id` started that are still running. A supervisor that died
+/// would leave its task running forever, so the store is recovered first.
+#[cfg(feature = "tasks")]
+fn active_tasks(
+    launcher: &crate::tasks::TaskLauncher,
+    session_id: &str,
+) -> Result<Vec<String>, String> {
+    if let Err(err) = launcher.recover() {
+        tracing::warn!("task recovery: {err}");
+    }
+    let active = launcher
+        .store()
+        .active_for_session(session_id)
+        .map_err(|err| err.to_string())?;
+    Ok(active.into_iter().map(|task| task.id).collect())
+}
+
+/// `last` with the iterations, usage and cost of `first` added.
+#[cfg(feature = "tasks")]
+fn combine(first: &RunOutcome, mut last: RunOutcome) -> RunOutcome {
+    last.iterations += first.iterations;
+    let mut usage = first.usage;
+    usage.add(&last.usage);
+    last.usage = usage;
+    last.cost_usd = first.cost_usd.zip(last.cost_usd).map(|(a, b)| a + b);
+    last
+}

@@ -1,0 +1,428 @@
+//! [`CodingAgentBuilder`]: from a provider and a few switches to the whole agent.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use keel_agents::{CodeTool, Delegation, Models, Policies};
+use keel_engine::{
+    Agent, Approver, DEFAULT_MAX_ITERATIONS, DenyGated, HookConfig, Hooks, JsonlSessionStore,
+    PermissionRules, SessionStore, system_prompt,
+};
+use keel_provider::Provider;
+use keel_sandbox::{PathSandbox, SandboxPolicy, default_tools};
+use keel_tool::{DynTool, Tool, ToolRegistry};
+
+use crate::agent::CodingAgent;
+use crate::delegates::Delegates;
+use crate::home::Home;
+use crate::{BuildError, protected};
+
+#[cfg(feature = "tasks")]
+use crate::tasks::BackgroundTasks;
+
+/// Builds a [`CodingAgent`]: the agent `keel exec` runs, for any host.
+///
+/// Defaults: the working directory is the current one; keel's home is `$KEEL_HOME` or
+/// `~/.keel` (sessions, snapshots, logs, user skills and agents); the sandbox is
+/// [`SandboxPolicy::default`] (writes confined to the workspace, no network); gated calls are
+/// refused ([`DenyGated`]); delegation (`code`, `spawn_agent`, `run_team`) and skills are on;
+/// snapshots are on (with the `snapshots` feature); background tasks are off until
+/// [`background_tasks`](Self::background_tasks) says how to run them.
+pub struct CodingAgentBuilder {
+    provider: Arc<dyn Provider>,
+    model: Option<String>,
+    small_model: Option<String>,
+    cwd: Option<PathBuf>,
+    home: Option<PathBuf>,
+    sandbox: SandboxPolicy,
+    approver: Arc<dyn Approver>,
+    permissions: PermissionRules,
+    hook_configs: Vec<HookConfig>,
+    hooks: Hooks,
+    local_hooks: Hooks,
+    allow_read: Vec<PathBuf>,
+    tools: Vec<Arc<dyn DynTool>>,
+    max_iterations: u32,
+    delegation: bool,
+    skills: bool,
+    session_store: Option<Arc<dyn SessionStore>>,
+    #[cfg(feature = "snapshots")]
+    snapshots: Option<keel_snapshot::SnapshotLimits>,
+    #[cfg(feature = "tasks")]
+    tasks: Option<BackgroundTasks>,
+}
+
+impl std::fmt::Debug for CodingAgentBuilder {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CodingAgentBuilder")
+            .field("provider", &self.provider.name())
+            .field("model", &self.model)
+            .field("cwd", &self.cwd)
+            .field("sandbox", &self.sandbox)
+            .finish_non_exhaustive()
+    }
+}
+
+impl CodingAgentBuilder {
+    pub(crate) fn new(provider: Arc<dyn Provider>) -> Self {
+        Self {
+            provider,
+            model: None,
+            small_model: None,
+            cwd: None,
+            home: None,
+            sandbox: SandboxPolicy::default(),
+            approver: Arc::new(DenyGated),
+            permissions: PermissionRules::default(),
+            hook_configs: Vec::new(),
+            hooks: Hooks::new(),
+            local_hooks: Hooks::new(),
+            allow_read: Vec::new(),
+            tools: Vec::new(),
+            max_iterations: DEFAULT_MAX_ITERATIONS,
+            delegation: true,
+            skills: true,
+            session_store: None,
+            #[cfg(feature = "snapshots")]
+            snapshots: Some(keel_snapshot::SnapshotLimits::default()),
+            #[cfg(feature = "tasks")]
+            tasks: None,
+        }
+    }
+
+    /// The model (default: the provider's usual one, `claude-sonnet-4-5` or `gpt-4.1`).
+    #[must_use]
+    pub fn model(mut self, model: impl Into<String>) -> Self {
+        self.model = Some(model.into());
+        self
+    }
+
+    /// The cheap model delegated runs may pick (default: one of the same family).
+    #[must_use]
+    pub fn small_model(mut self, model: impl Into<String>) -> Self {
+        self.small_model = Some(model.into());
+        self
+    }
+
+    /// The directory the agent works in (default: the current one).
+    #[must_use]
+    pub fn cwd(mut self, dir: impl Into<PathBuf>) -> Self {
+        self.cwd = Some(dir.into());
+        self
+    }
+
+    /// keel's home (default `$KEEL_HOME`, else `~/.keel`).
+    #[must_use]
+    pub fn home(mut self, dir: impl Into<PathBuf>) -> Self {
+        self.home = Some(dir.into());
+        self
+    }
+
+    /// What the tools and commands may do: mode, network, writable roots, protected paths,
+    /// hidden variables. keel adds its own protected paths (its config, the home directory's
+    /// start-up files and the `PATH` directories, where a writable root holds them).
+    #[must_use]
+    pub fn sandbox(mut self, policy: SandboxPolicy) -> Self {
+        self.sandbox = policy;
+        self
+    }
+
+    /// Who approves gated calls (default [`DenyGated`]: refused).
+    #[must_use]
+    pub fn approver(mut self, approver: impl Approver + 'static) -> Self {
+        self.approver = Arc::new(approver);
+        self
+    }
+
+    /// Allow and deny rules (deny wins).
+    #[must_use]
+    pub fn permissions(mut self, rules: PermissionRules) -> Self {
+        self.permissions = rules;
+        self
+    }
+
+    /// Command hooks with Claude Code's contract, run after the hooks of
+    /// [`hooks`](Self::hooks). Background tasks run them too.
+    #[must_use]
+    pub fn hook_configs(mut self, configs: Vec<HookConfig>) -> Self {
+        self.hook_configs = configs;
+        self
+    }
+
+    /// Hooks (Rust hooks too) that hold for this agent and every run it delegates. Rust
+    /// hooks cannot reach a background task's own process, so with any, tasks are off.
+    #[must_use]
+    pub fn hooks(mut self, hooks: Hooks) -> Self {
+        self.hooks = hooks;
+        self
+    }
+
+    /// Hooks for this agent alone, not its delegated runs: for what a host watches (a
+    /// display's diffs), never for what it forbids (use [`hooks`](Self::hooks)).
+    #[must_use]
+    pub fn local_hooks(mut self, hooks: Hooks) -> Self {
+        self.local_hooks = hooks;
+        self
+    }
+
+    /// Paths the file tools may also read, never write.
+    #[must_use]
+    pub fn allow_read(mut self, paths: impl IntoIterator<Item = impl Into<PathBuf>>) -> Self {
+        self.allow_read = paths.into_iter().map(Into::into).collect();
+        self
+    }
+
+    /// Adds a tool of the host's own, after keel's.
+    #[must_use]
+    pub fn tool<T: Tool>(mut self, tool: T) -> Self {
+        self.tools.push(Arc::new(tool));
+        self
+    }
+
+    /// The most model calls of one run (default 25).
+    #[must_use]
+    pub fn max_iterations(mut self, limit: u32) -> Self {
+        self.max_iterations = limit;
+        self
+    }
+
+    /// Whether the agent may delegate: `code`, `spawn_agent`, `run_team` (default on).
+    #[must_use]
+    pub fn delegation(mut self, on: bool) -> Self {
+        self.delegation = on;
+        self
+    }
+
+    /// Whether skills are offered (`use_skill` and their index in the prompt; default on;
+    /// only with delegation).
+    #[must_use]
+    pub fn skills(mut self, on: bool) -> Self {
+        self.skills = on;
+        self
+    }
+
+    /// Where sessions are saved (default: JSONL files under `<home>/sessions`).
+    #[must_use]
+    pub fn session_store(mut self, store: Arc<dyn SessionStore>) -> Self {
+        self.session_store = Some(store);
+        self
+    }
+
+    /// Snapshots of the workspace before every change, within `limits`; `None` turns them off
+    /// (default on).
+    #[cfg(feature = "snapshots")]
+    #[must_use]
+    pub fn snapshots(mut self, limits: Option<keel_snapshot::SnapshotLimits>) -> Self {
+        self.snapshots = limits;
+        self
+    }
+
+    /// Background tasks (`start_task`, `task_status`, `cancel_task`), run as `tasks` says
+    /// (default off; only with delegation).
+    #[cfg(feature = "tasks")]
+    #[must_use]
+    pub fn background_tasks(mut self, tasks: Option<BackgroundTasks>) -> Self {
+        self.tasks = tasks;
+        self
+    }
+
+    /// Builds the agent. Problems that leave a part out (a definition file skipped, snapshots
+    /// that cannot be opened, tasks whose store cannot be opened) do not fail the build: they
+    /// are in [`CodingAgent::warnings`].
+    pub fn build(self) -> Result<CodingAgent, BuildError> {
+        let given = match &self.cwd {
+            Some(dir) => dir.clone(),
+            None => std::env::current_dir().map_err(|err| BuildError::WorkingDir {
+                path: ".".into(),
+                reason: err.to_string(),
+            })?,
+        };
+        let cwd = std::fs::canonicalize(&given)
+            .map_err(|err| err.to_string())
+            .and_then(|dir| {
+                if dir.is_dir() {
+                    Ok(dir)
+                } else {
+                    Err("not a directory".to_owned())
+                }
+            })
+            .map_err(|reason| BuildError::WorkingDir {
+                path: given.clone(),
+                reason,
+            })?;
+        let home = match &self.home {
+            Some(home) => home.clone(),
+            None => crate::home_dir()?,
+        };
+        let mut warnings = Vec::new();
+        let mut allow_read = Vec::new();
+        for path in &self.allow_read {
+            let full = std::fs::canonicalize(path).map_err(|err| BuildError::AllowRead {
+                path: path.clone(),
+                reason: err.to_string(),
+            })?;
+            allow_read.push(full);
+        }
+        let mut policy = self.sandbox;
+        for path in protected::default_protected(&cwd, &home, &policy.writable_roots) {
+            if !policy.protected_paths.contains(&path) {
+                policy.protected_paths.push(path);
+            }
+        }
+        if protected::home_is_writable(&cwd, &home, &policy.writable_roots) {
+            warnings.push(format!(
+                "KEEL_HOME ({}) lies where commands may write: they could change keel's \
+                 sessions and task records (only its config.toml is protected); set KEEL_HOME \
+                 to a directory outside the workspace",
+                home.display()
+            ));
+        }
+
+        // The file tools: the workspace, the allow-read paths, the writable roots, and with
+        // skills the user's skills folder (skills may point at files beside them).
+        let mut sandbox = PathSandbox::new(&cwd)?;
+        for path in allow_read.iter().chain(&policy.writable_roots) {
+            sandbox = sandbox.allow_read(path)?;
+        }
+        let user_skills = Home(&home).skills();
+        let skills = self.delegation && self.skills;
+        if skills && user_skills.is_dir() {
+            sandbox = sandbox.allow_read(&user_skills)?;
+        }
+        let base = default_tools(&sandbox, &policy)?;
+
+        let mut hooks = self.hooks;
+        let in_process_hooks = !hooks.is_empty();
+        hooks.extend(Hooks::from_config(&self.hook_configs)?);
+        let policies = Policies::new(policy)
+            .with_approver(self.approver)
+            .with_permissions(self.permissions)
+            .with_hooks(hooks)
+            .with_allow_read(allow_read);
+
+        let model = self
+            .model
+            .unwrap_or_else(|| default_model(self.provider.name()).to_owned());
+        let small = self
+            .small_model
+            .unwrap_or_else(|| Models::small_for(&model));
+        let root = keel_engine::project_root(&cwd);
+        let mut prompt = system_prompt(&keel_engine::gather_context(&root, &cwd));
+
+        #[cfg(feature = "snapshots")]
+        let snapshots = match self.snapshots {
+            Some(limits) => {
+                match keel_snapshot::ShadowSnapshots::open(Home(&home).snapshots(), &cwd, limits) {
+                    Ok(snapshots) => Some(Arc::new(snapshots)),
+                    Err(err) => {
+                        warnings.push(format!(
+                            "no snapshots, so changes cannot be rewound: snapshots of {}: {err}",
+                            cwd.display()
+                        ));
+                        None
+                    }
+                }
+            }
+            None => None,
+        };
+
+        let (tools, delegates) = if self.delegation {
+            #[allow(unused_mut)]
+            let mut delegation = Delegation::new(
+                self.provider.clone(),
+                Models::new(&model, small),
+                policies.clone(),
+            );
+            #[cfg(feature = "snapshots")]
+            if let Some(snapshots) = &snapshots {
+                delegation = delegation.snapshots(snapshots.clone());
+            }
+            #[cfg(feature = "tasks")]
+            let tasks = match &self.tasks {
+                Some(options) => {
+                    crate::tasks::settings(&cwd, &policies, &self.hook_configs, in_process_hooks)
+                        .and_then(|settings| options.launcher(&home, settings))
+                        .map(|launcher| Some((launcher, options.allowed().to_vec())))
+                        .unwrap_or_else(|err| {
+                            warnings.push(format!("background tasks are off: {err}"));
+                            None
+                        })
+                }
+                None => None,
+            };
+            #[cfg(not(feature = "tasks"))]
+            let _ = in_process_hooks;
+            let code = CodeTool::new(delegation.clone(), &cwd, Home(&home).logs())
+                .max_iterations(self.max_iterations);
+            let delegates = Delegates::discover(
+                &root,
+                &home,
+                &base,
+                delegation,
+                skills,
+                #[cfg(feature = "tasks")]
+                tasks,
+                &mut warnings,
+            );
+            let tools = delegates.register(base, code)?;
+            if skills && let Some(section) = delegates.skills().prompt_section() {
+                prompt.push_str("\n\n");
+                prompt.push_str(&section);
+            }
+            (tools, Some(Arc::new(delegates)))
+        } else {
+            (base, None)
+        };
+        let mut tools: ToolRegistry = tools;
+        for tool in self.tools {
+            tools.register_dyn(tool)?;
+        }
+
+        let store: Arc<dyn SessionStore> = match self.session_store {
+            Some(store) => store,
+            None => Arc::new(JsonlSessionStore::new(Home(&home).sessions())),
+        };
+        // The agent's own hooks: the host's local ones first, then the policies'.
+        let mut agent_hooks = self.local_hooks;
+        agent_hooks.extend(policies.hooks());
+        let mut builder = Agent::builder(self.provider.clone())
+            .model(&model)
+            .system_prompt(prompt)
+            .tools(tools)
+            .max_iterations(self.max_iterations)
+            .approver(policies.approver().clone())
+            .permissions(policies.permissions().clone())
+            .hooks(agent_hooks)
+            .session_store(store);
+        #[cfg(feature = "snapshots")]
+        if let Some(snapshots) = &snapshots {
+            builder = builder.snapshots(snapshots.clone());
+        }
+        #[cfg(feature = "tasks")]
+        if let Some(launcher) = delegates.as_ref().and_then(|d| d.tasks()) {
+            builder = builder.notifier(Arc::new(crate::tasks::TaskNotifier::new(
+                launcher.store().clone(),
+            )));
+        }
+        let agent = builder.build()?;
+        Ok(CodingAgent::new(crate::agent::Parts {
+            agent,
+            cwd,
+            home,
+            model,
+            policies,
+            delegates,
+            warnings,
+            #[cfg(feature = "snapshots")]
+            snapshots,
+        }))
+    }
+}
+
+/// The usual model of a provider named `name`.
+fn default_model(name: &str) -> &'static str {
+    match name {
+        "openai" => "gpt-4.1",
+        _ => "claude-sonnet-4-5",
+    }
+}

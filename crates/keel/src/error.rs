@@ -1,0 +1,44 @@
+//! Why an agent could not be built.
+
+use std::path::PathBuf;
+
+/// Why [`CodingAgentBuilder::build`](crate::CodingAgentBuilder::build) (or opening a session)
+/// failed. Each message says what is wrong and how to fix it.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum BuildError {
+    /// Neither a home directory was given nor `KEEL_HOME` / `HOME` set.
+    #[error(
+        "neither KEEL_HOME nor HOME is set: set KEEL_HOME to a directory for keel's config \
+         and sessions"
+    )]
+    NoHome,
+    /// The working directory is not an existing directory.
+    #[error("working directory {}: {reason}; pass an existing directory", path.display())]
+    WorkingDir {
+        /// The directory as given.
+        path: PathBuf,
+        /// Why.
+        reason: String,
+    },
+    /// A path the file tools may read does not exist.
+    #[error("allow-read path {}: {reason}; name an existing file or directory", path.display())]
+    AllowRead {
+        /// The path as given.
+        path: PathBuf,
+        /// Why.
+        reason: String,
+    },
+    /// The hooks' configuration is invalid.
+    #[error("hooks: {0}")]
+    Hooks(#[from] keel_engine::HookConfigError),
+    /// A tool could not be registered (a duplicate name, an invalid schema).
+    #[error("tools: {0}")]
+    Tools(#[from] keel_tool::RegistryError),
+    /// The built-in tools could not be made.
+    #[error("the built-in tools: {0}")]
+    Sandbox(#[from] keel_sandbox::SandboxError),
+    /// The agent could not be built or a session opened.
+    #[error(transparent)]
+    Engine(#[from] keel_engine::EngineError),
+}

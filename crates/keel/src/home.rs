@@ -1,0 +1,60 @@
+//! keel's home directory: config, sessions, snapshots, background tasks, logs.
+
+use std::path::{Path, PathBuf};
+
+use crate::BuildError;
+
+/// keel's home: `$KEEL_HOME`, else `~/.keel`. The one place keel reads `KEEL_HOME`.
+///
+/// ```
+/// let home = keel::home_dir_from(Some("/srv/keel".as_ref()), Some("/home/ana".as_ref()));
+/// assert_eq!(home.unwrap(), std::path::Path::new("/srv/keel"));
+/// let home = keel::home_dir_from(None, Some("/home/ana".as_ref()));
+/// assert_eq!(home.unwrap(), std::path::Path::new("/home/ana/.keel"));
+/// ```
+pub fn home_dir() -> Result<PathBuf, BuildError> {
+    home_dir_from(
+        std::env::var_os("KEEL_HOME").as_deref().map(Path::new),
+        std::env::var_os("HOME").as_deref().map(Path::new),
+    )
+}
+
+/// [`home_dir`] from the values of `KEEL_HOME` and `HOME` (empty ones count as unset).
+pub fn home_dir_from(keel_home: Option<&Path>, home: Option<&Path>) -> Result<PathBuf, BuildError> {
+    fn set(value: Option<&Path>) -> Option<&Path> {
+        value.filter(|v| !v.as_os_str().is_empty())
+    }
+    if let Some(dir) = set(keel_home) {
+        return Ok(dir.to_path_buf());
+    }
+    set(home)
+        .map(|home| home.join(".keel"))
+        .ok_or(BuildError::NoHome)
+}
+
+/// Where keel keeps the parts of its home.
+pub(crate) struct Home<'a>(pub(crate) &'a Path);
+
+impl Home<'_> {
+    pub(crate) fn sessions(&self) -> PathBuf {
+        self.0.join("sessions")
+    }
+    pub(crate) fn logs(&self) -> PathBuf {
+        self.0.join("logs")
+    }
+    pub(crate) fn skills(&self) -> PathBuf {
+        self.0.join("skills")
+    }
+    #[cfg(feature = "snapshots")]
+    pub(crate) fn snapshots(&self) -> PathBuf {
+        self.0.join("snapshots")
+    }
+    #[cfg(feature = "tasks")]
+    pub(crate) fn tasks_db(&self) -> PathBuf {
+        self.0.join("tasks.db")
+    }
+    #[cfg(feature = "tasks")]
+    pub(crate) fn task_logs(&self) -> PathBuf {
+        self.0.join("tasks")
+    }
+}

@@ -1,0 +1,80 @@
+//! # keel
+//!
+//! The keel coding agent as a library: the front door a Rust host depends on.
+//!
+//! [`CodingAgent::builder`] assembles exactly the agent `keel exec` runs — the built-in file,
+//! search, shell and git tools confined to the workspace, the system prompt with the project's
+//! context (`AGENTS.md`, git state), delegation (`code`, `spawn_agent`, `run_team`), skills,
+//! background tasks with their notifications, snapshots before every change, the session
+//! store — under one set of [`Policies`] (approver, permission rules, hooks, sandbox policy)
+//! that every delegated run takes whole: a delegated run is never freer than its parent.
+//! The `keel` CLI is this builder plus flags, config files and rendering.
+//!
+//! ```
+//! use std::sync::Arc;
+//! use keel::prelude::*;
+//! use keel_test_support::scripted::ScriptedProvider;
+//!
+//! # tokio::runtime::Runtime::new()?.block_on(async {
+//! let workspace = tempfile::tempdir()?;
+//! let home = tempfile::tempdir()?;
+//! // A scripted model stands in for a provider (use keel::provider::from_env() for real).
+//! let model = Arc::new(ScriptedProvider::new().then_text("Nothing to fix."));
+//! let agent = CodingAgent::builder(model.clone())
+//!     .cwd(workspace.path())
+//!     .home(home.path())
+//!     .build()?;
+//! let mut session = agent.session()?;
+//! let outcome = session.run("Fix the failing test").await;
+//! assert_eq!(outcome.stop, Stop::Completed);
+//! // The request carried keel's system prompt and its tools.
+//! let request = &model.requests()[0];
+//! assert!(request.system.as_deref().unwrap_or_default().starts_with("You are keel"));
+//! assert!(request.tools.iter().any(|tool| tool.name == "patch_file"));
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! # })?;
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+//!
+//! Features: `snapshots` (default; keel-snapshot, a shadow git repository) and `tasks`
+//! (default; background tasks in SQLite).
+
+mod agent;
+mod builder;
+mod delegates;
+mod error;
+mod home;
+mod protected;
+#[cfg(feature = "tasks")]
+mod tasks;
+
+pub use agent::{CodingAgent, RunEvent, TASKS_ENDED_PROMPT};
+pub use builder::CodingAgentBuilder;
+pub use delegates::Delegates;
+pub use error::BuildError;
+pub use home::{home_dir, home_dir_from};
+#[cfg(feature = "tasks")]
+pub use tasks::{BackgroundTasks, TaskLauncher, TaskNotifier};
+
+pub use keel_agents::Policies;
+
+/// The crates under the front door, for what the prelude leaves out.
+pub use keel_agents as agents;
+pub use keel_engine as engine;
+pub use keel_provider as provider;
+pub use keel_sandbox as sandbox;
+#[cfg(feature = "snapshots")]
+pub use keel_snapshot as snapshot;
+pub use keel_tool as tool;
+
+/// What a host needs to build, run and extend the agent.
+pub mod prelude {
+    pub use crate::{BuildError, CodingAgent, CodingAgentBuilder, Policies, RunEvent};
+    pub use keel_engine::{
+        AgentEvent, AllowAll, ApprovalRequest, Approver, Decision, DenyGated, HookConfig, Hooks,
+        PermissionRules, RunOutcome, Session, Stop,
+    };
+    pub use keel_provider::{AnthropicProvider, OpenAiProvider, Provider};
+    pub use keel_sandbox::{SandboxMode, SandboxPolicy};
+    pub use keel_tool::{Effect, Tool, ToolContext, ToolError, ToolOutput};
+}

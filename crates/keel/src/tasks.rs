@@ -1,0 +1,162 @@
+//! Background tasks: the options a host gives, the settings every task takes from the
+//! agent's [`Policies`], and running a prompt until the tasks it started have ended.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use keel_agents::tasks::{
+    Runners, Spawner, SqliteTaskStore, TaskApprovals, TaskLimits, TaskSettings, task_tools,
+};
+use keel_agents::{Policies, SubAgentRunner};
+use keel_engine::HookConfig;
+use keel_tool::{RegistryError, ToolRegistry};
+
+pub use keel_agents::tasks::{TaskLauncher, TaskNotifier};
+
+/// How background tasks run: `start_task` returns at once; the task runs in its own process
+/// group, recorded in `$KEEL_HOME/tasks.db`, and the session that started it is told when it
+/// ends. Every task takes the agent's policies (see [`Policies`]).
+#[derive(Debug, Clone)]
+pub struct BackgroundTasks {
+    keel_exe: PathBuf,
+    spawner: Spawner,
+    runners: Vec<(String, Vec<String>)>,
+    limits: TaskLimits,
+    allowed_agents: Vec<String>,
+}
+
+impl BackgroundTasks {
+    /// Tasks run by the `keel` binary at `keel_exe` (the `keel` runner: `keel exec`),
+    /// supervised by a tokio task in this process: they end with the host.
+    pub fn in_process(keel_exe: impl Into<PathBuf>) -> Self {
+        Self {
+            keel_exe: keel_exe.into(),
+            spawner: Spawner::InProcess,
+            runners: Vec::new(),
+            limits: TaskLimits::default(),
+            allowed_agents: Vec::new(),
+        }
+    }
+
+    /// Tasks run by the `keel` binary at `keel_exe`, each supervised by a detached
+    /// `keel_exe task-run <id>` that survives this process (what the `keel` CLI does).
+    pub fn detached(keel_exe: impl Into<PathBuf>) -> Self {
+        let keel_exe = keel_exe.into();
+        Self {
+            spawner: Spawner::Detached {
+                program: keel_exe.clone(),
+                args: vec!["task-run".into()],
+            },
+            ..Self::in_process(keel_exe)
+        }
+    }
+
+    /// Adds runner `name`: an argument template holding `{task}` (and optionally `{workdir}`).
+    #[must_use]
+    pub fn runner(mut self, name: impl Into<String>, command: Vec<String>) -> Self {
+        self.runners.push((name.into(), command));
+        self
+    }
+
+    /// How many tasks may run at once and a task's default timeout.
+    #[must_use]
+    pub fn limits(mut self, max_running: Option<usize>, timeout: Option<Duration>) -> Self {
+        let defaults = TaskLimits::default();
+        self.limits = TaskLimits {
+            max_running: max_running.unwrap_or(defaults.max_running),
+            timeout_secs: timeout.map_or(defaults.timeout_secs, |t| t.as_secs().max(1)),
+            ..defaults
+        };
+        self
+    }
+
+    /// The sub-agents that may start tasks themselves (default none).
+    #[must_use]
+    pub fn allowed_agents(mut self, names: Vec<String>) -> Self {
+        self.allowed_agents = names;
+        self
+    }
+
+    /// The sub-agents that may start tasks.
+    pub(crate) fn allowed(&self) -> &[String] {
+        &self.allowed_agents
+    }
+
+    /// The launcher: the store in `keel_home`, these runners, `settings` for every task.
+    pub(crate) fn launcher(
+        &self,
+        keel_home: &Path,
+        settings: TaskSettings,
+    ) -> Result<TaskLauncher, String> {
+        let home = crate::home::Home(keel_home);
+        let store = SqliteTaskStore::open(&home.tasks_db()).map_err(|err| err.to_string())?;
+        let mut runners = Runners::new(&self.keel_exe);
+        for (name, command) in &self.runners {
+            runners = runners
+                .with(name, command.clone())
+                .map_err(|err| err.to_string())?;
+        }
+        let launcher = TaskLauncher::new(
+            std::sync::Arc::new(store),
+            runners,
+            home.task_logs(),
+            self.spawner.clone(),
+            settings,
+        )
+        .limits(self.limits);
+        Ok(launcher)
+    }
+}
+
+/// What every task of an agent with `policies` working in `cwd` runs with, its command hooks
+/// being `hook_configs`: the same sandbox policy, allow-read paths, rules and hooks; gated
+/// calls allowed only when the agent's approver allows them unattended. `Err` when the agent
+/// has hooks a task's own process cannot run (Rust hooks): then there are no tasks, since a
+/// task would be freer than its parent.
+pub(crate) fn settings(
+    cwd: &Path,
+    policies: &Policies,
+    hook_configs: &[HookConfig],
+    in_process_hooks: bool,
+) -> Result<TaskSettings, String> {
+    if in_process_hooks {
+        return Err("the agent has in-process hooks, which a task's own process cannot run".into());
+    }
+    let rules = policies.permissions();
+    let texts = |rules: &[keel_engine::PermissionRule]| -> Vec<String> {
+        rules.iter().map(ToString::to_string).collect()
+    };
+    let approvals = if policies.approver().allows_unattended() {
+        TaskApprovals::Allow
+    } else {
+        TaskApprovals::Deny
+    };
+    Ok(TaskSettings::new(cwd, policies.sandbox().clone())
+        .with_allow_read(policies.allow_read().to_vec())
+        .with_approvals(approvals)
+        .with_rules(texts(&rules.allow), texts(&rules.deny))
+        .with_hooks(hook_configs.to_vec()))
+}
+
+/// `runner` with the sub-agents named in `allowed` able to start tasks.
+pub(crate) fn allow_sub_agents(
+    runner: SubAgentRunner,
+    launcher: &TaskLauncher,
+    allowed: &[String],
+) -> SubAgentRunner {
+    runner.with_tasks(launcher.clone(), allowed.to_vec())
+}
+
+/// Adds the main agent's task tools to `tools`.
+pub(crate) fn register_tools(
+    tools: &mut ToolRegistry,
+    launcher: &TaskLauncher,
+) -> Result<(), RegistryError> {
+    let task_tools = task_tools(launcher, "main")?;
+    for name in task_tools.names() {
+        if let Some(tool) = task_tools.get(name) {
+            tools.register_dyn(tool)?;
+        }
+    }
+    Ok(())
+}
