@@ -24,7 +24,7 @@ use std::io::Write as _;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use keel_engine::{Session, gather_context, project_root, system_prompt};
+use keel_engine::{Session, system_prompt};
 use keel_sandbox::{PathSandbox, SandboxPolicy, default_tools};
 use keel_tool::{Effect, Tool, ToolContext, ToolError, ToolOutput};
 use schemars::JsonSchema;
@@ -33,6 +33,7 @@ use tracing::Instrument;
 
 use crate::delegation::Delegation;
 use crate::error::AgentsError;
+use crate::project::{project_context, project_root};
 use crate::roots;
 use crate::run::{CallRecord, RunReport, run_to_end};
 
@@ -175,7 +176,7 @@ impl CodeTool {
             .delegation
             .agent_builder(model)
             .tools(tools)
-            .system_prompt(system_prompt(&gather_context(&root, cwd)))
+            .system_prompt(system_prompt(&project_context(&root, cwd)))
             .max_iterations(self.max_iterations)
             .build()?;
         Ok(agent.session(cwd)?)

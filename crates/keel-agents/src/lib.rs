@@ -10,22 +10,22 @@
 //! - Teams ([`TeamDefinitions`], [`RunTeamTool`] `run_team`): agents in a pipeline, each one's
 //!   output the next one's task.
 //! - Skills ([`SkillIndex`], [`UseSkillTool`] `use_skill`): instructions loaded on demand.
-//! - Background tasks ([`tasks`]): `start_task` returns at once; a supervisor runs the task
-//!   in its own process group, records it in a SQLite [`tasks::TaskStore`], and the session
-//!   that started it is told when it ends, exactly once, before its next model request.
+//!
+//! Background tasks (`start_task` and its companions, SQLite-backed) live in the
+//! `keel-tasks` crate, so a host that only delegates links no SQLite; they reach sub-agents
+//! through [`SubAgentRunner::with_extra_tools`].
 //!
 //! Every delegated run shares a [`Delegation`]: the parent's provider, models and
 //! [`Policies`] (approver, permission rules, hooks, sandbox policy, allow-read paths), taken
 //! whole, so a delegated run can never do what its parent may not. A
 //! delegated run never fails its caller's loop: whatever happens comes back as text.
 //!
-//! Delegation stays inside: the directory the model names for `code` (`cwd`) or `start_task`
-//! (`workdir`) must resolve (symlinks followed, `..` removed) inside the session's roots, its
-//! workspace and its sandbox policy's writable roots; `code` sessions get the parent's
-//! sandbox policy and allow-read paths, and every task records its session's
-//! [`tasks::TaskSettings`] and runs by them alone. Agent, team and skill files reached
-//! through a symlink that leads out of their folder are skipped with a warning, so a
-//! repository cannot pull outside files into a prompt.
+//! Delegation stays inside: the directory the model names for `code` (`cwd`) must resolve
+//! (symlinks followed, `..` removed) inside the session's [`roots`], its workspace and its
+//! sandbox policy's writable roots (keel-tasks checks a task's `workdir` the same way);
+//! `code` sessions get the parent's sandbox policy and allow-read paths. Agent, team and
+//! skill files reached through a symlink that leads out of their folder are skipped with a
+//! warning, so a repository cannot pull outside files into a prompt.
 //!
 //! ```
 //! use std::sync::Arc;
@@ -79,20 +79,21 @@ mod code;
 mod delegation;
 mod error;
 pub mod frontmatter;
-mod roots;
+mod project;
+pub mod roots;
 mod run;
 mod skills;
 mod subagents;
-pub mod tasks;
 mod teams;
 
 pub use code::{CodeArgs, CodeModel, CodeTool};
 pub use delegation::{Delegation, Models, Policies};
 pub use error::AgentsError;
+pub use project::{project_context, project_root};
 pub use run::{CallRecord, RunReport, run_to_end};
 pub use skills::{SkillIndex, SkillSummary, UseSkillArgs, UseSkillTool};
 pub use subagents::{
-    AgentDefinition, AgentDefinitions, SpawnAgentArgs, SpawnAgentTool, SubAgentLimits,
+    AgentDefinition, AgentDefinitions, ExtraTools, SpawnAgentArgs, SpawnAgentTool, SubAgentLimits,
     SubAgentRunner, render_report,
 };
 pub use teams::{RunTeamArgs, RunTeamTool, TeamDefinition, TeamDefinitions, TeamReport, TeamStep};

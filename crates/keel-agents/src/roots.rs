@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 /// each resolved to a canonical path. Writable roots that do not exist are left out (the
 /// sandbox skips them too); a workspace that cannot be resolved is kept as given, so nothing
 /// resolved can lie inside it unless it is that very path.
-pub(crate) fn resolve(workspace: &Path, writable: &[PathBuf]) -> Vec<PathBuf> {
+pub fn resolve(workspace: &Path, writable: &[PathBuf]) -> Vec<PathBuf> {
     let mut roots = vec![std::fs::canonicalize(workspace).unwrap_or_else(|_| workspace.to_owned())];
     for dir in writable {
         if let Ok(dir) = std::fs::canonicalize(dir)
@@ -22,7 +22,7 @@ pub(crate) fn resolve(workspace: &Path, writable: &[PathBuf]) -> Vec<PathBuf> {
 
 /// `dir` resolved, if it is an existing directory inside one of `roots`; else the message
 /// the model reads. `what` names the argument (`cwd`, `workdir`).
-pub(crate) fn check(what: &str, dir: &Path, roots: &[PathBuf]) -> Result<PathBuf, String> {
+pub fn check(what: &str, dir: &Path, roots: &[PathBuf]) -> Result<PathBuf, String> {
     let resolved = std::fs::canonicalize(dir)
         .ok()
         .filter(|resolved| resolved.is_dir())

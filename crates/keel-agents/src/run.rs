@@ -109,9 +109,10 @@ pub async fn run_to_end(
             steps: 0,
             usage: Usage::default(),
             cost_usd: None,
-            stop: Stop::Failed {
-                error: "no outcome".into(),
-            },
+            stop: Stop::Failed(keel_engine::RunFailure::new(
+                keel_engine::FailureKind::Internal,
+                "no outcome",
+            )),
             error: Some("the run ended without an outcome".into()),
             calls,
         };

@@ -5,7 +5,7 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use keel_tool::{Effect, Tool, ToolContext, ToolError, ToolOutput, ToolRegistry};
+use keel_tool::{Effect, RegistryError, Tool, ToolContext, ToolError, ToolOutput, ToolRegistry};
 use schemars::JsonSchema;
 use serde::Deserialize;
 use tokio::sync::Semaphore;
@@ -16,7 +16,6 @@ use crate::delegation::Delegation;
 use crate::error::AgentsError;
 use crate::frontmatter;
 use crate::run::{RunReport, run_to_end};
-use crate::tasks::{TaskLauncher, task_tools};
 
 /// The tool every sub-agent has, whatever its list says.
 const ALWAYS: &str = "read_file";
@@ -224,6 +223,22 @@ impl Default for SubAgentLimits {
     }
 }
 
+/// Tools some sub-agents get besides those narrowed from their parent's, by agent name: `None`
+/// (or an empty registry) for an agent that gets none. keel-tasks' `task_tools_for` gives the
+/// background-task tools to the agents allowed to start tasks this way.
+pub type ExtraTools =
+    Arc<dyn Fn(&str) -> Result<Option<ToolRegistry>, RegistryError> + Send + Sync>;
+
+/// [`ExtraTools`], shown by `Debug` as what it is.
+#[derive(Clone)]
+struct ExtraToolsSlot(ExtraTools);
+
+impl std::fmt::Debug for ExtraToolsSlot {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("ExtraTools(..)")
+    }
+}
+
 /// Runs sub-agents: shared by `spawn_agent`, `run_team` and hosts that call it directly.
 #[derive(Debug)]
 pub struct SubAgentRunner {
@@ -235,8 +250,8 @@ pub struct SubAgentRunner {
     /// The depth of the agent that owns this runner: 0 for the main agent.
     depth: u32,
     slots: Arc<Semaphore>,
-    /// Background tasks, and the sub-agents allowed to start them.
-    tasks: Option<(TaskLauncher, Arc<[String]>)>,
+    /// Tools added to some sub-agents' (background tasks, for those allowed them).
+    extra_tools: Option<ExtraToolsSlot>,
 }
 
 impl SubAgentRunner {
@@ -254,14 +269,15 @@ impl SubAgentRunner {
             parent_tools,
             limits,
             depth: 0,
-            tasks: None,
+            extra_tools: None,
         }
     }
 
-    /// Lets the sub-agents named in `allowed` start background tasks with `launcher` (by
-    /// default none may: only the main agent).
-    pub fn with_tasks(mut self, launcher: TaskLauncher, allowed: Vec<String>) -> Self {
-        self.tasks = Some((launcher, allowed.into()));
+    /// Gives sub-agents the tools `extra` returns for their name, besides those narrowed
+    /// from their parent's (by default they get none: e.g. only the main agent may start
+    /// background tasks). Sub-agents they spawn are asked by their own names too.
+    pub fn with_extra_tools(mut self, extra: ExtraTools) -> Self {
+        self.extra_tools = Some(ExtraToolsSlot(extra));
         self
     }
 
@@ -293,14 +309,13 @@ impl SubAgentRunner {
                 limits: self.limits,
                 depth: self.depth + 1,
                 slots: self.slots.clone(),
-                tasks: self.tasks.clone(),
+                extra_tools: self.extra_tools.clone(),
             };
             registry.register(SpawnAgentTool::new(Arc::new(child)))?;
         }
-        if let Some((launcher, allowed)) = &self.tasks
-            && allowed.contains(&definition.name)
+        if let Some(ExtraToolsSlot(extra)) = &self.extra_tools
+            && let Some(tools) = extra(&definition.name)?
         {
-            let tools = task_tools(launcher, &definition.name)?;
             for name in tools.names() {
                 if let Some(tool) = tools.get(name) {
                     registry.register_dyn(tool)?;

@@ -15,7 +15,7 @@ use keel_engine::{
 use keel_provider::{AnthropicProvider, ApiKey, OpenAiProvider, Provider};
 use keel_sandbox::{SandboxMode, SandboxPolicy};
 
-use keel_agents::tasks::{TaskApprovals, TaskSettings, load_settings};
+use keel_tasks::{TaskApprovals, TaskSettings, load_settings};
 
 use crate::cli::Options;
 use crate::config::{self, ApprovalMode, Config, ProviderKind};

@@ -6,8 +6,8 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
-use keel_agents::tasks::{
-    self, SqliteTaskStore, TaskRecord, TaskStore, describe, detach, supervise,
+use keel_tasks::{
+    self as tasks, SqliteTaskStore, TaskRecord, TaskStore, describe, detach, supervise,
 };
 
 use crate::setup::{CliError, keel_home};
@@ -50,9 +50,7 @@ pub async fn task_run(id: &str) -> Result<u8, CliError> {
             tasks::TaskError::NotFound { .. } => CliError::Usage(format!("no task {id:?}")),
             err => CliError::Run(err.to_string()),
         })?;
-    Ok(u8::from(
-        record.status != keel_agents::tasks::TaskStatus::Completed,
-    ))
+    Ok(u8::from(record.status != keel_tasks::TaskStatus::Completed))
 }
 
 /// How long ago `time` (RFC 3339) was: `5 s`, `3 min`, `2 h`, `4 d`.
@@ -87,7 +85,7 @@ pub async fn command(action: Option<crate::cli::TasksAction>) -> Result<u8, CliE
     use crate::cli::TasksAction;
     let home = keel_home()?;
     let store = open_store(&home)?;
-    let run = |err: keel_agents::tasks::TaskError| CliError::Run(err.to_string());
+    let run = |err: keel_tasks::TaskError| CliError::Run(err.to_string());
     let get = |id: &str| -> Result<TaskRecord, CliError> {
         store
             .get(id)

@@ -9,8 +9,8 @@ mod support;
 
 use std::time::Duration;
 
-use keel_agents::tasks::{SqliteTaskStore, TaskRecord, TaskStatus, TaskStore};
 use keel_provider::{ContentBlock, StopReason};
+use keel_tasks::{SqliteTaskStore, TaskRecord, TaskStatus, TaskStore};
 use keel_test_support::git::TempRepo;
 use keel_test_support::mock::{request_bodies, sse_response};
 use keel_test_support::render::anthropic_sse;
@@ -267,7 +267,7 @@ async fn a_killed_supervisor_is_found_interrupted_at_the_next_start() {
         .status()
         .unwrap();
     for _ in 0..50 {
-        if keel_agents::tasks::start_time(supervisor).is_none() {
+        if keel_tasks::start_time(supervisor).is_none() {
             break;
         }
         tokio::time::sleep(Duration::from_millis(100)).await;
@@ -390,7 +390,7 @@ async fn keel_tasks_lists_shows_cancels_and_prints_logs() {
     assert_eq!(stdout(&output), format!("task {id} cancelled\n"));
     let mut gone = false;
     for _ in 0..50 {
-        if keel_agents::tasks::start_time(runner).is_none() {
+        if keel_tasks::start_time(runner).is_none() {
             gone = true;
             break;
         }

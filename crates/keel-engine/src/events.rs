@@ -6,6 +6,8 @@ use keel_provider::{Message, ProviderError, Usage};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use crate::failure::RunFailure;
+
 /// How a run ended.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
@@ -31,10 +33,8 @@ pub enum Stop {
         reason: String,
     },
     /// A fatal error ended the run; the session is saved and can go on with the next prompt.
-    Failed {
-        /// What went wrong.
-        error: String,
-    },
+    /// Serialized as `{"kind": "failed", "failure": <kind>, "error": <message>}`.
+    Failed(RunFailure),
 }
 
 impl Stop {
@@ -47,13 +47,14 @@ impl Stop {
             Self::Cancelled => "cancelled",
             Self::TokenBudget { .. } => "token_budget",
             Self::Refused { .. } => "refused",
-            Self::Failed { .. } => "failed",
+            Self::Failed(_) => "failed",
         }
     }
 }
 
 /// The result of one run (one prompt).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct RunOutcome {
     /// The final text: the model's last words, or a fallback saying what happened. Never
     /// empty.

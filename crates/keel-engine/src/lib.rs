@@ -50,6 +50,7 @@ mod approval;
 pub mod compaction;
 mod error;
 mod events;
+mod failure;
 pub mod history;
 pub mod hooks;
 mod notify;
@@ -65,12 +66,10 @@ pub use approval::{
     AllowAll, ApprovalRequest, ApprovalScope, Approver, CallbackApprover, Decision, DenyGated,
     ScopePattern,
 };
-pub use compaction::{
-    Compaction, CompactionError, CompactionPolicy, compact, estimate_tokens, is_valid_cut,
-    needs_compaction, rebuild, split_point, summary_request,
-};
+pub use compaction::{Compaction, CompactionError, CompactionPolicy};
 pub use error::EngineError;
 pub use events::{AgentEvent, Compacted, RunOutcome, Stop};
+pub use failure::{FailureKind, RunFailure};
 pub use hooks::{
     Hook, HookConfig, HookConfigError, HookEvent, HookInput, HookOutcome, HookReport, Hooks,
     PermissionDecision,
@@ -78,8 +77,7 @@ pub use hooks::{
 pub use notify::Notifier;
 pub use permissions::{PermissionError, PermissionRule, PermissionRules, Verdict};
 pub use prompt::{
-    GitSummary, InstructionFile, ProjectContext, SYSTEM_PROMPT, gather_context, project_root,
-    system_prompt,
+    GitSummary, InstructionFile, ProjectContext, SYSTEM_PROMPT, gather_context, system_prompt,
 };
 pub use session::{CancelHandle, Session};
 pub use session_store::{

@@ -262,6 +262,22 @@ impl PermissionRules {
         })
     }
 
+    /// The allow and deny rules as texts (`tool` or `tool(pattern)`), in order: what
+    /// [`PermissionRules::parse`] reads back into the same rules, e.g. in another process.
+    ///
+    /// ```
+    /// use keel_engine::PermissionRules;
+    ///
+    /// let rules = PermissionRules::parse(&["run_command(cargo test*)".into()], &["git_commit".into()])?;
+    /// let (allow, deny) = rules.sources();
+    /// assert_eq!(PermissionRules::parse(&allow, &deny)?, rules);
+    /// # Ok::<(), keel_engine::PermissionError>(())
+    /// ```
+    pub fn sources(&self) -> (Vec<String>, Vec<String>) {
+        let texts = |rules: &[PermissionRule]| rules.iter().map(ToString::to_string).collect();
+        (texts(&self.allow), texts(&self.deny))
+    }
+
     /// The verdict for calling `tool` with `input`: [`Verdict::Deny`] if a deny rule matches
     /// any part of the call, else [`Verdict::Allow`] if allow rules cover all of it, else
     /// [`Verdict::Ask`].

@@ -1,5 +1,5 @@
 //! The system prompt: keel's own instructions for the model, plus what it needs to know about
-//! the project it works in (working directory, date, git state, `AGENTS.md`).
+//! the project it works in (working directory, date, git state a host supplies, `AGENTS.md`).
 //!
 //! [`gather_context`] collects a [`ProjectContext`] from disk and never fails: whatever cannot
 //! be read is left out (and logged with `tracing::debug`), and so is an instruction file whose
@@ -19,7 +19,19 @@
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
-pub use keel_sandbox::GitSummary;
+/// A short summary of the repository's state, for the prompt. The engine reads no git state
+/// itself: a host fills it in (keel-agents' `project_context` reads it with libgit2).
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct GitSummary {
+    /// The current branch; `None` on a detached HEAD.
+    pub branch: Option<String>,
+    /// The short id of the commit HEAD points at; `None` before the first commit.
+    pub head: Option<String>,
+    /// The work tree's state, e.g. `1 staged, 3 modified, 1 untracked`, or `clean`.
+    pub status: String,
+    /// The subjects of the most recent commits, newest first.
+    pub recent_commits: Vec<String>,
+}
 
 /// keel's instructions for the model: who it is, how to work, when to stop, honesty.
 pub const SYSTEM_PROMPT: &str = "\
@@ -59,7 +71,7 @@ pub const MAX_INSTRUCTION_CHARS: usize = 20_000;
 /// first one present is used.
 pub const INSTRUCTION_FILE_NAMES: [&str; 2] = ["AGENTS.md", "CLAUDE.md"];
 
-/// How many recent commit subjects [`gather_context`] collects.
+/// How many recent commit subjects a host puts in [`GitSummary::recent_commits`].
 pub const RECENT_COMMITS: usize = 5;
 
 /// What the model is told about the project, besides [`SYSTEM_PROMPT`].
@@ -84,16 +96,11 @@ pub struct InstructionFile {
     pub content: String,
 }
 
-/// The project a session working in `cwd` belongs to: the work tree of the git repository
-/// containing `cwd`, else `cwd` itself. This is the `root` [`gather_context`] takes.
-pub fn project_root(cwd: &Path) -> PathBuf {
-    keel_sandbox::work_tree_root(cwd).unwrap_or_else(|| cwd.to_path_buf())
-}
-
 /// Collects the [`ProjectContext`] for a session rooted at `root`, working in `cwd` (inside
 /// `root`): the instruction file in `root` and, if `cwd` is a different directory inside
-/// `root`, the one in `cwd`; the git state of the repository containing `root`; today's
-/// date. Never fails: what cannot be read is left out.
+/// `root`, the one in `cwd`; today's date. The git state is left out (`git: None`): the
+/// engine reads no repository; a host sets [`ProjectContext::git`] (keel-agents'
+/// `project_context` does). Never fails: what cannot be read is left out.
 ///
 /// An instruction file is read only if its resolved path lies inside `root`: a symlinked
 /// `AGENTS.md` that leads outside the project (to `~/.ssh/id_rsa`, `/etc/passwd`) is skipped
@@ -117,7 +124,7 @@ pub fn gather_context(root: &Path, cwd: &Path) -> ProjectContext {
     }
     ProjectContext {
         instructions,
-        git: keel_sandbox::git_summary(root, RECENT_COMMITS),
+        git: None,
         cwd: cwd.to_path_buf(),
         date: Some(jiff::Zoned::now().date().to_string()),
     }

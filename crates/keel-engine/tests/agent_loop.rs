@@ -392,7 +392,15 @@ async fn a_provider_failure_ends_the_run_and_the_session_goes_on() {
         .session(".")
         .unwrap();
     let outcome = session.run("first").await;
-    assert!(matches!(outcome.stop, Stop::Failed { .. }), "{outcome:?}");
+    let Stop::Failed(failure) = &outcome.stop else {
+        panic!("{outcome:?}")
+    };
+    // The kind a host acts on, and the provider's own error, are kept.
+    assert_eq!(failure.kind, keel_engine::FailureKind::Overloaded);
+    assert!(matches!(
+        failure.provider.as_deref(),
+        Some(ProviderError::Overloaded { .. })
+    ));
     assert!(outcome.text.contains("overloaded"), "{}", outcome.text);
     let outcome = session.run("second").await;
     assert_eq!(outcome.stop, Stop::Completed);

@@ -458,3 +458,16 @@ async fn cancel_at_a_prompt_interrupts_the_turn_and_ends_the_run_cancelled() {
         check_pairing(&request.messages).unwrap();
     }
 }
+
+#[test]
+fn only_allow_all_lets_gated_calls_run_unattended() {
+    assert!(AllowAll.allows_unattended());
+    assert!(!DenyGated.allows_unattended());
+    let asking =
+        keel_engine::CallbackApprover::new(|_request: ApprovalRequest| async { Decision::Allow });
+    assert!(!asking.allows_unattended());
+    // A shared approver answers as the one it holds.
+    let shared: Arc<dyn Approver> = Arc::new(AllowAll);
+    assert!(shared.allows_unattended());
+    assert!(!Arc::new(DenyGated).allows_unattended());
+}

@@ -7,7 +7,7 @@
 use std::sync::Arc;
 
 use keel_engine::history::check_pairing;
-use keel_engine::{Agent, ProjectContext, Stop, gather_context, system_prompt};
+use keel_engine::{Agent, GitSummary, ProjectContext, Stop, gather_context, system_prompt};
 use keel_provider::{
     AnthropicProvider, ApiKey, ContentBlock, OpenAiProvider, Provider, StopReason, ToolUseResponse,
 };
@@ -178,6 +178,13 @@ async fn the_first_request_is_small_and_reviewed() {
     let context = ProjectContext {
         cwd: "/home/user/project".into(),
         date: Some("2026-11-22".into()),
+        // The engine reads no git state: the host supplies it (keel-agents' project_context).
+        git: Some(GitSummary {
+            branch: Some("main".into()),
+            head: Some("0123abc".into()),
+            status: "clean".into(),
+            recent_commits: vec!["Add add()".into(), "initial commit".into()],
+        }),
         ..gather_context(&root, &root)
     };
     let agent = Agent::builder(Arc::new(provider))

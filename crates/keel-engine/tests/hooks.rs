@@ -32,7 +32,7 @@ fn config(event: HookEvent, matcher: Option<&str>, command: &str) -> HookConfig 
 }
 
 fn hooks(configs: &[HookConfig]) -> Hooks {
-    Hooks::from_config(configs).unwrap()
+    Hooks::from_config(configs, runner()).unwrap()
 }
 
 fn pre(dir: &Path, tool: &str) -> HookInput {
@@ -552,6 +552,40 @@ struct Settings {
 }
 
 #[test]
+fn command_configs_give_back_what_the_hooks_were_built_from() {
+    let first = vec![
+        config(HookEvent::PreToolUse, Some("run_command"), "./check.sh"),
+        HookConfig {
+            timeout_secs: Some(5),
+            ..config(HookEvent::Stop, None, "cargo test -q")
+        },
+    ];
+    let second = vec![config(HookEvent::SessionStart, None, "echo hi")];
+    let mut hooks = Hooks::from_config(&first, runner()).unwrap();
+    assert!(!hooks.has_in_process_hooks());
+    hooks
+        .add(
+            HookEvent::PostToolUse,
+            None,
+            Arc::new(Counting {
+                calls: AtomicUsize::new(0),
+                answer: Ok(HookOutcome::Continue),
+            }),
+        )
+        .unwrap();
+    hooks.extend(Hooks::from_config(&second, runner()).unwrap());
+    // In order, the Rust hook left out (it cannot be carried to another process) and said.
+    let mut expected = first.clone();
+    expected.extend(second);
+    assert_eq!(hooks.command_configs(), expected);
+    assert!(hooks.has_in_process_hooks());
+    // Built again from them, the hooks are the same commands.
+    let again = Hooks::from_config(&hooks.command_configs(), runner()).unwrap();
+    assert_eq!(again.command_configs(), expected);
+    assert!(Hooks::new().command_configs().is_empty());
+}
+
+#[test]
 fn from_config_parses_toml() {
     let settings: Settings = toml::from_str(
         r#"
@@ -581,7 +615,7 @@ fn from_config_parses_toml() {
             config(HookEvent::Stop, None, "cargo test -q"),
         ]
     );
-    let hooks = Hooks::from_config(&settings.hooks).unwrap();
+    let hooks = Hooks::from_config(&settings.hooks, runner()).unwrap();
     assert!(hooks.handles(HookEvent::PreToolUse) && hooks.handles(HookEvent::Stop));
     assert!(!hooks.handles(HookEvent::SessionStart));
 
@@ -603,10 +637,13 @@ fn from_config_parses_toml() {
 
 #[test]
 fn config_errors_name_the_hook_and_the_problem() {
-    let error = Hooks::from_config(&[
-        config(HookEvent::Stop, None, "true"),
-        config(HookEvent::PreToolUse, Some("write_file|(run"), "./check.sh"),
-    ])
+    let error = Hooks::from_config(
+        &[
+            config(HookEvent::Stop, None, "true"),
+            config(HookEvent::PreToolUse, Some("write_file|(run"), "./check.sh"),
+        ],
+        runner(),
+    )
     .unwrap_err();
     let text = error.to_string();
     assert!(
@@ -615,16 +652,19 @@ fn config_errors_name_the_hook_and_the_problem() {
         ) && text.contains("unclosed group"),
         "{text}"
     );
-    let error = Hooks::from_config(&[HookConfig {
-        timeout_secs: Some(0),
-        ..config(HookEvent::Stop, None, "true")
-    }])
+    let error = Hooks::from_config(
+        &[HookConfig {
+            timeout_secs: Some(0),
+            ..config(HookEvent::Stop, None, "true")
+        }],
+        runner(),
+    )
     .unwrap_err();
     assert_eq!(
         error.to_string(),
         "hooks[0] (Stop `true`): timeout_secs must be at least 1"
     );
-    let error = Hooks::from_config(&[config(HookEvent::Stop, None, "  ")]).unwrap_err();
+    let error = Hooks::from_config(&[config(HookEvent::Stop, None, "  ")], runner()).unwrap_err();
     assert_eq!(
         error.to_string(),
         "hooks[0] (Stop `  `): the command is empty"
@@ -681,4 +721,9 @@ async fn large_output_and_unread_input_do_not_stall_a_hook() {
     };
     assert_eq!(reason.len(), 64 * 1024);
     assert!(reason.bytes().all(|byte| byte == b'y'));
+}
+
+/// The process runner command hooks run through: keel-sandbox's.
+fn runner() -> std::sync::Arc<dyn keel_tool::ProcessRunner> {
+    std::sync::Arc::new(keel_sandbox::ProcessGroupRunner)
 }

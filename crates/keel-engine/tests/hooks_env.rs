@@ -32,12 +32,15 @@ async fn hook_environment(hooks: &Hooks, dir: &std::path::Path) -> String {
 }
 
 fn env_hook() -> Hooks {
-    Hooks::from_config(&[HookConfig {
-        event: HookEvent::SessionStart,
-        matcher: None,
-        command: "env".to_owned(),
-        timeout_secs: None,
-    }])
+    Hooks::from_config(
+        &[HookConfig {
+            event: HookEvent::SessionStart,
+            matcher: None,
+            command: "env".to_owned(),
+            timeout_secs: None,
+        }],
+        runner(),
+    )
     .unwrap()
 }
 
@@ -79,4 +82,9 @@ async fn hook_commands_never_see_credentials_sockets_or_hidden_variables() {
     let env = hook_environment(&env_hook(), dir.path()).await;
     assert!(env.contains("planted-custom-secret"), "{env}");
     assert!(!env.contains("sk-planted-api-key"), "{env}");
+}
+
+/// The process runner command hooks run through: keel-sandbox's.
+fn runner() -> std::sync::Arc<dyn keel_tool::ProcessRunner> {
+    std::sync::Arc::new(keel_sandbox::ProcessGroupRunner)
 }

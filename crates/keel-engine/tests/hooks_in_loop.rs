@@ -34,7 +34,7 @@ fn session(
     Agent::builder(provider)
         .model("m")
         .tools(default_tools(&PathSandbox::new(dir).unwrap(), &SandboxPolicy::default()).unwrap())
-        .hooks(Hooks::from_config(&hooks).unwrap())
+        .hooks(Hooks::from_config(&hooks, runner()).unwrap())
         .permissions(rules)
         .build()
         .unwrap()
@@ -200,4 +200,9 @@ async fn a_failing_hook_is_reported_and_never_fatal() {
     };
     assert_eq!(outcome.stop, Stop::Completed);
     assert!(!results(&session)[0].1);
+}
+
+/// The process runner command hooks run through: keel-sandbox's.
+fn runner() -> std::sync::Arc<dyn keel_tool::ProcessRunner> {
+    std::sync::Arc::new(keel_sandbox::ProcessGroupRunner)
 }

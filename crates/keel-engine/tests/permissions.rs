@@ -270,3 +270,31 @@ fn toml_rules_deserialize_directly() {
         "{error}"
     );
 }
+
+#[test]
+fn sources_parse_back_to_the_same_rules() {
+    let allow = [
+        "run_command(cargo test*)",
+        "  write_file (src/**)",
+        "git_status",
+        "read_file( spaced pattern )",
+    ]
+    .map(str::to_owned);
+    let deny = ["run_command(rm *)", "git_commit"].map(str::to_owned);
+    let rules = PermissionRules::parse(&allow, &deny).unwrap();
+    let (allow_texts, deny_texts) = rules.sources();
+    assert_eq!(
+        allow_texts,
+        [
+            "run_command(cargo test*)",
+            "write_file(src/**)",
+            "git_status",
+            "read_file( spaced pattern )"
+        ]
+    );
+    assert_eq!(deny_texts, ["run_command(rm *)", "git_commit"]);
+    assert_eq!(
+        PermissionRules::parse(&allow_texts, &deny_texts).unwrap(),
+        rules
+    );
+}

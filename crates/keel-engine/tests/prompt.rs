@@ -8,7 +8,7 @@ use keel_engine::prompt::{
     gather_context, system_prompt,
 };
 use keel_sandbox::{PathSandbox, SandboxPolicy, default_tools};
-use keel_test_support::git::{TempRepo, isolate_config};
+use keel_test_support::git::TempRepo;
 
 #[test]
 fn system_prompt_is_concise_and_names_the_builtin_tools() {
@@ -171,112 +171,11 @@ fn long_instruction_files_are_capped() {
 }
 
 #[test]
-fn git_branch_head_and_recent_commits() {
+fn the_engine_reads_no_git_state() {
+    // The host supplies it (keel-agents' project_context; tested in keel-agents/tests/project.rs).
     let repo = TempRepo::new();
-    for subject in ["two", "three", "four", "five", "six"] {
-        repo.write("churn.txt", subject);
-        repo.commit(subject);
-    }
-    let git = gather_context(&repo.path(), &repo.path()).git.unwrap();
-    assert_eq!(git.branch.as_deref(), Some("main"));
-    let head = repo.head().to_string();
-    let short = git.head.clone().unwrap();
-    assert!(
-        short.len() >= 7 && head.starts_with(&short),
-        "{short} vs {head}"
-    );
-    assert_eq!(git.recent_commits, ["six", "five", "four", "three", "two"]);
-    assert_eq!(git.status, "clean");
-}
-
-#[test]
-fn git_status_counts_every_kind_of_change_but_ignored() {
-    let repo = TempRepo::with_every_change();
-    let git = gather_context(&repo.path(), &repo.path()).git.unwrap();
-    // staged: added.txt, old_name.txt (deleted), new_name.txt (added), staged_then_edited.txt;
-    // modified: src/lib.rs, staged_then_edited.txt, gone.txt; untracked: notes.md,
-    // docs/guide.md; the ignored target/ and build.log are not counted.
-    assert_eq!(git.status, "4 staged, 3 modified, 2 untracked");
-}
-
-#[test]
-fn git_status_counts_conflicts() {
-    let repo = TempRepo::new();
-    repo.write("a.txt", "base\n");
-    repo.stage("a.txt");
-    let git2_repo = repo.repo();
-    let mut index = git2_repo.index().unwrap();
-    let entry = index.get_path(std::path::Path::new("a.txt"), 0).unwrap();
-    index.remove_path(std::path::Path::new("a.txt")).unwrap();
-    for stage in 1..=3u16 {
-        let conflicted = git2::IndexEntry {
-            ctime: entry.ctime,
-            mtime: entry.mtime,
-            dev: entry.dev,
-            ino: entry.ino,
-            mode: entry.mode,
-            uid: entry.uid,
-            gid: entry.gid,
-            file_size: entry.file_size,
-            id: entry.id,
-            flags: (entry.flags & !0x3000) | (stage << 12),
-            flags_extended: entry.flags_extended,
-            path: entry.path.clone(),
-        };
-        index.add(&conflicted).unwrap();
-    }
-    index.write().unwrap();
-    let git = gather_context(&repo.path(), &repo.path()).git.unwrap();
-    assert_eq!(git.status, "1 conflicted");
-}
-
-#[test]
-fn a_clean_repository() {
-    let repo = TempRepo::new();
-    let git = gather_context(&repo.path(), &repo.path()).git.unwrap();
-    assert_eq!(git.status, "clean");
-    assert_eq!(git.recent_commits, ["initial commit"]);
-}
-
-#[test]
-fn a_detached_head_names_the_commit() {
-    let repo = TempRepo::new();
-    let head = repo.head();
-    repo.repo().set_head_detached(head).unwrap();
     let context = gather_context(&repo.path(), &repo.path());
-    let git = context.git.clone().unwrap();
-    assert_eq!(git.branch, None);
-    let short = git.head.unwrap();
-    assert!(head.to_string().starts_with(&short));
-    assert!(system_prompt(&context).contains(&format!("- Git: detached HEAD at {short}; clean")));
-}
-
-#[test]
-fn an_unborn_branch_has_no_commits() {
-    let repo = TempRepo::empty();
-    repo.write("new.rs", "fn main() {}\n");
-    let context = gather_context(&repo.path(), &repo.path());
-    let git = context.git.clone().unwrap();
-    assert_eq!(
-        git,
-        GitSummary {
-            branch: Some("main".into()),
-            head: None,
-            status: "1 untracked".into(),
-            recent_commits: Vec::new(),
-        }
-    );
-    assert!(system_prompt(&context).contains("- Git: branch main (no commits yet); 1 untracked"));
-}
-
-#[test]
-fn outside_a_repository_there_is_no_git() {
-    isolate_config();
-    let dir = tempfile::tempdir().unwrap();
-    std::fs::write(dir.path().join("AGENTS.md"), "rules\n").unwrap();
-    let context = gather_context(dir.path(), dir.path());
     assert_eq!(context.git, None);
-    assert_eq!(context.instructions.len(), 1);
     assert!(system_prompt(&context).contains("- Git: not a git repository\n"));
 }
 

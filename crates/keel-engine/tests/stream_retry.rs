@@ -165,7 +165,7 @@ async fn retries_are_bounded_then_the_run_fails_with_the_error() {
         panic!("{events:?}")
     };
     assert!(
-        matches!(&outcome.stop, Stop::Failed { error } if error.contains("connection reset")),
+        matches!(&outcome.stop, Stop::Failed(failure) if failure.message.contains("connection reset") && failure.kind == keel_engine::FailureKind::Network),
         "{outcome:?}"
     );
     assert_eq!(discarded(&events), [(1, 2), (2, 2)]);

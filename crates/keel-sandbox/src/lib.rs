@@ -67,7 +67,7 @@ pub use git::{GitError, GitSession, UndoneCommit};
 pub use git_context::{GitSummary, git_summary, work_tree_root};
 pub use path::{Access, PathSandbox, ResolvedPath, WriteReport};
 pub use policy::{SandboxMode, SandboxPolicy};
-pub use process::{GroupGuard, ProcessGroupRunner, kill_group};
+pub use process::{GroupChild, GroupGuard, ProcessGroupRunner, kill_group, spawn_in_group};
 pub use protect::{CONFIG_FILES, ProtectedSnapshot, RestoreReport, repository_root};
 
 use std::sync::Arc;

@@ -2,10 +2,16 @@
 //! its own, feed it, read it, and kill the whole group when it runs too long or is given up.
 //!
 //! [`ProcessGroupRunner`] runs a [`ProcessSpec`] to its end (command hooks use it through the
-//! [`ProcessRunner`] trait); [`GroupGuard`] and [`kill_group`] are the pieces `run_command`
-//! and the background-task supervisor build on. Every child is started with a scrubbed
-//! environment ([`crate::scrub_env`]) and registered with the [reaper](crate::reaper) as it
-//! starts, so a sweep of commands' strays spares it.
+//! [`ProcessRunner`] trait); [`spawn_in_group`], [`GroupGuard`] and [`kill_group`] are the
+//! pieces `run_command` and the background-task supervisor (keel-tasks) build on: no other
+//! code starts a process group or kills one. Every child is registered with the
+//! [reaper] as it starts, so a sweep of commands' strays spares it.
+//!
+//! `run_command` alone does not go through [`spawn_in_group`]: its confined child calls
+//! `setsid` itself between fork and exec ([`CommandSandbox`](crate::CommandSandbox)), which
+//! also takes away the controlling terminal; it then guards the group with a
+//! [marked](GroupGuard::marked) guard, so processes that left the group carrying the call's
+//! marker go with it.
 //!
 //! ```
 //! use keel_sandbox::ProcessGroupRunner;
@@ -29,6 +35,8 @@ use std::time::Duration;
 use keel_tool::{ProcessError, ProcessOutput, ProcessRunner, ProcessSpec};
 use tokio::io::{AsyncRead, AsyncReadExt as _, AsyncWriteExt as _};
 use tokio::process::{Child, Command};
+
+use crate::reaper::{self, Call, Tracked};
 
 /// How long the output pipes of a program that has exited may stay open (a process it left
 /// running in the background may hold them).
@@ -55,17 +63,38 @@ pub fn kill_group(pgid: u32) -> std::io::Result<()> {
 
 /// A child's process group, killed whole when the guard is dropped unless
 /// [settled](GroupGuard::settle) first: a run given up (a timeout, a dropped future) leaves
-/// nothing behind.
+/// nothing behind. A [marked](GroupGuard::marked) guard also kills, on drop and with
+/// [`kill_marked`](GroupGuard::kill_marked), the processes that left the group (`setsid`, a
+/// double fork) but still carry the call's environment marker.
 #[derive(Debug)]
 pub struct GroupGuard {
     pgid: Option<u32>,
+    /// `NAME=value`: the environment entry every process of the call carries.
+    marker: Option<String>,
 }
 
 impl GroupGuard {
-    /// The group led by `pid` (a child started with `process_group(0)`); `None` guards
-    /// nothing.
+    /// The group led by `pid` (a child started with `process_group(0)` or that called
+    /// `setsid`); `None` guards nothing.
     pub fn new(pid: Option<u32>) -> Self {
-        Self { pgid: pid }
+        Self {
+            pgid: pid,
+            marker: None,
+        }
+    }
+
+    /// The group led by `pid`, and the processes whose environment holds `marker`
+    /// (`NAME=value`, set on the child so that everything it starts inherits it).
+    pub fn marked(pid: Option<u32>, marker: impl Into<String>) -> Self {
+        Self {
+            pgid: pid,
+            marker: Some(marker.into()),
+        }
+    }
+
+    /// The group's id, unless settled.
+    pub fn pgid(&self) -> Option<u32> {
+        self.pgid
     }
 
     /// Kills every process of the group now.
@@ -77,16 +106,54 @@ impl GroupGuard {
         }
     }
 
+    /// Kills the processes that carry the marker but left the group (nothing for a guard
+    /// without one); those that are this process's children are reaped at a later end of a
+    /// command.
+    pub fn kill_marked(&self) {
+        if let Some(marker) = &self.marker {
+            Call::keep_unreaped(reaper::kill_marked(marker));
+        }
+    }
+
     /// Marks the group as dealt with: dropping the guard then does nothing.
     pub fn settle(&mut self) {
         self.pgid = None;
+        self.marker = None;
     }
 }
 
 impl Drop for GroupGuard {
     fn drop(&mut self) {
         self.kill();
+        self.kill_marked();
     }
+}
+
+/// A child started by [`spawn_in_group`]: the child, its group's guard (the group is killed
+/// when it is dropped, unless settled) and its registration with the reaper.
+#[derive(Debug)]
+pub struct GroupChild {
+    /// The child, the leader of its group.
+    pub child: Child,
+    /// Kills its group when dropped.
+    pub group: GroupGuard,
+    /// Its registration with the reaper, so a sweep of commands' strays spares it while held.
+    pub tracked: Tracked,
+}
+
+/// Spawns `command` as the leader of a process group of its own (`process_group(0)`, and
+/// `kill_on_drop`), registered with the reaper in the same step. The caller sets up its
+/// environment ([`crate::scrub_env`] or a [`CommandSandbox`](crate::CommandSandbox)) and its
+/// pipes.
+pub fn spawn_in_group(command: &mut Command) -> std::io::Result<GroupChild> {
+    command.process_group(0).kill_on_drop(true);
+    let (child, tracked) = reaper::spawn(command)?;
+    let group = GroupGuard::new(child.id());
+    Ok(GroupChild {
+        child,
+        group,
+        tracked,
+    })
 }
 
 /// Runs programs in process groups of their own, with scrubbed environments: the
@@ -103,21 +170,21 @@ impl ProcessRunner for ProcessGroupRunner {
             .current_dir(&spec.cwd)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .process_group(0)
-            .kill_on_drop(true);
+            .stderr(Stdio::piped());
         // The same environment as commands: no credentials, no agent or desktop sockets, none
         // of the host's hidden variables; then the spec's own.
         crate::scrub_env(&mut command, &spec.hidden_env);
         for (name, value) in &spec.env {
             command.env(name, value);
         }
-        let (mut child, _tracked) =
-            crate::reaper::spawn(&mut command).map_err(|source| ProcessError::Spawn {
-                cwd: spec.cwd.clone(),
-                source,
-            })?;
-        let mut group = GroupGuard::new(child.id());
+        let GroupChild {
+            mut child,
+            mut group,
+            tracked: _tracked,
+        } = spawn_in_group(&mut command).map_err(|source| ProcessError::Spawn {
+            cwd: spec.cwd.clone(),
+            source,
+        })?;
         let collected = tokio::time::timeout(
             spec.timeout,
             collect(&mut child, spec.stdin, spec.output_cap),

@@ -37,6 +37,7 @@ pub enum SnapshotError {
 }
 
 impl SnapshotError {
+    #[cfg_attr(not(feature = "shadow"), allow(dead_code))]
     pub(crate) fn io(
         action: impl Into<String>,
         path: impl Into<PathBuf>,
@@ -49,6 +50,7 @@ impl SnapshotError {
         }
     }
 
+    #[cfg(feature = "shadow")]
     pub(crate) fn git(action: &str, err: git2::Error) -> Self {
         Self::Store {
             message: format!("{action}: {}", err.message()),
@@ -57,10 +59,12 @@ impl SnapshotError {
 }
 
 /// Adds what was being done to a libgit2 error.
+#[cfg(feature = "shadow")]
 pub(crate) trait GitContext<T> {
     fn ctx(self, action: &str) -> Result<T, SnapshotError>;
 }
 
+#[cfg(feature = "shadow")]
 impl<T> GitContext<T> for Result<T, git2::Error> {
     fn ctx(self, action: &str) -> Result<T, SnapshotError> {
         self.map_err(|err| SnapshotError::git(action, err))

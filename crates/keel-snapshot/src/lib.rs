@@ -44,22 +44,32 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
+#[cfg(feature = "shadow")]
 mod beneath;
 mod error;
 mod limits;
+#[cfg(feature = "shadow")]
 mod lock;
+#[cfg(feature = "shadow")]
 mod meta;
 mod point;
+#[cfg(feature = "shadow")]
 mod prune;
+#[cfg(feature = "shadow")]
 mod restore;
+#[cfg(feature = "shadow")]
 mod scan;
+#[cfg(feature = "shadow")]
 mod shadow;
+#[cfg(feature = "shadow")]
 mod watch;
 
 pub use error::SnapshotError;
 pub use limits::SnapshotLimits;
 pub use point::{RestoreReport, SnapshotId, SnapshotInfo, SnapshotPoint, Snapshots};
+#[cfg(feature = "shadow")]
 pub use prune::PruneReport;
+#[cfg(feature = "shadow")]
 pub use shadow::{ShadowSnapshots, workspace_id};
 
 /// The crate README's example, compiled as a doctest so it stays true.

@@ -67,6 +67,7 @@
 mod context;
 mod effect;
 mod error;
+mod head_tail;
 mod output;
 mod process;
 mod registry;
@@ -76,6 +77,7 @@ mod tool;
 pub use context::{Progress, ToolContext};
 pub use effect::Effect;
 pub use error::{RegistryError, ToolError};
+pub use head_tail::{Cut, HeadTail, LINE_SLACK};
 pub use output::{DEFAULT_OUTPUT_LIMIT, ToolOutput};
 pub use process::{ProcessError, ProcessOutput, ProcessRunner, ProcessSpec};
 pub use registry::{DEFAULT_TIMEOUT, ToolRegistry};

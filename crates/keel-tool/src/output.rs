@@ -6,6 +6,8 @@ use keel_provider::ContentBlock;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use crate::HeadTail;
+
 /// The result of a tool call, as the model will read it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ToolOutput {
@@ -52,9 +54,6 @@ impl ToolOutput {
 /// The default most characters of one result the model sees.
 pub const DEFAULT_OUTPUT_LIMIT: usize = 30_000;
 
-/// How far from the ideal cut point a line break is looked for, so cuts fall between lines.
-const LINE_SLACK: usize = 400;
-
 /// Cuts `content` to at most about `limit` characters: its head and tail, with a marker in
 /// between saying how much was left out and where the whole text was saved. The full text is
 /// written to `<scratch_dir>/<file_stem>.txt`; if that fails the marker says so.
@@ -71,9 +70,17 @@ pub(crate) fn limit_output(
     let saved = save_full_output(content, scratch_dir, file_stem);
     let head_chars = limit / 2;
     let tail_chars = limit - head_chars;
-    let head_end = line_aligned(content, byte_at_char(content, head_chars), true);
-    let tail_start = line_aligned(content, byte_at_char(content, total - tail_chars), false);
-    let omitted = content[head_end..tail_start].chars().count();
+    // The head and tail in bytes, each cut between lines by `HeadTail`.
+    let head_bytes = byte_at_char(content, head_chars);
+    let tail_bytes = content.len() - byte_at_char(content, total - tail_chars);
+    let mut kept = HeadTail::new(head_bytes, tail_bytes);
+    kept.push(content.as_bytes());
+    let cut = kept.cut();
+    let head_end = cut.head.len();
+    let tail_start = content.len() - cut.tail.len();
+    let omitted = content
+        .get(head_end..tail_start)
+        .map_or(0, |between| between.chars().count());
     let where_ = match saved {
         Ok(path) => format!(
             "the full output ({total} characters) is in {path}; read it in parts if you need more"
@@ -82,9 +89,9 @@ pub(crate) fn limit_output(
     };
     let marker = format!("\n\n[... {omitted} characters omitted; {where_} ...]\n\n");
     let mut cut = String::with_capacity(head_end + marker.len() + content.len() - tail_start);
-    cut.push_str(&content[..head_end]);
+    cut.push_str(content.get(..head_end).unwrap_or_default());
     cut.push_str(&marker);
-    cut.push_str(&content[tail_start..]);
+    cut.push_str(content.get(tail_start..).unwrap_or_default());
     *content = cut;
 }
 
@@ -110,25 +117,6 @@ fn save_full_output(content: &str, dir: &Path, file_stem: &str) -> Result<String
 /// The byte offset of character `n`.
 fn byte_at_char(text: &str, n: usize) -> usize {
     text.char_indices().nth(n).map_or(text.len(), |(i, _)| i)
-}
-
-/// Moves a cut at `at` to a nearby line break: backwards for the end of the head (the cut
-/// follows the newline), forwards for the start of the tail (the cut follows the newline).
-fn line_aligned(text: &str, at: usize, head: bool) -> usize {
-    let bytes = text.as_bytes();
-    if head {
-        let from = at.saturating_sub(LINE_SLACK);
-        match bytes[from..at].iter().rposition(|&b| b == b'\n') {
-            Some(pos) => from + pos + 1,
-            None => at,
-        }
-    } else {
-        let to = (at + LINE_SLACK).min(bytes.len());
-        match bytes[at..to].iter().position(|&b| b == b'\n') {
-            Some(pos) => at + pos + 1,
-            None => at,
-        }
-    }
 }
 
 #[cfg(test)]

@@ -10,6 +10,8 @@
 //!   the engine, the HTTP client and the runtime add, under the load of every session at once;
 //! - the total wall time, and turns per second.
 
+// Tests report failures by panicking.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 #![allow(
     clippy::unwrap_used,
     clippy::expect_used,

@@ -292,8 +292,10 @@ impl CodingAgentBuilder {
         let base = default_tools(&sandbox, &policy)?;
 
         let mut hooks = self.hooks;
-        let in_process_hooks = !hooks.is_empty();
-        hooks.extend(Hooks::from_config(&self.hook_configs)?);
+        hooks.extend(Hooks::from_config(
+            &self.hook_configs,
+            Arc::new(keel_sandbox::ProcessGroupRunner),
+        )?);
         let policies = Policies::new(policy)
             .with_approver(self.approver)
             .with_permissions(self.permissions)
@@ -306,8 +308,8 @@ impl CodingAgentBuilder {
         let small = self
             .small_model
             .unwrap_or_else(|| Models::small_for(&model));
-        let root = keel_engine::project_root(&cwd);
-        let mut prompt = system_prompt(&keel_engine::gather_context(&root, &cwd));
+        let root = keel_agents::project_root(&cwd);
+        let mut prompt = system_prompt(&keel_agents::project_context(&root, &cwd));
 
         #[cfg(feature = "snapshots")]
         let snapshots = match self.snapshots {
@@ -339,19 +341,16 @@ impl CodingAgentBuilder {
             }
             #[cfg(feature = "tasks")]
             let tasks = match &self.tasks {
-                Some(options) => {
-                    crate::tasks::settings(&cwd, &policies, &self.hook_configs, in_process_hooks)
-                        .and_then(|settings| options.launcher(&home, settings))
-                        .map(|launcher| Some((launcher, options.allowed().to_vec())))
-                        .unwrap_or_else(|err| {
-                            warnings.push(format!("background tasks are off: {err}"));
-                            None
-                        })
-                }
+                Some(options) => keel_tasks::TaskSettings::from_policies(&cwd, &policies)
+                    .map_err(|err| err.to_string())
+                    .and_then(|settings| options.launcher(&home, settings))
+                    .map(|launcher| Some((launcher, options.allowed().to_vec())))
+                    .unwrap_or_else(|err| {
+                        warnings.push(format!("background tasks are off: {err}"));
+                        None
+                    }),
                 None => None,
             };
-            #[cfg(not(feature = "tasks"))]
-            let _ = in_process_hooks;
             let code = CodeTool::new(delegation.clone(), &cwd, Home(&home).logs())
                 .max_iterations(self.max_iterations);
             let delegates = Delegates::discover(

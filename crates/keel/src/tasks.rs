@@ -1,21 +1,20 @@
-//! Background tasks: the options a host gives, the settings every task takes from the
-//! agent's [`Policies`], and running a prompt until the tasks it started have ended.
+//! Background tasks: how a host runs them ([`BackgroundTasks`]) and the launcher the agent
+//! gets, whose every task takes the agent's policies
+//! ([`TaskSettings::from_policies`](keel_tasks::TaskSettings::from_policies)).
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use keel_agents::tasks::{
-    Runners, Spawner, SqliteTaskStore, TaskApprovals, TaskLimits, TaskSettings, task_tools,
-};
-use keel_agents::{Policies, SubAgentRunner};
-use keel_engine::HookConfig;
+use keel_agents::SubAgentRunner;
+use keel_tasks::SubAgentTasks;
+use keel_tasks::{Runners, Spawner, SqliteTaskStore, TaskLimits, TaskSettings, task_tools};
 use keel_tool::{RegistryError, ToolRegistry};
 
-pub use keel_agents::tasks::{TaskLauncher, TaskNotifier};
+pub use keel_tasks::{TaskLauncher, TaskNotifier};
 
 /// How background tasks run: `start_task` returns at once; the task runs in its own process
 /// group, recorded in `$KEEL_HOME/tasks.db`, and the session that started it is told when it
-/// ends. Every task takes the agent's policies (see [`Policies`]).
+/// ends. Every task takes the agent's policies (see [`Policies`](crate::Policies)).
 #[derive(Debug, Clone)]
 pub struct BackgroundTasks {
     keel_exe: PathBuf,
@@ -106,36 +105,6 @@ impl BackgroundTasks {
         .limits(self.limits);
         Ok(launcher)
     }
-}
-
-/// What every task of an agent with `policies` working in `cwd` runs with, its command hooks
-/// being `hook_configs`: the same sandbox policy, allow-read paths, rules and hooks; gated
-/// calls allowed only when the agent's approver allows them unattended. `Err` when the agent
-/// has hooks a task's own process cannot run (Rust hooks): then there are no tasks, since a
-/// task would be freer than its parent.
-pub(crate) fn settings(
-    cwd: &Path,
-    policies: &Policies,
-    hook_configs: &[HookConfig],
-    in_process_hooks: bool,
-) -> Result<TaskSettings, String> {
-    if in_process_hooks {
-        return Err("the agent has in-process hooks, which a task's own process cannot run".into());
-    }
-    let rules = policies.permissions();
-    let texts = |rules: &[keel_engine::PermissionRule]| -> Vec<String> {
-        rules.iter().map(ToString::to_string).collect()
-    };
-    let approvals = if policies.approver().allows_unattended() {
-        TaskApprovals::Allow
-    } else {
-        TaskApprovals::Deny
-    };
-    Ok(TaskSettings::new(cwd, policies.sandbox().clone())
-        .with_allow_read(policies.allow_read().to_vec())
-        .with_approvals(approvals)
-        .with_rules(texts(&rules.allow), texts(&rules.deny))
-        .with_hooks(hook_configs.to_vec()))
 }
 
 /// `runner` with the sub-agents named in `allowed` able to start tasks.

@@ -2,6 +2,9 @@
 //! approver set on the host's builder hold inside `code`, a sub-agent, a team step, and a
 //! background task (whose recorded settings its own process runs by).
 
+// Tests report failures by panicking.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
 use std::path::Path;
 use std::sync::{Arc, Mutex};
 
@@ -210,12 +213,11 @@ async fn a_task_records_the_host_s_policies_for_its_own_run() {
     let launcher = agent.tasks().unwrap();
     let records = launcher.store().list(10).unwrap();
     assert_eq!(records.len(), 1);
-    let settings =
-        keel::agents::tasks::load_settings(launcher.store().as_ref(), &records[0].id).unwrap();
+    let settings = keel_tasks::load_settings(launcher.store().as_ref(), &records[0].id).unwrap();
     assert_eq!(settings.deny_rules, ["run_command(touch *)"]);
     assert_eq!(settings.hooks.len(), 1);
     assert_eq!(settings.hooks[0].event, HookEvent::PreToolUse);
-    assert_eq!(settings.approvals, keel::agents::tasks::TaskApprovals::Deny);
+    assert_eq!(settings.approvals, keel_tasks::TaskApprovals::Deny);
     assert_eq!(&settings.policy, agent.policies().sandbox());
 }
 

@@ -219,7 +219,7 @@ struct Defaults {
 
 impl Defaults {
     fn keel() -> Self {
-        let tasks = keel_agents::tasks::TaskLimits::default();
+        let tasks = keel_tasks::TaskLimits::default();
         Self {
             max_iterations: keel_engine::DEFAULT_MAX_ITERATIONS,
             run_command_max_timeout_secs: keel_sandbox::SandboxPolicy::default()

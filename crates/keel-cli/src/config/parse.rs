@@ -264,7 +264,11 @@ fn check(file: &ConfigFile) -> Result<(), String> {
     }
     PermissionRules::parse(&file.permissions.allow, &file.permissions.deny)
         .map_err(|err| format!("[permissions]: {err}"))?;
-    Hooks::from_config(&file.hooks).map_err(|err| format!("[[hooks]]: {err}"))?;
+    Hooks::from_config(
+        &file.hooks,
+        std::sync::Arc::new(keel_sandbox::ProcessGroupRunner),
+    )
+    .map_err(|err| format!("[[hooks]]: {err}"))?;
     Ok(())
 }
 

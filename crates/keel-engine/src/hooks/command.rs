@@ -1,13 +1,13 @@
-//! Command hooks: running `bash -c <command>` and reading its answer.
+//! Command hooks: running `bash -c <command>` through the host's process runner and reading
+//! its answer.
 
-use std::process::{ExitStatus, Stdio};
+use std::sync::Arc;
 use std::time::Duration;
 
+use keel_tool::{ProcessOutput, ProcessRunner, ProcessSpec};
 use serde_json::Value;
-use tokio::io::{AsyncRead, AsyncReadExt as _, AsyncWriteExt as _};
-use tokio::process::{Child, Command};
 
-use super::{HookEvent, HookInput, HookOutcome, HookResult, PermissionDecision};
+use super::{HookConfig, HookEvent, HookInput, HookOutcome, HookResult, PermissionDecision};
 
 /// The most of a hook's stdout, and of its stderr, that is kept; the rest is read and dropped.
 const OUTPUT_CAP: usize = 64 * 1024;
@@ -15,26 +15,16 @@ const OUTPUT_CAP: usize = 64 * 1024;
 /// The most of a failed hook's stderr quoted in its failure report.
 const FAILURE_STDERR_CAP: usize = 1024;
 
-/// How long the output pipes of a hook that has exited may stay open.
-const PIPE_GRACE: Duration = Duration::from_secs(1);
-
-/// How long a killed hook has to be reaped before we stop waiting for it.
-const REAP_GRACE: Duration = Duration::from_secs(2);
-
-/// A configured command hook.
+/// A configured command hook and the runner that runs it: there is no command hook without
+/// one.
 #[derive(Debug, Clone)]
 pub(super) struct CommandHook {
-    /// The command, run as `bash -c <command>`.
-    pub(super) command: String,
+    /// The configuration it was built from (its command runs as `bash -c <command>`).
+    pub(super) config: HookConfig,
     /// How long it may run.
     pub(super) timeout: Duration,
-}
-
-/// What a finished command left.
-struct Finished {
-    status: ExitStatus,
-    stdout: String,
-    stderr: String,
+    /// Runs the command in a process group of its own.
+    pub(super) runner: Arc<dyn ProcessRunner>,
 }
 
 impl CommandHook {
@@ -46,17 +36,24 @@ impl CommandHook {
         hidden: &[String],
     ) -> Result<HookResult, String> {
         let event = input.hook_event_name;
-        let who = format!("command hook `{}` ({event})", self.command);
-        let finished = self
-            .execute(input, hidden)
-            .await
+        let command = &self.config.command;
+        let who = format!("command hook `{command}` ({event})");
+        let spec = self
+            .spec(input, hidden)
             .map_err(|why| format!("{who} {why}"))?;
-        match finished.status.code() {
-            Some(0) => parse_stdout(event, &finished.stdout).map_err(|why| format!("{who} {why}")),
+        let finished = self
+            .runner
+            .run(spec)
+            .await
+            .map_err(|error| format!("{who} {error}"))?;
+        let stdout = String::from_utf8_lossy(&finished.stdout);
+        let stderr = String::from_utf8_lossy(&finished.stderr);
+        match finished.code {
+            Some(0) => parse_stdout(event, &stdout).map_err(|why| format!("{who} {why}")),
             Some(2) => {
-                let reason = finished.stderr.trim();
+                let reason = stderr.trim();
                 let reason = if reason.is_empty() {
-                    format!("blocked by hook `{}`", self.command)
+                    format!("blocked by hook `{command}`")
                 } else {
                     reason.to_owned()
                 };
@@ -67,159 +64,53 @@ impl CommandHook {
             }
             Some(code) => Err(format!(
                 "{who} exited with code {code}{}",
-                quote_stderr(&finished.stderr)
+                quote_stderr(&stderr)
             )),
             None => Err(format!(
                 "{who} was killed by a signal ({}){}",
-                finished.status,
-                quote_stderr(&finished.stderr)
+                signal_text(&finished),
+                quote_stderr(&stderr)
             )),
         }
     }
 
-    /// Spawns the command, feeds it `input`, and collects its exit and output within the
-    /// timeout; `Err` says what went wrong (spawn error, timeout).
-    async fn execute(&self, input: &HookInput, hidden: &[String]) -> Result<Finished, String> {
-        let stdin_json = serde_json::to_vec(input)
+    /// What the runner runs: `bash -c <command>` in the session's directory, with the
+    /// session's variables, `input` as JSON on stdin, the hook's timeout and a 64 KiB cap on
+    /// each output; `Err` when the input cannot be serialized.
+    fn spec(&self, input: &HookInput, hidden: &[String]) -> Result<ProcessSpec, String> {
+        let stdin = serde_json::to_vec(input)
             .map_err(|error| format!("could not serialize its input: {error}"))?;
-        let mut command = Command::new("bash");
-        command
-            .arg("-c")
-            .arg(&self.command)
-            .current_dir(&input.cwd)
-            .env("KEEL_SESSION_ID", &input.session_id)
-            .env("KEEL_PROJECT_DIR", &input.cwd)
-            .env("CLAUDE_PROJECT_DIR", &input.cwd)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .process_group(0)
-            .kill_on_drop(true);
-        // The same environment as commands: no credentials, no agent or desktop sockets, none
-        // of the host's hidden variables.
-        keel_sandbox::scrub_env(&mut command, hidden);
-        // Registered with the reaper as it starts, so a sweep of commands' strays spares it.
-        let (mut child, _tracked) = keel_sandbox::reaper::spawn(&mut command)
-            .map_err(|error| format!("could not be started in {}: {error}", input.cwd.display()))?;
-        // The child leads its own process group; the guard kills the group if we give up on
-        // it (timeout, or this future dropped).
-        let mut group = ProcessGroup::new(child.id());
-
-        let collected = tokio::time::timeout(self.timeout, collect(&mut child, stdin_json)).await;
-        match collected {
-            Ok(Ok(finished)) => {
-                group.settle();
-                Ok(finished)
-            }
-            Ok(Err(error)) => {
-                group.kill();
-                reap(&mut child).await;
-                group.settle();
-                Err(format!("failed while running: {error}"))
-            }
-            Err(_elapsed) => {
-                group.kill();
-                reap(&mut child).await;
-                group.settle();
-                Err(format!(
-                    "timed out after {} s and was killed",
-                    self.timeout.as_secs_f64()
-                ))
-            }
-        }
+        let mut spec = ProcessSpec::shell(&self.config.command, &input.cwd);
+        spec.env = vec![
+            ("KEEL_SESSION_ID".into(), input.session_id.clone().into()),
+            ("KEEL_PROJECT_DIR".into(), input.cwd.clone().into()),
+            ("CLAUDE_PROJECT_DIR".into(), input.cwd.clone().into()),
+        ];
+        spec.hidden_env = hidden.to_vec();
+        spec.stdin = stdin;
+        spec.timeout = self.timeout;
+        spec.output_cap = OUTPUT_CAP;
+        Ok(spec)
     }
 }
 
-/// Writes stdin, reads stdout and stderr, and waits for the exit, all at once so that no pipe
-/// fills up and stalls the child. Once the hook has exited, its output pipes get
-/// [`PIPE_GRACE`] to close: a process it left running in the background may hold them open,
-/// and is left alone, with the output read so far.
-async fn collect(child: &mut Child, stdin_json: Vec<u8>) -> std::io::Result<Finished> {
-    let stdin = child.stdin.take();
-    let stdout = child.stdout.take();
-    let stderr = child.stderr.take();
-    let mut stdout_kept = Vec::new();
-    let mut stderr_kept = Vec::new();
-    let status = {
-        let mut write = std::pin::pin!(async move {
-            if let Some(mut stdin) = stdin {
-                // A hook that does not read its input may exit first: a broken pipe is fine.
-                if let Err(error) = stdin.write_all(&stdin_json).await {
-                    tracing::debug!(%error, "hook did not read all of its input");
-                }
-            }
-        });
-        let mut read_out = std::pin::pin!(read_capped(stdout, &mut stdout_kept));
-        let mut read_err = std::pin::pin!(read_capped(stderr, &mut stderr_kept));
-        let mut wait = std::pin::pin!(child.wait());
-        // Armed when the hook exits.
-        let mut grace = std::pin::pin!(tokio::time::sleep(Duration::MAX));
-        let (mut status, mut out_done, mut err_done, mut written) = (None, false, false, false);
-        while status.is_none() || !out_done || !err_done {
-            tokio::select! {
-                exit = &mut wait, if status.is_none() => {
-                    status = Some(exit?);
-                    grace.as_mut().reset(tokio::time::Instant::now() + PIPE_GRACE);
-                }
-                read = &mut read_out, if !out_done => {
-                    read?;
-                    out_done = true;
-                }
-                read = &mut read_err, if !err_done => {
-                    read?;
-                    err_done = true;
-                }
-                () = &mut write, if !written => written = true,
-                () = &mut grace, if status.is_some() => {
-                    tracing::debug!("a hook left a process holding its output open");
-                    break;
-                }
-            }
-        }
-        status
+/// `signal: 9 (SIGKILL)`, as the standard library writes an exit status.
+fn signal_text(output: &ProcessOutput) -> String {
+    let Some(signal) = output.signal else {
+        return "no exit code".to_owned();
     };
-    let status = status.ok_or_else(|| std::io::Error::other("the hook's exit status was lost"))?;
-    Ok(Finished {
-        status,
-        stdout: String::from_utf8_lossy(&stdout_kept).into_owned(),
-        stderr: String::from_utf8_lossy(&stderr_kept).into_owned(),
-    })
-}
-
-/// Reads a pipe to its end into `kept`, keeping the first [`OUTPUT_CAP`] bytes and dropping
-/// the rest.
-async fn read_capped(
-    pipe: Option<impl AsyncRead + Unpin>,
-    kept: &mut Vec<u8>,
-) -> std::io::Result<()> {
-    let Some(mut pipe) = pipe else {
-        return Ok(());
+    let name = match signal {
+        1 => "SIGHUP",
+        2 => "SIGINT",
+        3 => "SIGQUIT",
+        6 => "SIGABRT",
+        9 => "SIGKILL",
+        11 => "SIGSEGV",
+        13 => "SIGPIPE",
+        15 => "SIGTERM",
+        _ => return format!("signal: {signal}"),
     };
-    let mut buffer = vec![0u8; 8192];
-    let mut truncated = false;
-    loop {
-        let read = pipe.read(&mut buffer).await?;
-        if read == 0 {
-            break;
-        }
-        let room = OUTPUT_CAP.saturating_sub(kept.len());
-        truncated |= read > room;
-        kept.extend_from_slice(buffer.get(..read.min(room)).unwrap_or_default());
-    }
-    if truncated {
-        tracing::debug!(cap = OUTPUT_CAP, "hook output truncated");
-    }
-    Ok(())
-}
-
-/// Waits a little for a killed child, so it does not linger as a zombie.
-async fn reap(child: &mut Child) {
-    if tokio::time::timeout(REAP_GRACE, child.wait())
-        .await
-        .is_err()
-    {
-        tracing::warn!("a killed hook did not exit in time");
-    }
+    format!("signal: {signal} ({name})")
 }
 
 /// ` : <stderr>` for a failure report, trimmed and shortened, or nothing if stderr is empty.
@@ -347,48 +238,6 @@ fn permission(
 
 fn merge(result: &mut HookResult, outcome: HookOutcome) {
     result.outcome = std::mem::take(&mut result.outcome).merge(outcome);
-}
-
-/// A child's process group, killed on drop unless settled.
-struct ProcessGroup {
-    pgid: Option<libc::pid_t>,
-}
-
-impl ProcessGroup {
-    fn new(pid: Option<u32>) -> Self {
-        Self {
-            pgid: pid.and_then(|pid| libc::pid_t::try_from(pid).ok()),
-        }
-    }
-
-    /// Kills every process of the group.
-    #[allow(unsafe_code)]
-    fn kill(&self) {
-        if let Some(pgid) = self.pgid.filter(|pgid| *pgid > 1) {
-            // SAFETY: killpg takes two integers and touches no memory of ours. `pgid` is the
-            // pid of a child we spawned with `process_group(0)` and have not reaped when this
-            // is called, so the group is ours.
-            let killed = unsafe { libc::killpg(pgid, libc::SIGKILL) };
-            if killed != 0 {
-                tracing::debug!(
-                    pgid,
-                    error = %std::io::Error::last_os_error(),
-                    "could not kill a hook's process group"
-                );
-            }
-        }
-    }
-
-    /// Marks the group as dealt with: dropping it does nothing.
-    fn settle(&mut self) {
-        self.pgid = None;
-    }
-}
-
-impl Drop for ProcessGroup {
-    fn drop(&mut self) {
-        self.kill();
-    }
 }
 
 #[cfg(test)]

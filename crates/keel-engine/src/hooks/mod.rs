@@ -54,6 +54,7 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use futures::FutureExt as _;
+use keel_tool::ProcessRunner;
 use regex::Regex;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -384,7 +385,7 @@ impl fmt::Debug for Hooks {
         let mut list = f.debug_list();
         for entry in &self.entries {
             let what = match &entry.action {
-                Action::Command(command) => format!("command `{}`", command.command),
+                Action::Command(command) => format!("command `{}`", command.config.command),
                 Action::Rust(hook) => format!("Rust hook `{}`", hook.name()),
             };
             list.entry(&format_args!(
@@ -416,9 +417,14 @@ impl Hooks {
         Self::default()
     }
 
-    /// Command hooks from their configuration. A bad matcher regex, an empty command or a zero
-    /// timeout is an error naming the hook (`hooks[i]`, its event and command).
-    pub fn from_config(configs: &[HookConfig]) -> Result<Self, HookConfigError> {
+    /// Command hooks from their configuration, run by `runner` (keel-sandbox's
+    /// `ProcessGroupRunner`: each in a process group of its own, with a scrubbed
+    /// environment). A bad matcher regex, an empty command or a zero timeout is an error naming
+    /// the hook (`hooks[i]`, its event and command).
+    pub fn from_config(
+        configs: &[HookConfig],
+        runner: Arc<dyn ProcessRunner>,
+    ) -> Result<Self, HookConfigError> {
         let mut hooks = Self::new();
         for (index, config) in configs.iter().enumerate() {
             let name = || format!("hooks[{index}] ({} `{}`)", config.event, config.command);
@@ -435,12 +441,37 @@ impl Hooks {
                 event: config.event,
                 matcher,
                 action: Action::Command(CommandHook {
-                    command: config.command.clone(),
+                    config: config.clone(),
                     timeout,
+                    runner: runner.clone(),
                 }),
             });
         }
         Ok(hooks)
+    }
+
+    /// The configurations of the command hooks, in order (with those of hooks [`extend`]ed
+    /// in), e.g. to carry them to another process, where [`Hooks::from_config`] builds the
+    /// same hooks again. Rust hooks are not among them: see
+    /// [`has_in_process_hooks`](Self::has_in_process_hooks).
+    ///
+    /// [`extend`]: Self::extend
+    pub fn command_configs(&self) -> Vec<HookConfig> {
+        self.entries
+            .iter()
+            .filter_map(|entry| match &entry.action {
+                Action::Command(command) => Some(command.config.clone()),
+                Action::Rust(_) => None,
+            })
+            .collect()
+    }
+
+    /// Whether any hook is a Rust hook ([`Hooks::add`]), which cannot be carried to another
+    /// process.
+    pub fn has_in_process_hooks(&self) -> bool {
+        self.entries
+            .iter()
+            .any(|entry| matches!(entry.action, Action::Rust(_)))
     }
 
     /// Adds a Rust hook for `event`; `matcher` is as in [`HookConfig::matcher`].

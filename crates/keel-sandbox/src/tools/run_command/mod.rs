@@ -8,17 +8,17 @@ use std::process::{ExitStatus, Stdio};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-use keel_tool::{Effect, Tool, ToolContext, ToolError, ToolOutput};
-use rustix::process::{Pid, Signal};
+use keel_tool::{Effect, HeadTail, Tool, ToolContext, ToolError, ToolOutput};
 use schemars::JsonSchema;
 use serde::Deserialize;
 use tokio::io::AsyncReadExt;
 use tokio::net::unix::pipe;
 
-use self::output::{Capture, ProgressLine, report};
+use self::output::{ProgressLine, capture, report};
 use crate::classify::classify_in;
 use crate::confine::CommandSandbox;
 use crate::policy::{SandboxMode, SandboxPolicy};
+use crate::process::GroupGuard;
 use crate::reaper::{self, Call};
 
 /// The environment variable that marks every process a call starts, so processes that left
@@ -221,7 +221,7 @@ impl Tool for RunCommand {
 struct Running {
     child: tokio::process::Child,
     output: pipe::Receiver,
-    group: ProcessGroup,
+    group: CallProcesses,
 }
 
 fn spawn(root: &Path, command: &str, sandbox: &CommandSandbox) -> Result<Running, ToolError> {
@@ -265,15 +265,10 @@ fn spawn(root: &Path, command: &str, sandbox: &CommandSandbox) -> Result<Running
     let raw = child
         .id()
         .ok_or_else(|| ToolError::failed("the command exited before it could be watched"))?;
-    let pgid = i32::try_from(raw)
-        .ok()
-        .and_then(Pid::from_raw)
-        .ok_or_else(|| ToolError::failed("the command exited before it could be watched"))?;
     call.started(raw);
-    let group = ProcessGroup {
-        pgid,
-        marker,
-        settled: false,
+    // `bash` called setsid in the sandbox's child setup: it leads a group of its own.
+    let group = CallProcesses {
+        group: GroupGuard::marked(Some(raw), format!("{MARKER_VAR}={marker}")),
         call,
     };
     let output = pipe::Receiver::from_owned_fd(OwnedFd::from(reader))
@@ -285,29 +280,26 @@ fn spawn(root: &Path, command: &str, sandbox: &CommandSandbox) -> Result<Running
     })
 }
 
-/// The processes of one call: its process group, its marker for those that left it, and its
-/// place among the running calls (for the sweep of what escaped). Dropping it kills them all,
-/// so a dropped call leaves nothing running.
-struct ProcessGroup {
-    pgid: Pid,
-    marker: String,
-    /// Set once everything is known to be gone; dropping then only ends the call.
-    settled: bool,
+/// The processes of one call: its process group and its marker for those that left it (a
+/// marked [`GroupGuard`]), and its place among the running calls (for the sweep of what
+/// escaped). Dropping it kills them all, so a dropped call leaves nothing running.
+struct CallProcesses {
+    /// Dropped first: kills the group and the marked processes unless settled.
+    group: GroupGuard,
+    /// Dropped next: ends the call (sweeping if it was the last).
     call: Call,
 }
 
-impl ProcessGroup {
+impl CallProcesses {
     /// Kills every process in the group.
     fn kill(&self) {
-        // ESRCH (nobody left) is the expected answer once the command is done.
-        let _ = rustix::process::kill_process_group(self.pgid, Signal::KILL);
+        self.group.kill();
     }
 
     /// Kills the processes that carry the marker but left the group; keeps their pidfds to
     /// reap those that are this process's children.
     fn kill_escaped(&self) {
-        let killed = reaper::kill_marked(&format!("{MARKER_VAR}={}", self.marker));
-        Call::keep_unreaped(killed);
+        self.group.kill_marked();
     }
 
     /// Ends the call: kills what it left among this process's children (and, for the last
@@ -323,16 +315,6 @@ impl ProcessGroup {
     }
 }
 
-impl Drop for ProcessGroup {
-    fn drop(&mut self) {
-        if !self.settled {
-            self.kill();
-            self.kill_escaped();
-        }
-        // Dropping `call` ends it (sweeping if it was the last).
-    }
-}
-
 /// Why the command stopped.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Stop {
@@ -345,7 +327,7 @@ enum Stop {
 struct Finished {
     stop: Stop,
     status: Option<ExitStatus>,
-    capture: Capture,
+    capture: HeadTail,
 }
 
 /// Reads the output until `bash` exits, the timeout passes or the call is cancelled; then
@@ -356,7 +338,7 @@ async fn supervise(
     ctx: &ToolContext,
 ) -> Result<Finished, ToolError> {
     let mut buf = vec![0u8; 64 * 1024];
-    let mut capture = Capture::default();
+    let mut capture = capture();
     let mut progress = ProgressLine::default();
     let mut status = None;
     let mut eof = false;
@@ -409,7 +391,7 @@ async fn supervise(
         }
     }
     running.group.finish().await;
-    running.group.settled = true;
+    running.group.group.settle();
     Ok(Finished {
         stop,
         status,
@@ -420,7 +402,7 @@ async fn supervise(
 /// Reads until end-of-file or `limit` passes; returns whether end-of-file was reached.
 async fn drain(
     output: &mut pipe::Receiver,
-    capture: &mut Capture,
+    capture: &mut HeadTail,
     buf: &mut [u8],
     limit: Duration,
 ) -> bool {

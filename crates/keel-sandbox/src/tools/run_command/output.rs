@@ -3,7 +3,7 @@
 use std::os::unix::process::ExitStatusExt;
 use std::time::{Duration, Instant};
 
-use keel_tool::{ToolContext, ToolOutput};
+use keel_tool::{HeadTail, ToolContext, ToolOutput};
 use serde_json::json;
 
 use super::{Finished, Stop};
@@ -14,96 +14,23 @@ use crate::protect::RestoreReport;
 const HEAD_BYTES: usize = 14_000;
 /// Bytes kept from the end of the output.
 const TAIL_BYTES: usize = 14_000;
-/// How far from a cut a line break is looked for, so cuts fall between lines.
-const LINE_SLACK: usize = 400;
 /// How often progress lines are reported at most.
 const PROGRESS_EVERY: Duration = Duration::from_millis(250);
 
-/// The output kept: the first [`HEAD_BYTES`], and the last [`TAIL_BYTES`] in a buffer that is
-/// compacted as it grows, so memory stays bounded whatever the command prints.
-#[derive(Debug, Default)]
-pub(super) struct Capture {
-    head: Vec<u8>,
-    tail: Vec<u8>,
-    pub(super) total: u64,
+/// The output kept: the first [`HEAD_BYTES`] and the last [`TAIL_BYTES`], in bounded memory
+/// whatever the command prints.
+pub(super) fn capture() -> HeadTail {
+    HeadTail::new(HEAD_BYTES, TAIL_BYTES)
 }
 
-impl Capture {
-    pub(super) fn push(&mut self, data: &[u8]) {
-        self.total += data.len() as u64;
-        let room = HEAD_BYTES.saturating_sub(self.head.len()).min(data.len());
-        let (head, rest) = data.split_at(room);
-        self.head.extend_from_slice(head);
-        if rest.len() >= TAIL_BYTES {
-            self.tail.clear();
-            self.tail
-                .extend_from_slice(&rest[rest.len() - TAIL_BYTES..]);
-        } else if !rest.is_empty() {
-            self.tail.extend_from_slice(rest);
-            if self.tail.len() > 2 * TAIL_BYTES {
-                self.tail.drain(..self.tail.len() - TAIL_BYTES);
-            }
-        }
-    }
-
-    /// The output as text, and how many bytes were left out of it.
-    pub(super) fn render(&self) -> (String, u64) {
-        let tail = &self.tail[self.tail.len().saturating_sub(TAIL_BYTES)..];
-        let kept = (self.head.len() + tail.len()) as u64;
-        if kept == self.total {
-            let mut all = self.head.clone();
-            all.extend_from_slice(tail);
-            return (String::from_utf8_lossy(&all).into_owned(), 0);
-        }
-        let head_from = self.head.len().saturating_sub(LINE_SLACK);
-        let head_end = self.head[head_from..]
-            .iter()
-            .rposition(|&b| b == b'\n')
-            .map_or_else(|| char_end(&self.head), |pos| head_from + pos + 1);
-        let head = &self.head[..head_end];
-        let tail_start = tail[..tail.len().min(LINE_SLACK)]
-            .iter()
-            .position(|&b| b == b'\n')
-            .map_or_else(
-                // No line break near the cut: start at a character boundary.
-                || {
-                    tail.iter()
-                        .take(3)
-                        .take_while(|&&b| b & 0xC0 == 0x80)
-                        .count()
-                },
-                |pos| pos + 1,
-            );
-        let tail = &tail[tail_start..];
-        let omitted = self.total - (head.len() + tail.len()) as u64;
-        let text = format!(
-            "{}\n[... {omitted} bytes omitted ({} in total); filter the output (grep, head, \
-             tail) or redirect it to a file and read that in parts ...]\n{}",
-            String::from_utf8_lossy(head).trim_end_matches('\n'),
-            self.total,
-            String::from_utf8_lossy(tail),
-        );
-        (text, omitted)
-    }
-}
-
-/// The length of `bytes` without a character cut off at its end.
-fn char_end(bytes: &[u8]) -> usize {
-    let len = bytes.len();
-    for back in 1..=len.min(4) {
-        let byte = bytes[len - back];
-        if byte & 0xC0 == 0x80 {
-            continue;
-        }
-        let needs = match byte {
-            0xF0.. => 4,
-            0xE0.. => 3,
-            0xC0.. => 2,
-            _ => 1,
-        };
-        return if needs > back { len - back } else { len };
-    }
-    len
+/// The output as text, and how many bytes were left out of it.
+pub(super) fn render(capture: &HeadTail) -> (String, u64) {
+    capture.render(|omitted, total| {
+        format!(
+            "[... {omitted} bytes omitted ({total} in total); filter the output (grep, head, \
+             tail) or redirect it to a file and read that in parts ...]"
+        )
+    })
 }
 
 /// Reports the latest output line as progress, at most every [`PROGRESS_EVERY`].
@@ -158,7 +85,7 @@ pub(super) fn report(
     elapsed: Duration,
     notes: &[String],
 ) -> ToolOutput {
-    let (text, omitted) = finished.capture.render();
+    let (text, omitted) = render(&finished.capture);
     let mut content = if text.is_empty() {
         "(no output)".to_owned()
     } else {
@@ -211,7 +138,7 @@ pub(super) fn report(
         "namespaces": sandbox.namespaces(),
         "restored": restored.restored,
         "restore_failures": restored.failures,
-        "output_bytes": finished.capture.total,
+        "output_bytes": finished.capture.total(),
         "omitted_bytes": omitted,
         "timeout_secs": secs,
     });
@@ -221,55 +148,4 @@ pub(super) fn report(
         ToolOutput::error(content)
     };
     output.with_metadata(metadata)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn capture_keeps_everything_when_small() {
-        let mut capture = Capture::default();
-        capture.push(b"hello\n");
-        capture.push(b"world\n");
-        assert_eq!(capture.render(), ("hello\nworld\n".to_owned(), 0));
-    }
-
-    #[test]
-    fn capture_keeps_head_and_tail_on_line_boundaries_with_bounded_memory() {
-        let mut capture = Capture::default();
-        let mut total = 0u64;
-        for i in 0..200_000u32 {
-            let line = format!("line {i:06}\n");
-            total += line.len() as u64;
-            capture.push(line.as_bytes());
-            assert!(capture.tail.len() <= 2 * TAIL_BYTES);
-        }
-        let (text, omitted) = capture.render();
-        assert!(
-            text.starts_with("line 000000\nline 000001\n"),
-            "{}",
-            &text[..40]
-        );
-        assert!(text.ends_with("line 199999\n"));
-        assert!(text.contains(&format!("bytes omitted ({total} in total)")));
-        assert!(omitted > total - (HEAD_BYTES + TAIL_BYTES) as u64);
-        assert!(text.len() < HEAD_BYTES + TAIL_BYTES + 300);
-        for line in text.lines().filter(|line| line.starts_with("line")) {
-            assert_eq!(line.len(), 11, "{line:?}");
-        }
-    }
-
-    #[test]
-    fn capture_cut_in_a_character_stays_valid_text() {
-        let mut capture = Capture::default();
-        // An odd offset, so both cuts fall inside a two-byte character.
-        capture.push(b"a");
-        capture.push("é".repeat(50_000).as_bytes());
-        let (rendered, _) = capture.render();
-        assert!(
-            !rendered.contains('\u{FFFD}'),
-            "replacement character in the output"
-        );
-    }
 }

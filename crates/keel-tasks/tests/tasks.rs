@@ -9,12 +9,12 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
-use keel_agents::tasks::{
+use keel_engine::Notifier;
+use keel_sandbox::SandboxPolicy;
+use keel_tasks::{
     NewTask, Runners, Spawner, SqliteTaskStore, TaskLauncher, TaskLimits, TaskNotifier, TaskRecord,
     TaskSettings, TaskStatus, TaskStore, start_time,
 };
-use keel_engine::Notifier;
-use keel_sandbox::SandboxPolicy;
 use serde_json::json;
 use tempfile::TempDir;
 
@@ -116,7 +116,7 @@ async fn a_failing_runner_records_its_real_exit_code() {
     assert_eq!(record.status, TaskStatus::Failed);
     assert_eq!(record.exit_code, Some(3));
     assert_eq!(record.error_tail, "it broke");
-    let notice = keel_agents::tasks::notice(&record);
+    let notice = keel_tasks::notice(&record);
     assert!(
         notice.starts_with(&format!("Task {} failed (exit 3) in ", record.id)),
         "{notice}"
@@ -154,7 +154,7 @@ async fn the_timeout_kills_the_whole_group() {
     for pid in pids {
         assert!(gone(pid).await, "process {pid} survived the timeout");
     }
-    assert!(keel_agents::tasks::notice(&record).contains("timed out (after 1 s)"));
+    assert!(keel_tasks::notice(&record).contains("timed out (after 1 s)"));
 }
 
 #[tokio::test]
@@ -321,6 +321,7 @@ fn sub_agents_may_start_tasks_only_when_allowed() {
     use keel_agents::{
         AgentDefinition, AgentDefinitions, Delegation, Models, SubAgentLimits, SubAgentRunner,
     };
+    use keel_tasks::SubAgentTasks;
     let fixture = fixture(&[], TaskLimits::default());
     let define = |name: &str| AgentDefinition {
         name: name.into(),
@@ -376,7 +377,7 @@ async fn start_task(
     cwd: &Path,
     input: serde_json::Value,
 ) -> keel_tool::ToolOutput {
-    let tools = keel_agents::tasks::task_tools(&fixture.launcher, "main").unwrap();
+    let tools = keel_tasks::task_tools(&fixture.launcher, "main").unwrap();
     let call = keel_provider::ToolCall {
         id: "call_1",
         name: "start_task",
@@ -496,7 +497,7 @@ async fn the_supervisor_runs_the_recorded_command_line_and_nothing_else() {
         &workdir,
     )
     .id;
-    let ended = keel_agents::tasks::supervise(fixture.store.as_ref(), &id, std::process::id())
+    let ended = keel_tasks::supervise(fixture.store.as_ref(), &id, std::process::id())
         .await
         .unwrap();
     assert_eq!(ended.status, TaskStatus::Completed, "{ended:#?}");
@@ -521,7 +522,7 @@ async fn a_task_recorded_without_settings_is_refused_not_run() {
         .unwrap()
         .execute("UPDATE tasks SET settings = NULL WHERE id = ?1", [&id])
         .unwrap();
-    let ended = keel_agents::tasks::supervise(fixture.store.as_ref(), &id, std::process::id())
+    let ended = keel_tasks::supervise(fixture.store.as_ref(), &id, std::process::id())
         .await
         .unwrap();
     assert_eq!(ended.status, TaskStatus::Failed);
@@ -551,7 +552,7 @@ async fn a_workdir_swapped_for_a_link_out_is_refused_when_the_task_runs() {
     let outside = tempfile::tempdir().unwrap();
     std::fs::remove_dir(&sub).unwrap();
     std::os::unix::fs::symlink(outside.path(), &sub).unwrap();
-    let ended = keel_agents::tasks::supervise(fixture.store.as_ref(), &id, std::process::id())
+    let ended = keel_tasks::supervise(fixture.store.as_ref(), &id, std::process::id())
         .await
         .unwrap();
     assert_eq!(ended.status, TaskStatus::Failed);
@@ -581,7 +582,7 @@ async fn other_runners_lose_hidden_variables_and_keel_s_own_keeps_them() {
                 &fixture.dir.path().join("logs"),
             )
             .unwrap();
-        keel_agents::tasks::supervise(fixture.store.as_ref(), &record.id, std::process::id())
+        keel_tasks::supervise(fixture.store.as_ref(), &record.id, std::process::id())
             .await
             .unwrap();
         ids.push(record.id);

@@ -9,8 +9,8 @@ use keel_engine::HookConfig;
 use keel_sandbox::SandboxPolicy;
 use serde::{Deserialize, Serialize};
 
-use super::{TaskError, TaskStore};
-use crate::roots;
+use crate::{TaskError, TaskStore};
+use keel_agents::roots;
 
 /// Who approves a task's gated calls. A task runs with no person to ask, so the session's
 /// `ask` becomes [`TaskApprovals::Deny`].
@@ -26,7 +26,7 @@ pub enum TaskApprovals {
 
 /// The settings a task runs with, recorded with it (as JSON, in the store) when it starts.
 ///
-/// A [`TaskLauncher`](super::TaskLauncher) is built with its session's settings; it records
+/// A [`TaskLauncher`](crate::TaskLauncher) is built with its session's settings; it records
 /// them with every task it starts, the runner's argument template included. The supervisor
 /// runs that template (never re-reading a configuration), refuses a task recorded without
 /// settings (by an older keel), and checks the task's directory lies inside
@@ -35,7 +35,7 @@ pub enum TaskApprovals {
 /// [`policy`](Self::policy).
 ///
 /// ```
-/// use keel_agents::tasks::{TaskApprovals, TaskSettings};
+/// use keel_tasks::{TaskApprovals, TaskSettings};
 /// use keel_sandbox::SandboxPolicy;
 ///
 /// let workspace = tempfile::tempdir()?;
@@ -68,11 +68,42 @@ pub struct TaskSettings {
     /// Command hooks.
     pub hooks: Vec<HookConfig>,
     /// The runner's argument template (`{task}` and `{workdir}` not yet filled in), set by
-    /// the launcher for each task from its [`Runners`](super::Runners).
+    /// the launcher for each task from its [`Runners`](crate::Runners).
     pub runner: Vec<String>,
 }
 
 impl TaskSettings {
+    /// The settings of every task an agent working in `workspace` under `policies` starts:
+    /// the same sandbox policy, allow-read paths, permission rules and command hooks; gated
+    /// calls allowed only if the agent's approver allows them with nobody there to ask
+    /// ([`Approver::allows_unattended`](keel_engine::Approver::allows_unattended)). So a task
+    /// is never freer than the agent that starts it.
+    ///
+    /// Refused when the agent has Rust hooks: a task's own process cannot run them, so it
+    /// would be freer than its parent.
+    pub fn from_policies(
+        workspace: &Path,
+        policies: &keel_agents::Policies,
+    ) -> Result<Self, TaskError> {
+        let hooks = policies.hooks();
+        if hooks.has_in_process_hooks() {
+            return Err(TaskError::Refused(
+                "the agent has in-process hooks, which a task's own process cannot run".into(),
+            ));
+        }
+        let (allow, deny) = policies.permissions().sources();
+        let approvals = if policies.approver().allows_unattended() {
+            TaskApprovals::Allow
+        } else {
+            TaskApprovals::Deny
+        };
+        Ok(Self::new(workspace, policies.sandbox().clone())
+            .with_allow_read(policies.allow_read().to_vec())
+            .with_approvals(approvals)
+            .with_rules(allow, deny)
+            .with_hooks(hooks.command_configs()))
+    }
+
     /// The settings of a session working in `workspace` under `policy`: its roots are the
     /// workspace and the policy's writable roots, resolved; approvals deny; no allow-read
     /// paths, rules or hooks until the `with_` methods say otherwise.
@@ -130,7 +161,7 @@ pub fn load_settings(store: &dyn TaskStore, id: &str) -> Result<TaskSettings, Ta
 }
 
 /// Why a task without settings does not run.
-pub(super) fn no_settings(id: &str) -> String {
+pub(crate) fn no_settings(id: &str) -> String {
     format!(
         "task {id} was recorded without the settings it must run with (by an older keel, or \
          they are unreadable), so it was not run; start it again"

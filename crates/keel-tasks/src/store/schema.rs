@@ -5,7 +5,7 @@ use std::path::Path;
 use rusqlite::{Connection, TransactionBehavior};
 
 use super::{SqliteTaskStore, store_error, store_message};
-use crate::tasks::TaskError;
+use crate::TaskError;
 
 /// The schema, one migration per version: migration `i` takes the database from
 /// `user_version` `i` to `i + 1`. Never edit one that was released; add another.

@@ -2,20 +2,20 @@
 //! task, in a process group of its own, keeps its whole log and the tails, kills the group on
 //! timeout or cancellation, and records the real exit status and a summary.
 
-use std::collections::VecDeque;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::time::Duration;
 
-use keel_sandbox::CommandSandbox;
+use keel_sandbox::{CommandSandbox, GroupChild, spawn_in_group};
+use keel_tool::HeadTail;
 use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncWriteExt, BufReader};
 use tokio::process::Command;
 use tracing::Instrument;
 
-use super::process::{kill_group, start_time};
-use super::runner::{DEFAULT_RUNNER, expand};
-use super::settings::{TaskSettings, no_settings};
-use super::{TaskEnd, TaskError, TaskRecord, TaskStatus, TaskStore};
+use crate::process::start_time;
+use crate::runner::{DEFAULT_RUNNER, expand};
+use crate::settings::{TaskSettings, no_settings};
+use crate::{TaskEnd, TaskError, TaskRecord, TaskStatus, TaskStore};
 
 /// Lines of output kept in `output_tail`.
 pub const OUTPUT_TAIL_LINES: usize = 100;
@@ -26,30 +26,33 @@ const CANCEL_POLL: Duration = Duration::from_millis(200);
 /// The longest summary, in characters.
 const SUMMARY_CHARS: usize = 2000;
 
-/// The last `max` lines seen.
-#[derive(Debug, Default)]
+/// Bytes of output kept for `output_tail` (its last lines), whatever the runner prints.
+const OUTPUT_TAIL_BYTES: usize = 256 * 1024;
+/// Bytes of errors kept for `error_tail`.
+const ERROR_TAIL_BYTES: usize = 64 * 1024;
+
+/// The last `lines` lines of a stream, kept in bounded memory ([`HeadTail`] without a head).
+#[derive(Debug)]
 struct Tail {
-    lines: VecDeque<String>,
-    max: usize,
+    kept: HeadTail,
+    lines: usize,
 }
 
 impl Tail {
-    fn new(max: usize) -> Self {
+    fn new(lines: usize, bytes: usize) -> Self {
         Self {
-            lines: VecDeque::new(),
-            max,
+            kept: HeadTail::new(0, bytes),
+            lines,
         }
     }
 
-    fn push(&mut self, line: String) {
-        if self.lines.len() == self.max {
-            self.lines.pop_front();
-        }
-        self.lines.push_back(line);
+    fn push(&mut self, line: &str) {
+        self.kept.push(line.as_bytes());
+        self.kept.push(b"\n");
     }
 
     fn text(&self) -> String {
-        self.lines.iter().cloned().collect::<Vec<_>>().join("\n")
+        self.kept.last_lines(self.lines)
     }
 }
 
@@ -67,11 +70,11 @@ async fn pump(
                 let mut log = log.lock().await;
                 // A log that cannot be written costs the log, not the task.
                 let _ = log.write_all(format!("{prefix}{line}\n").as_bytes()).await;
-                tail.push(line);
+                tail.push(&line);
             }
             Ok(None) => break,
             Err(err) => {
-                tail.push(format!("(output unreadable: {err})"));
+                tail.push(&format!("(output unreadable: {err})"));
                 break;
             }
         }
@@ -209,9 +212,7 @@ async fn run_runner(store: &dyn TaskStore, record: &TaskRecord) -> TaskEnd {
         .current_dir(&workdir)
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .process_group(0)
-        .kill_on_drop(true);
+        .stderr(Stdio::piped());
     let own = record.runner == DEFAULT_RUNNER;
     scrub_runner_env(&mut command, settings, own);
     command.env("KEEL_TASK_ID", &record.id);
@@ -230,8 +231,14 @@ async fn run_runner(store: &dyn TaskStore, record: &TaskRecord) -> TaskEnd {
     };
     // What a confined runner changed of the protected paths is put back when it ends.
     let protected = sandbox.as_ref().map(CommandSandbox::snapshot_protected);
-    // Registered with the reaper as it starts, so a sweep of commands' strays spares it.
-    let (mut child, _tracked) = match keel_sandbox::reaper::spawn(&mut command) {
+    // In a process group of its own, killed whole when `group` is dropped (a supervisor
+    // given up leaves nothing running), and registered with the reaper as it starts, so a
+    // sweep of commands' strays spares it.
+    let GroupChild {
+        mut child,
+        group,
+        tracked: _tracked,
+    } = match spawn_in_group(&mut command) {
         Ok(spawned) => spawned,
         Err(err) => {
             return failed(format!(
@@ -240,23 +247,12 @@ async fn run_runner(store: &dyn TaskStore, record: &TaskRecord) -> TaskEnd {
             ));
         }
     };
-    let group = child.id();
     let (Some(stdout), Some(stderr)) = (child.stdout.take(), child.stderr.take()) else {
-        if let Some(group) = group {
-            let _ = kill_group(group);
-        }
         return failed("the runner's output could not be captured".into());
     };
-    let mut out_tail = Tail::new(OUTPUT_TAIL_LINES);
-    let mut err_tail = Tail::new(ERROR_TAIL_LINES);
+    let mut out_tail = Tail::new(OUTPUT_TAIL_LINES, OUTPUT_TAIL_BYTES);
+    let mut err_tail = Tail::new(ERROR_TAIL_LINES, ERROR_TAIL_BYTES);
     let timeout = Duration::from_secs(record.timeout_secs.max(1));
-    let kill = |group: Option<u32>| {
-        if let Some(group) = group
-            && let Err(err) = kill_group(group)
-        {
-            tracing::warn!("cannot kill the runner's process group {group}: {err}");
-        }
-    };
     let watch = async {
         let deadline = tokio::time::sleep(timeout);
         tokio::pin!(deadline);
@@ -267,7 +263,7 @@ async fn run_runner(store: &dyn TaskStore, record: &TaskRecord) -> TaskEnd {
                     Err(err) => Ended::WaitFailed(err),
                 },
                 () = &mut deadline => {
-                    kill(group);
+                    group.kill();
                     let _ = child.wait().await;
                     return Ended::TimedOut;
                 }
@@ -277,7 +273,7 @@ async fn run_runner(store: &dyn TaskStore, record: &TaskRecord) -> TaskEnd {
                         Ok(Some(now)) if now.status == TaskStatus::Cancelled
                     );
                     if cancelled {
-                        kill(group);
+                        group.kill();
                         let _ = child.wait().await;
                         return Ended::Cancelled;
                     }
@@ -292,7 +288,7 @@ async fn run_runner(store: &dyn TaskStore, record: &TaskRecord) -> TaskEnd {
     );
     // Whatever the runner left in its group goes with it; then what it changed of the
     // protected paths is put back.
-    kill(group);
+    group.kill();
     let restored = protected.map(|snapshot| snapshot.restore());
     let _ = log.lock().await.flush().await;
     let output_tail = out_tail.text();
@@ -394,9 +390,9 @@ mod tests {
         assert_eq!(summarize(pretty).as_deref(), Some("multi-line json"));
         assert_eq!(summarize("a\nb\n\nc").as_deref(), Some("a\nb\nc"));
         assert_eq!(summarize(""), None);
-        let mut tail = Tail::new(2);
+        let mut tail = Tail::new(2, 100);
         for n in 0..5 {
-            tail.push(n.to_string());
+            tail.push(&n.to_string());
         }
         assert_eq!(tail.text(), "3\n4");
     }

@@ -7,10 +7,10 @@ use keel_tool::{Effect, Tool, ToolContext, ToolError, ToolOutput, ToolRegistry};
 use schemars::JsonSchema;
 use serde::Deserialize;
 
-use super::launch::TaskLauncher;
-use super::notify::notice;
-use super::runner::DEFAULT_RUNNER;
-use super::{NewTask, TaskError, TaskRecord};
+use crate::launch::TaskLauncher;
+use crate::notify::notice;
+use crate::runner::DEFAULT_RUNNER;
+use crate::{NewTask, TaskError, TaskRecord};
 
 /// The longest `wait_task` may block, in seconds.
 pub const MAX_WAIT_SECS: u64 = 600;

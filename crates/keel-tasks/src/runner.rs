@@ -4,7 +4,7 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use super::TaskError;
+use crate::TaskError;
 
 /// The runner every task gets unless it names another.
 pub const DEFAULT_RUNNER: &str = "keel";
@@ -98,7 +98,7 @@ impl Runners {
 
 /// The command line `template` stands for, for `task` in `workdir`: `{workdir}` and `{task}`
 /// filled in, the task always within its own argument.
-pub(super) fn expand(template: &[String], task: &str, workdir: &Path) -> Vec<String> {
+pub(crate) fn expand(template: &[String], task: &str, workdir: &Path) -> Vec<String> {
     let workdir = workdir.display().to_string();
     template
         .iter()

@@ -1,42 +1,9 @@
-//! Background tasks: start a coding task now, be told when it is done.
-//!
-//! A task is a row in a [`TaskStore`] (SQLite by default) and a runner
-//! process: keel's own agent loop (`keel exec` in the task's directory) or an external
-//! command from the config (`claude -p {task}`, `codex exec {task}`). A supervisor records
-//! the runner's start, its real exit status and its result, keeps its whole log, enforces the
-//! timeout by killing the runner's process group, and leaves a cancelled task cancelled. The
-//! session that started a task is told when it finishes, exactly once, before its next model
-//! request ([`TaskNotifier`]).
-//!
-//! A task is never freer than the session that started it: its directory must lie inside the
-//! session's roots, and it records the session's [`TaskSettings`] (sandbox policy, roots,
-//! allow-read paths, approvals, rules, hooks, the runner's command line), which is all its
-//! supervisor and its runner go by.
-
-mod error;
-mod launch;
-mod notify;
-mod process;
-mod runner;
-mod settings;
-mod store;
-mod supervise;
-mod tools;
+//! A task's record: its status, what is recorded when it is created and when it ends, and
+//! the [`TaskStore`] trait where records live.
 
 use std::path::PathBuf;
 
-pub use error::TaskError;
-pub use launch::{Spawner, Started, TaskLauncher, TaskLimits, cancel, recover};
-pub use notify::{TaskNotifier, notice};
-pub use process::{detach, is_alive, kill_group, start_time};
-pub use runner::{DEFAULT_RUNNER, Runners};
-pub use settings::{TaskApprovals, TaskSettings, load_settings};
-pub use store::SqliteTaskStore;
-pub use supervise::{summarize, supervise};
-pub use tools::{
-    CancelTaskTool, ListTasksArgs, ListTasksTool, MAX_WAIT_SECS, StartTaskArgs, StartTaskTool,
-    TaskIdArgs, TaskStatusTool, WaitTaskArgs, WaitTaskTool, describe, task_tools,
-};
+use crate::{TaskError, TaskSettings};
 
 /// Where a task is in its life.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]

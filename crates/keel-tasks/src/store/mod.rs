@@ -57,7 +57,7 @@ const ID_ATTEMPTS: usize = 16;
 /// an older keel gets the column when opened, its tasks none (they read as `None`).
 ///
 /// ```
-/// use keel_agents::tasks::{NewTask, SqliteTaskStore, TaskSettings, TaskStatus, TaskStore};
+/// use keel_tasks::{NewTask, SqliteTaskStore, TaskSettings, TaskStatus, TaskStore};
 /// use keel_sandbox::SandboxPolicy;
 ///
 /// let dir = tempfile::tempdir()?;

@@ -4,7 +4,7 @@ use std::sync::Arc;
 
 use keel_engine::Notifier;
 
-use super::{TaskRecord, TaskStatus, TaskStore};
+use crate::{TaskRecord, TaskStatus, TaskStore};
 
 /// The notice for an ended task: `Task <id> completed (exit <code>) in <duration>. Summary: …
 /// Log: <path>`.

@@ -4,11 +4,11 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-use super::process::is_alive;
-use super::runner::Runners;
-use super::settings::TaskSettings;
-use super::supervise::supervise;
-use super::{NewTask, TaskError, TaskRecord, TaskStatus, TaskStore};
+use crate::process::is_alive;
+use crate::runner::Runners;
+use crate::settings::TaskSettings;
+use crate::supervise::supervise;
+use crate::{NewTask, TaskError, TaskRecord, TaskStatus, TaskStore};
 
 /// How a task's supervisor is started.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -145,7 +145,7 @@ impl TaskLauncher {
         }
         let record = self.store.create(&task, &settings, &self.logs_dir)?;
         if let Err(err) = self.spawn(&record.id) {
-            let end = super::TaskEnd {
+            let end = crate::TaskEnd {
                 status: TaskStatus::Failed,
                 exit_code: None,
                 output_tail: String::new(),

@@ -1,5 +1,7 @@
 //! The agent: a provider, a model, tools and policies, from which sessions are made.
 
+mod config;
+
 use std::path::PathBuf;
 use std::sync::Arc;
 
@@ -16,6 +18,7 @@ use crate::notify::Notifier;
 use crate::permissions::PermissionRules;
 use crate::session::Session;
 use crate::session_store::{SessionMeta, SessionStore};
+pub(crate) use config::AgentConfig;
 
 /// The default iteration limit of a run.
 pub const DEFAULT_MAX_ITERATIONS: u32 = 25;
@@ -24,35 +27,20 @@ pub const DEFAULT_MAX_TOKENS: u32 = 8192;
 /// How many times, by default, a reply cut off mid-stream is asked for again.
 pub const DEFAULT_STREAM_RETRIES: u32 = 3;
 
-/// Everything a session needs; cheap to clone.
+/// Everything a session needs: its configuration, shared; cheap to clone.
 #[derive(Clone)]
 pub struct Agent {
-    pub(crate) provider: Arc<dyn Provider>,
-    pub(crate) model: String,
-    pub(crate) system_prompt: Option<String>,
-    pub(crate) tools: ToolRegistry,
-    pub(crate) max_iterations: u32,
-    pub(crate) max_tokens: u32,
-    pub(crate) approver: Arc<dyn Approver>,
-    pub(crate) catalog: Arc<ModelCatalog>,
-    pub(crate) store: Option<Arc<dyn SessionStore>>,
-    pub(crate) snapshots: Option<Arc<dyn Snapshots>>,
-    pub(crate) stream_retries: u32,
-    pub(crate) hooks: Hooks,
-    pub(crate) permissions: Arc<PermissionRules>,
-    pub(crate) compaction: CompactionPolicy,
-    pub(crate) output_token_budget: Option<u64>,
-    pub(crate) notifier: Option<Arc<dyn Notifier>>,
+    config: Arc<AgentConfig>,
 }
 
 impl std::fmt::Debug for Agent {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Agent")
-            .field("provider", &self.provider.name())
-            .field("model", &self.model)
-            .field("tools", &self.tools.names())
-            .field("max_iterations", &self.max_iterations)
-            .field("max_tokens", &self.max_tokens)
+            .field("provider", &self.config.provider().name())
+            .field("model", &self.config.model())
+            .field("tools", &self.config.tools().names())
+            .field("max_iterations", &self.config.max_iterations())
+            .field("max_tokens", &self.config.max_tokens())
             .finish_non_exhaustive()
     }
 }
@@ -84,13 +72,13 @@ impl Agent {
     /// is created now (the error says why it could not be).
     pub fn session(&self, cwd: impl Into<PathBuf>) -> Result<Session, EngineError> {
         let cwd = cwd.into();
-        let meta = SessionMeta::new(&cwd, self.provider.name(), &self.model);
-        let log = match &self.store {
+        let meta = SessionMeta::new(&cwd, self.config.provider().name(), self.config.model());
+        let log = match self.config.store() {
             Some(store) => Some(store.create(&meta)?),
             None => None,
         };
         Ok(Session::with_history(
-            self.clone(),
+            self.config.clone(),
             cwd,
             meta.id,
             Vec::new(),
@@ -103,7 +91,7 @@ impl Agent {
     /// [`STOPPED`](crate::history::STOPPED), never run again), its cwd; the next prompt
     /// continues it.
     pub fn resume(&self, id: &str) -> Result<Session, EngineError> {
-        let store = self.store.as_ref().ok_or_else(|| {
+        let store = self.config.store().ok_or_else(|| {
             EngineError::Config("resuming needs a session store: call .session_store(..)".into())
         })?;
         let (loaded, log) = store.open(id)?;
@@ -113,7 +101,7 @@ impl Agent {
         let mut history = loaded.messages;
         canonicalize(&mut history);
         Ok(Session::with_history(
-            self.clone(),
+            self.config.clone(),
             loaded.meta.cwd,
             loaded.meta.id,
             history,
@@ -123,7 +111,7 @@ impl Agent {
 
     /// Reopens the newest session started in `cwd`.
     pub fn resume_latest(&self, cwd: &std::path::Path) -> Result<Session, EngineError> {
-        let store = self.store.as_ref().ok_or_else(|| {
+        let store = self.config.store().ok_or_else(|| {
             EngineError::Config("resuming needs a session store: call .session_store(..)".into())
         })?;
         let meta = store
@@ -134,12 +122,12 @@ impl Agent {
 
     /// The model's id.
     pub fn model(&self) -> &str {
-        &self.model
+        self.config.model()
     }
 
     /// The tools.
     pub fn tools(&self) -> &ToolRegistry {
-        &self.tools
+        self.config.tools()
     }
 }
 
@@ -285,22 +273,24 @@ impl AgentBuilder {
             return Err(EngineError::Config("max_tokens must be at least 1".into()));
         }
         Ok(Agent {
-            provider: self.provider,
-            model,
-            system_prompt: self.system_prompt,
-            tools: self.tools,
-            max_iterations: self.max_iterations,
-            max_tokens: self.max_tokens,
-            approver: self.approver,
-            catalog: self.catalog,
-            store: self.store,
-            snapshots: self.snapshots,
-            stream_retries: self.stream_retries,
-            hooks: self.hooks,
-            permissions: Arc::new(self.permissions),
-            compaction: self.compaction,
-            output_token_budget: self.output_token_budget,
-            notifier: self.notifier,
+            config: Arc::new(AgentConfig {
+                provider: self.provider,
+                model,
+                system_prompt: self.system_prompt,
+                tools: self.tools,
+                max_iterations: self.max_iterations,
+                max_tokens: self.max_tokens,
+                approver: self.approver,
+                catalog: self.catalog,
+                store: self.store,
+                snapshots: self.snapshots,
+                stream_retries: self.stream_retries,
+                hooks: self.hooks,
+                permissions: self.permissions,
+                compaction: self.compaction,
+                output_token_budget: self.output_token_budget,
+                notifier: self.notifier,
+            }),
         })
     }
 }

@@ -1,5 +1,6 @@
 //! Processes on Linux: a process's start time (so a reused pid is not mistaken for it),
-//! whether it is alive, and killing a process group.
+//! whether it is alive, and detaching a supervisor. Process groups are keel-sandbox's
+//! ([`keel_sandbox::spawn_in_group`], [`keel_sandbox::kill_group`]).
 
 /// The start time of process `pid`, in clock ticks since boot (`/proc/<pid>/stat` field 22),
 /// or `None` if there is no such process.
@@ -18,21 +19,6 @@ pub fn start_time(pid: u32) -> Option<u64> {
 /// Whether the process `pid` that started at `started` (clock ticks since boot) still runs.
 pub fn is_alive(pid: u32, started: u64) -> bool {
     start_time(pid) == Some(started)
-}
-
-/// Sends SIGKILL to every process in group `pgid`; a group already gone is not an error.
-pub fn kill_group(pgid: u32) -> std::io::Result<()> {
-    let Some(pid) = i32::try_from(pgid)
-        .ok()
-        .and_then(rustix::process::Pid::from_raw)
-    else {
-        return Ok(());
-    };
-    match rustix::process::kill_process_group(pid, rustix::process::Signal::KILL) {
-        Ok(()) => Ok(()),
-        Err(rustix::io::Errno::SRCH) => Ok(()),
-        Err(err) => Err(err.into()),
-    }
 }
 
 /// Makes this process the leader of a new session (no controlling terminal), so that it

@@ -10,10 +10,10 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Barrier, Mutex};
 use std::thread;
 
-use keel_agents::tasks::{
+use keel_sandbox::SandboxPolicy;
+use keel_tasks::{
     NewTask, SqliteTaskStore, TaskEnd, TaskError, TaskRecord, TaskSettings, TaskStatus, TaskStore,
 };
-use keel_sandbox::SandboxPolicy;
 use tempfile::TempDir;
 
 fn new_task(session: Option<&str>, prompt: &str) -> NewTask {
@@ -758,7 +758,7 @@ fn settings_round_trip_through_the_store() {
     .unwrap();
     let mut settings = TaskSettings::new(workspace.path(), policy)
         .with_allow_read(vec![PathBuf::from("/opt/docs")])
-        .with_approvals(keel_agents::tasks::TaskApprovals::Allow)
+        .with_approvals(keel_tasks::TaskApprovals::Allow)
         .with_rules(
             vec!["run_command(cargo test*)".into()],
             vec!["run_command(rm *)".into()],
@@ -781,7 +781,7 @@ fn settings_round_trip_through_the_store() {
     let read = again.get(&record.id).unwrap().unwrap();
     assert_eq!(read.settings.as_ref(), Some(&settings));
     assert_eq!(
-        keel_agents::tasks::load_settings(&again, &record.id).unwrap(),
+        keel_tasks::load_settings(&again, &record.id).unwrap(),
         settings
     );
     // Stored as JSON a person can read.
@@ -798,7 +798,7 @@ fn settings_round_trip_through_the_store() {
     assert_eq!(value["deny_rules"][0], "run_command(rm *)");
     assert_eq!(value["runner"][0], "claude");
     assert!(matches!(
-        keel_agents::tasks::load_settings(&again, "nosuchid"),
+        keel_tasks::load_settings(&again, "nosuchid"),
         Err(TaskError::NotFound { .. })
     ));
 }
@@ -817,7 +817,7 @@ fn an_old_database_is_migrated_and_its_tasks_have_no_settings() {
     assert_eq!(old.task_prompt, "old task");
     assert_eq!(old.status, TaskStatus::Queued);
     assert_eq!(old.settings, None);
-    let err = keel_agents::tasks::load_settings(&store, "old00001").unwrap_err();
+    let err = keel_tasks::load_settings(&store, "old00001").unwrap_err();
     assert_eq!(
         err.to_string(),
         "task old00001 was recorded without the settings it must run with (by an older \

@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use rusqlite::Row;
 use rusqlite::types::{FromSql, FromSqlError, FromSqlResult, ToSql, ToSqlOutput, ValueRef};
 
-use crate::tasks::{TaskRecord, TaskSettings, TaskStatus};
+use crate::{TaskRecord, TaskSettings, TaskStatus};
 
 /// Every column, in the order of [`TaskRecord`].
 pub(super) const COLUMNS: &str = "id, parent_session, agent, runner, task_prompt, workdir, \

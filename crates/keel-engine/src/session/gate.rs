@@ -1,0 +1,415 @@
+//! The approval gate: whether a call runs, is refused, or goes to the approver. The decision is
+//! [`decide`], a pure function of the call's effect, the permission verdict, the hooks'
+//! outcome and the remembered "always" answers; [`Session::plan`] gathers those, asks the
+//! approver when [`decide`] says so, and reports what it did.
+
+use std::collections::HashSet;
+
+use keel_tool::{Effect, ToolOutput};
+use serde_json::Value;
+use tokio_util::sync::CancellationToken;
+
+use super::{OwnedCall, Session, Sink, emit};
+use crate::approval::{ApprovalRequest, ApprovalScope, Decision};
+use crate::events::AgentEvent;
+use crate::history::INTERRUPTED;
+use crate::hooks::{HookEvent, HookInput, HookOutcome, PermissionDecision};
+use crate::permissions::Verdict;
+
+/// What to do with one call.
+pub(super) enum Plan {
+    Run { read_only: bool },
+    Answer(ToolOutput),
+}
+
+/// What the gate knows about one call.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct GateInput<'a> {
+    /// The tool's name.
+    pub(super) tool: &'a str,
+    /// The call's input.
+    pub(super) input: &'a Value,
+    /// The call's effect.
+    pub(super) effect: &'a Effect,
+    /// What the permission rules say.
+    pub(super) verdict: &'a Verdict,
+    /// What the `PreToolUse` hooks said; `None` when none ran.
+    pub(super) hook: Option<&'a HookOutcome>,
+    /// The scopes answered "always" so far.
+    pub(super) remembered: &'a HashSet<ApprovalScope>,
+}
+
+/// The gate's decision on one call.
+#[derive(Debug, Clone, PartialEq)]
+pub(super) enum GateDecision {
+    /// Run the call without asking; `read_only` calls may run alongside others.
+    Run { read_only: bool },
+    /// Do not run it: answer the model with this error text.
+    Refuse(String),
+    /// Ask the approver, for this reason; an "always" answer covers `scope` if `remember`.
+    Ask {
+        reason: String,
+        scope: ApprovalScope,
+        remember: bool,
+    },
+}
+
+/// Whether a call runs, is refused, or is asked about. No I/O.
+///
+/// A deny rule refuses any call; so does a hook that blocks or denies. A protected call
+/// ([`Effect::Protected`]) is always asked about: allow rules, hooks answering `allow` and
+/// earlier "always" answers never skip the question, and "always" is not remembered for it.
+/// Otherwise a hook's `allow` or an allow rule (unless a hook asks) runs the call; a
+/// destructive call, or one a hook asks about, is asked about unless its scope was answered
+/// "always"; anything else runs.
+pub(super) fn decide(gate: GateInput<'_>) -> GateDecision {
+    let read_only = gate.effect.is_read_only();
+    let protected = matches!(gate.effect, Effect::Protected { .. });
+    if let Verdict::Deny { rule } = gate.verdict {
+        return GateDecision::Refuse(format!(
+            "denied: the permission rule {rule} forbids this call"
+        ));
+    }
+    let mut must_ask = false;
+    match gate.hook {
+        Some(HookOutcome::Block { reason }) => return GateDecision::Refuse(reason.clone()),
+        Some(HookOutcome::Permission {
+            decision: PermissionDecision::Deny,
+            reason,
+        }) => {
+            return GateDecision::Refuse(format!(
+                "denied by a hook: {}",
+                reason.as_deref().unwrap_or("no reason given")
+            ));
+        }
+        Some(HookOutcome::Permission {
+            decision: PermissionDecision::Allow,
+            ..
+        }) if !protected => return GateDecision::Run { read_only },
+        Some(HookOutcome::Permission {
+            decision: PermissionDecision::Ask,
+            ..
+        }) => must_ask = true,
+        _ => {}
+    }
+    if matches!(gate.verdict, Verdict::Allow { .. }) && !must_ask && !protected {
+        return GateDecision::Run { read_only };
+    }
+    let reason = match gate.effect {
+        Effect::Destructive { reason } | Effect::Protected { reason } => reason.clone(),
+        _ if must_ask => "a hook asks for approval".to_owned(),
+        _ => return GateDecision::Run { read_only },
+    };
+    let scope = ApprovalScope::of(gate.tool, gate.input);
+    if !protected && gate.remembered.contains(&scope) {
+        return GateDecision::Run { read_only: false };
+    }
+    GateDecision::Ask {
+        reason,
+        scope,
+        remember: !protected,
+    }
+}
+
+impl Session {
+    /// Whether a call runs: gathers what [`decide`] needs (the effect, the rules' verdict, the
+    /// `PreToolUse` hooks' outcome unless a rule denies the call), and asks the approver when
+    /// it says so. [`Decision::Cancel`] cancels the run.
+    pub(super) async fn plan(
+        &mut self,
+        call: &OwnedCall,
+        cancel: &CancellationToken,
+        sink: &Sink,
+    ) -> Plan {
+        if cancel.is_cancelled() {
+            return self.answer(call, ToolOutput::error(INTERRUPTED), sink);
+        }
+        let effect = self.config.tools().effect(call.as_call());
+        let verdict = self.config.permissions().check(&call.name, &call.input);
+        let denied = matches!(verdict, Verdict::Deny { .. });
+        let hook = if !denied
+            && call.invalid.is_none()
+            && self.config.hooks().handles(HookEvent::PreToolUse)
+        {
+            let input =
+                HookInput::pre_tool_use(&self.id, &self.cwd, &call.name, call.input.clone());
+            Some(self.hooks(input, sink).await.outcome)
+        } else {
+            None
+        };
+        let decision = decide(GateInput {
+            tool: &call.name,
+            input: &call.input,
+            effect: &effect,
+            verdict: &verdict,
+            hook: hook.as_ref(),
+            remembered: &self.always_allowed,
+        });
+        let (reason, scope, remember) = match decision {
+            GateDecision::Run { read_only } => return Plan::Run { read_only },
+            GateDecision::Refuse(text) => {
+                return self.answer(call, ToolOutput::error(text), sink);
+            }
+            GateDecision::Ask {
+                reason,
+                scope,
+                remember,
+            } => (reason, scope, remember),
+        };
+        emit(
+            sink,
+            AgentEvent::ApprovalRequested {
+                id: call.id.clone(),
+                name: call.name.clone(),
+                input: call.input.clone(),
+                reason: reason.clone(),
+            },
+        );
+        let request = ApprovalRequest {
+            call_id: call.id.clone(),
+            tool: call.name.clone(),
+            input: call.input.clone(),
+            effect,
+            reason,
+            scope,
+        };
+        let decision = tokio::select! {
+            biased;
+            () = cancel.cancelled() => Decision::Cancel,
+            decision = self.config.approver().approve(&request) => decision,
+        };
+        match decision {
+            Decision::Allow => Plan::Run { read_only: false },
+            Decision::AllowAlways => {
+                // A protected call is asked every time.
+                if remember {
+                    self.always_allowed.insert(request.scope);
+                }
+                Plan::Run { read_only: false }
+            }
+            Decision::Cancel => {
+                // The person stopped: the whole run ends, as if its cancel handle had fired.
+                cancel.cancel();
+                self.answer(call, ToolOutput::error(INTERRUPTED), sink)
+            }
+            Decision::Deny(reason) if reason == INTERRUPTED => {
+                self.answer(call, ToolOutput::error(INTERRUPTED), sink)
+            }
+            Decision::Deny(reason) => {
+                self.answer(call, ToolOutput::error(format!("denied: {reason}")), sink)
+            }
+        }
+    }
+
+    /// A call answered without running it.
+    pub(super) fn answer(&self, call: &OwnedCall, output: ToolOutput, sink: &Sink) -> Plan {
+        super::schedule::finished(sink, call, &output, std::time::Duration::ZERO);
+        Plan::Answer(output)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    fn destructive() -> Effect {
+        Effect::Destructive {
+            reason: "deletes files".into(),
+        }
+    }
+
+    fn protected() -> Effect {
+        Effect::Protected {
+            reason: "changes .git".into(),
+        }
+    }
+
+    fn block() -> HookOutcome {
+        HookOutcome::Block {
+            reason: "hook says no".into(),
+        }
+    }
+
+    fn hook(decision: PermissionDecision) -> HookOutcome {
+        HookOutcome::Permission {
+            decision,
+            reason: Some("why".into()),
+        }
+    }
+
+    fn allow_rule() -> Verdict {
+        Verdict::Allow {
+            rule: "run_command".into(),
+        }
+    }
+
+    fn deny_rule() -> Verdict {
+        Verdict::Deny {
+            rule: "run_command(rm*)".into(),
+        }
+    }
+
+    fn run(read_only: bool) -> GateDecision {
+        GateDecision::Run { read_only }
+    }
+
+    fn refuse(text: &str) -> GateDecision {
+        GateDecision::Refuse(text.into())
+    }
+
+    fn ask(reason: &str, remember: bool) -> GateDecision {
+        GateDecision::Ask {
+            reason: reason.into(),
+            scope: ApprovalScope::of("run_command", &input()),
+            remember,
+        }
+    }
+
+    fn input() -> Value {
+        json!({"command": "rm -rf build"})
+    }
+
+    #[test]
+    fn the_gate_decides_by_rule_hook_effect_and_memory() {
+        use PermissionDecision::{Allow, Ask, Deny};
+        let nothing = HashSet::new();
+        let remembered = HashSet::from([ApprovalScope::of("run_command", &input())]);
+        let denied_by_rule = "denied: the permission rule run_command(rm*) forbids this call";
+        // (effect, verdict, hook, remembered?, expected)
+        let cases: Vec<(Effect, Verdict, Option<HookOutcome>, bool, GateDecision)> = vec![
+            // Nothing gates a read-only or mutating call.
+            (Effect::ReadOnly, Verdict::Ask, None, false, run(true)),
+            (Effect::Mutating, Verdict::Ask, None, false, run(false)),
+            // A destructive call is asked about, remembered "always" answers skip that.
+            (
+                destructive(),
+                Verdict::Ask,
+                None,
+                false,
+                ask("deletes files", true),
+            ),
+            (destructive(), Verdict::Ask, None, true, run(false)),
+            // Allow rules skip the question; deny rules refuse, whatever else says.
+            (destructive(), allow_rule(), None, false, run(false)),
+            (
+                Effect::ReadOnly,
+                deny_rule(),
+                None,
+                false,
+                refuse(denied_by_rule),
+            ),
+            (
+                destructive(),
+                deny_rule(),
+                Some(hook(Allow)),
+                true,
+                refuse(denied_by_rule),
+            ),
+            // Hooks: block and deny refuse; allow runs; ask asks, even under an allow rule.
+            (
+                Effect::ReadOnly,
+                Verdict::Ask,
+                Some(block()),
+                false,
+                refuse("hook says no"),
+            ),
+            (
+                Effect::Mutating,
+                allow_rule(),
+                Some(hook(Deny)),
+                false,
+                refuse("denied by a hook: why"),
+            ),
+            (
+                destructive(),
+                Verdict::Ask,
+                Some(hook(Allow)),
+                false,
+                run(false),
+            ),
+            (
+                Effect::ReadOnly,
+                Verdict::Ask,
+                Some(hook(Allow)),
+                false,
+                run(true),
+            ),
+            (
+                Effect::Mutating,
+                allow_rule(),
+                Some(hook(Ask)),
+                false,
+                ask("a hook asks for approval", true),
+            ),
+            (
+                Effect::Mutating,
+                Verdict::Ask,
+                Some(hook(Ask)),
+                true,
+                run(false),
+            ),
+            (
+                Effect::Mutating,
+                Verdict::Ask,
+                Some(HookOutcome::Continue),
+                false,
+                run(false),
+            ),
+            // A protected call is asked about every time, and never remembered.
+            (
+                protected(),
+                Verdict::Ask,
+                None,
+                false,
+                ask("changes .git", false),
+            ),
+            (
+                protected(),
+                allow_rule(),
+                None,
+                true,
+                ask("changes .git", false),
+            ),
+            (
+                protected(),
+                Verdict::Ask,
+                Some(hook(Allow)),
+                true,
+                ask("changes .git", false),
+            ),
+            (
+                protected(),
+                Verdict::Ask,
+                Some(block()),
+                false,
+                refuse("hook says no"),
+            ),
+            (
+                protected(),
+                deny_rule(),
+                None,
+                false,
+                refuse(denied_by_rule),
+            ),
+        ];
+        for (index, (effect, verdict, hook, is_remembered, expected)) in
+            cases.into_iter().enumerate()
+        {
+            let input = input();
+            let decision = decide(GateInput {
+                tool: "run_command",
+                input: &input,
+                effect: &effect,
+                verdict: &verdict,
+                hook: hook.as_ref(),
+                remembered: if is_remembered { &remembered } else { &nothing },
+            });
+            assert_eq!(
+                decision, expected,
+                "case {index}: {effect:?}, {verdict:?}, {hook:?}, remembered {is_remembered}"
+            );
+        }
+    }
+}

@@ -1,0 +1,304 @@
+//! A session: one conversation in one directory, and the loop that runs each prompt.
+//!
+//! One file per job: `turn` (the loop: model calls, compaction, notices, stop hooks),
+//! `gate` (whether a call runs: rules, hooks, remembered answers, the approver; its decision
+//! a pure function), `schedule` (which calls run together, snapshots, dispatch),
+//! `journal` (write-ahead persistence), `outcome` (usage, cost, the stop and its text).
+
+mod gate;
+mod journal;
+mod outcome;
+mod schedule;
+mod turn;
+
+use std::collections::HashSet;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+
+use futures::Stream;
+use keel_provider::{InvalidToolInput, Message, ToolCall, ToolInput, Usage};
+use serde_json::Value;
+use tokio::sync::mpsc::UnboundedSender;
+use tokio_util::sync::CancellationToken;
+
+use crate::agent::AgentConfig;
+use crate::approval::ApprovalScope;
+use crate::compaction::CompactionError;
+use crate::events::{AgentEvent, Compacted, RunOutcome};
+use crate::history::check_rewind;
+use crate::hooks::{HookInput, HookReport};
+use crate::session_store::{SessionError, SessionLog, SessionRecord};
+
+/// Cancels the run in progress of a session; cheap to clone and send to another task.
+#[derive(Debug, Clone)]
+pub struct CancelHandle {
+    current: Arc<Mutex<CancellationToken>>,
+}
+
+impl CancelHandle {
+    /// Cancels the run in progress: the model call or tool running now is stopped promptly,
+    /// and the run ends with [`Stop::Cancelled`](crate::Stop::Cancelled). The next prompt starts afresh.
+    pub fn cancel(&self) {
+        if let Ok(token) = self.current.lock() {
+            token.cancel();
+        }
+    }
+}
+
+/// A conversation: its history, its usage and the tools' approvals so far.
+pub struct Session {
+    config: Arc<AgentConfig>,
+    id: String,
+    cwd: PathBuf,
+    history: Vec<Message>,
+    usage: Usage,
+    /// The scopes the person answered "always" for.
+    always_allowed: HashSet<ApprovalScope>,
+    cancel: Arc<Mutex<CancellationToken>>,
+    /// In a mutex so that `Session` is `Sync` and results of parallel calls can be written
+    /// as each ends.
+    log: Option<Mutex<Box<dyn SessionLog>>>,
+    /// Where the current (or last) run's prompt starts, as a length to rewind to.
+    run_start: usize,
+    persist_error: Option<String>,
+    /// Whether `SessionStart` hooks have run.
+    started: bool,
+    /// The last model call's usage and how many messages its prompt held.
+    last_report: Option<(Usage, usize)>,
+}
+
+impl std::fmt::Debug for Session {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Session")
+            .field("id", &self.id)
+            .field("cwd", &self.cwd)
+            .field("messages", &self.history.len())
+            .field("usage", &self.usage)
+            .finish_non_exhaustive()
+    }
+}
+
+/// A tool call taken out of a reply.
+#[derive(Debug, Clone)]
+struct OwnedCall {
+    id: String,
+    name: String,
+    input: Value,
+    invalid: Option<InvalidToolInput>,
+}
+
+impl From<ToolCall<'_>> for OwnedCall {
+    fn from(call: ToolCall<'_>) -> Self {
+        let (input, invalid) = match call.input {
+            ToolInput::Valid(input) => (input.clone(), None),
+            ToolInput::Invalid(bad) => (Value::Object(serde_json::Map::new()), Some(bad.clone())),
+        };
+        Self {
+            id: call.id.to_owned(),
+            name: call.name.to_owned(),
+            input,
+            invalid,
+        }
+    }
+}
+
+impl OwnedCall {
+    fn as_call(&self) -> ToolCall<'_> {
+        ToolCall {
+            id: &self.id,
+            name: &self.name,
+            input: match &self.invalid {
+                Some(bad) => ToolInput::Invalid(bad),
+                None => ToolInput::Valid(&self.input),
+            },
+        }
+    }
+}
+
+type Sink = Option<UnboundedSender<AgentEvent>>;
+
+fn emit(sink: &Sink, event: AgentEvent) {
+    if let Some(sender) = sink {
+        // A listener that went away does not stop the run.
+        let _ = sender.send(event);
+    }
+}
+
+impl Session {
+    /// A session that continues `history`, logging to `log` (whose records already hold
+    /// `history`).
+    pub(crate) fn with_history(
+        config: Arc<AgentConfig>,
+        cwd: PathBuf,
+        id: String,
+        history: Vec<Message>,
+        log: Option<Box<dyn SessionLog>>,
+    ) -> Self {
+        Self {
+            config,
+            id,
+            cwd,
+            run_start: history.len(),
+            history,
+            usage: Usage::default(),
+            always_allowed: HashSet::new(),
+            cancel: Arc::new(Mutex::new(CancellationToken::new())),
+            log: log.map(Mutex::new),
+            persist_error: None,
+            started: false,
+            last_report: None,
+        }
+    }
+
+    /// The first error the session store reported, if any: the run went on, but the session
+    /// file may be missing what came after.
+    pub fn persistence_error(&self) -> Option<&str> {
+        self.persist_error.as_deref()
+    }
+
+    /// Rewinds the conversation to its first `history_len` messages, e.g. the
+    /// [`SnapshotPoint::history_len`](keel_snapshot::SnapshotPoint::history_len) of a snapshot being restored: the history is cut there
+    /// and a [`SessionRecord::Rewound`] is written, so a resumed session continues from the
+    /// same point. Refused ([`SessionError::InvalidRewind`]) when `history_len` is past the
+    /// end or would split a call from its result; a log that cannot be written is an error
+    /// and the history is left as it was. A compaction since the point counts messages
+    /// anew.
+    pub fn rewind_to(&mut self, history_len: usize) -> Result<(), SessionError> {
+        check_rewind(&self.history, history_len).map_err(|reason| SessionError::InvalidRewind {
+            id: self.id.clone(),
+            history_len,
+            reason,
+        })?;
+        if let Some(log) = self.log.as_mut() {
+            let log = log
+                .get_mut()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            log.append(&SessionRecord::Rewound { history_len })?;
+            log.flush()?;
+        }
+        self.history.truncate(history_len);
+        self.run_start = self.run_start.min(history_len);
+        self.last_report = None;
+        Ok(())
+    }
+
+    /// The session's id.
+    pub fn id(&self) -> &str {
+        &self.id
+    }
+
+    /// The working directory.
+    pub fn cwd(&self) -> &Path {
+        &self.cwd
+    }
+
+    /// The conversation so far.
+    pub fn history(&self) -> &[Message] {
+        &self.history
+    }
+
+    /// Tokens used by every run of this session.
+    pub fn usage(&self) -> Usage {
+        self.usage
+    }
+
+    /// A handle that cancels the run in progress.
+    pub fn cancel_handle(&self) -> CancelHandle {
+        CancelHandle {
+            current: self.cancel.clone(),
+        }
+    }
+
+    /// The model this session calls.
+    pub fn model(&self) -> &str {
+        self.config.model()
+    }
+
+    /// Calls `model` from the next request on (the history is kept).
+    pub fn set_model(&mut self, model: impl Into<String>) {
+        Arc::make_mut(&mut self.config).set_model(model.into());
+        // The last usage report was another model's count.
+        self.last_report = None;
+    }
+
+    /// Compacts the history now, whatever its size (`/compact`): older turns become a summary
+    /// written by the model, the original request and the latest turns stay. Returns the
+    /// estimated tokens before and after, and the usage of the summary call.
+    pub async fn compact_now(&mut self) -> Result<Compacted, CompactionError> {
+        let cancel = self.start_run();
+        let compaction = self.summarize(&cancel).await?;
+        Ok(self.apply_compaction(compaction))
+    }
+
+    /// Appends (and logs) a message the model or the tools produced, and reports it.
+    fn add_message(&mut self, message: Message, sink: &Sink) {
+        if sink.is_some() {
+            emit(
+                sink,
+                AgentEvent::MessageAdded {
+                    message: message.clone(),
+                },
+            );
+        }
+        self.append(message);
+    }
+
+    /// Runs `prompt` to its end.
+    pub async fn run(&mut self, prompt: &str) -> RunOutcome {
+        self.run_with(prompt, None).await
+    }
+
+    /// Runs `prompt`, streaming what happens; the last event is [`AgentEvent::Finished`].
+    pub fn run_streaming<'a>(
+        &'a mut self,
+        prompt: &'a str,
+    ) -> impl Stream<Item = AgentEvent> + Send + 'a {
+        async_stream::stream! {
+            let (sender, mut receiver) = tokio::sync::mpsc::unbounded_channel();
+            let run = self.run_with(prompt, Some(sender));
+            tokio::pin!(run);
+            let mut running = true;
+            loop {
+                tokio::select! {
+                    biased;
+                    event = receiver.recv() => match event {
+                        Some(event) => yield event,
+                        None => break,
+                    },
+                    _ = &mut run, if running => running = false,
+                }
+            }
+        }
+    }
+
+    /// A fresh token for a new run, unless one is live.
+    fn start_run(&self) -> CancellationToken {
+        match self.cancel.lock() {
+            Ok(mut current) => {
+                if current.is_cancelled() {
+                    *current = CancellationToken::new();
+                }
+                current.clone()
+            }
+            Err(_) => CancellationToken::new(),
+        }
+    }
+
+    /// Runs the hooks for `input`; failures become warnings, never errors.
+    async fn hooks(&self, input: HookInput, sink: &Sink) -> HookReport {
+        if !self.config.hooks().handles(input.hook_event_name) {
+            return HookReport::default();
+        }
+        let report = self.config.hooks().run(&input).await;
+        for failure in &report.failures {
+            tracing::warn!(session = %self.id, "hook failed: {failure}");
+            emit(
+                sink,
+                AgentEvent::Warning {
+                    message: format!("hook failed: {failure}"),
+                },
+            );
+        }
+        report
+    }
+}

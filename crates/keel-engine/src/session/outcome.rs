@@ -1,0 +1,110 @@
+//! The outcome of a run: its running totals (iterations, usage, cost), and the text that says
+//! how it ended.
+
+use keel_provider::{ToolUseResponse, Usage};
+
+use super::{Session, Sink, emit};
+use crate::events::{AgentEvent, Stop};
+use crate::session_store::SessionRecord;
+
+/// The running totals of one run.
+#[derive(Default)]
+pub(super) struct RunState {
+    pub(super) stop_blocks: u32,
+    /// The final reply was cut off at the output limit.
+    pub(super) cut_at_end: bool,
+    pub(super) iterations: u32,
+    pub(super) usage: Usage,
+    pub(super) cost_usd: Option<f64>,
+    pub(super) warned: bool,
+    pub(super) cut_replies: u32,
+    pub(super) last_text: String,
+    pub(super) failed_tools: Vec<String>,
+}
+
+impl Session {
+    pub(super) fn account(
+        &mut self,
+        response: &ToolUseResponse,
+        sink: &Sink,
+        state: &mut RunState,
+    ) {
+        state.usage.add(&response.usage);
+        self.usage.add(&response.usage);
+        let cost = self
+            .config
+            .catalog()
+            .cost(self.config.model(), &response.usage);
+        self.log_record(&SessionRecord::usage(response.usage, cost));
+        state.cost_usd = match (state.cost_usd, cost) {
+            (Some(total), Some(cost)) => Some(total + cost),
+            _ => None,
+        };
+        emit(
+            sink,
+            AgentEvent::Usage {
+                call: response.usage,
+                total: state.usage,
+                cost_usd: state.cost_usd,
+            },
+        );
+    }
+}
+
+/// ` Its last message: ...` when the model said something, for a run that stopped early.
+pub(super) fn last_message(state: &RunState) -> String {
+    if state.last_text.trim().is_empty() {
+        String::new()
+    } else {
+        format!(" Its last message: {}", state.last_text.trim())
+    }
+}
+
+/// The outcome's text: never empty, never silent about what happened.
+pub(super) fn final_text(stop: &Stop, state: &RunState, max_tokens: u32) -> String {
+    let failures = if state.failed_tools.is_empty() {
+        String::new()
+    } else {
+        format!(
+            " Tool calls that failed: {}.",
+            state.failed_tools.join("; ")
+        )
+    };
+    match stop {
+        Stop::Completed if state.cut_at_end => format!(
+            "{}\n\n[the reply was cut off at the output limit ({} tokens)]",
+            state.last_text.trim_end(),
+            max_tokens
+        ),
+        Stop::Completed if !state.last_text.trim().is_empty() => state.last_text.clone(),
+        Stop::Completed => format!(
+            "The model ended its turn without a message after {} model call(s).{failures}",
+            state.iterations
+        ),
+        Stop::MaxIterations => {
+            let last = last_message(state);
+            format!(
+                "Stopped after {} model calls, the iteration limit; the task may be unfinished \
+                 — send another prompt to go on.{failures}{last}",
+                state.iterations
+            )
+        }
+        Stop::Cancelled => format!(
+            "Cancelled after {} model call(s); the session can go on with the next prompt.{failures}",
+            state.iterations
+        ),
+        Stop::TokenBudget { used, budget } => {
+            let last = last_message(state);
+            format!(
+                "Stopped after {} model call(s): the output-token budget of {budget} was used up \
+                 ({used} written); the task may be unfinished.{failures}{last}",
+                state.iterations
+            )
+        }
+        Stop::Refused { reason } => reason.clone(),
+        Stop::Failed(failure) => format!(
+            "The run failed: {}. The session is saved; send another prompt to go on.{failures}",
+            failure.message
+        ),
+    }
+}

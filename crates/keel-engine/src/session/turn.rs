@@ -1,0 +1,490 @@
+//! The turn loop: a run from its prompt to its stop, one model call after another, with
+//! compaction, notices, `Stop` hooks and retries of replies cut off mid-stream.
+
+use futures::StreamExt;
+use keel_provider::{
+    CompletionRequest, ContentBlock, Message, ProviderError, ResponseAssembler, Role, StopReason,
+    StreamEvent, ToolUseResponse,
+};
+use tokio_util::sync::CancellationToken;
+use tracing::Instrument;
+
+use super::outcome::{RunState, final_text};
+use super::{OwnedCall, Session, Sink, emit};
+use crate::compaction::{Compaction, CompactionError, compact, estimate_tokens, needs_compaction};
+use crate::events::{AgentEvent, Compacted, RunOutcome, Stop};
+use crate::failure::{FailureKind, RunFailure};
+use crate::history::{INTERRUPTED, insert_result, prompt_boundary, unique_ids_from};
+use crate::hooks::{HookEvent, HookInput, HookOutcome};
+use crate::session_store::SessionRecord;
+
+/// How many replies cut off at the output limit in a row are answered before the run fails.
+const MAX_CUT_REPLIES: u32 = 3;
+/// How many times `Stop` hooks may send the model back to work in one run.
+const MAX_STOP_BLOCKS: u32 = 3;
+/// The wait before asking again for a reply cut off mid-stream; doubled each time, capped.
+const STREAM_RETRY_BACKOFF: std::time::Duration = std::time::Duration::from_millis(250);
+const STREAM_RETRY_BACKOFF_MAX: std::time::Duration = std::time::Duration::from_secs(4);
+
+/// How a model call went.
+pub(super) enum ModelTurn {
+    Reply(ToolUseResponse),
+    Cancelled {
+        partial_text: String,
+    },
+    Failed(ProviderError),
+    /// The reply began and was then cut off by a fault a new request may not meet (see
+    /// [`ProviderError::is_cut_mid_reply`]); only [`Session::call_model`] makes it, and
+    /// [`Session::call_model_retrying`] turns it into a retry or a failure.
+    CutOff(ProviderError),
+}
+
+impl Session {
+    pub(super) async fn run_with(&mut self, prompt: &str, sink: Sink) -> RunOutcome {
+        let span = tracing::info_span!("run", session = %self.id, model = %self.config.model());
+        async move {
+            let cancel = self.start_run();
+            let mut content = vec![ContentBlock::text(prompt)];
+            if !self.started {
+                self.started = true;
+                let report = self
+                    .hooks(HookInput::session_start(&self.id, &self.cwd), &sink)
+                    .await;
+                // What SessionStart hooks print is context for the model.
+                content.extend(report.messages.into_iter().map(ContentBlock::text));
+            }
+            self.canonicalize_history();
+            self.run_start = prompt_boundary(&self.history);
+            // After a run that stopped with results, notices or a prompt left unanswered, the
+            // prompt joins that user message: never two user messages in a row.
+            self.append(Message::new(Role::User, content));
+            let mut state = RunState {
+                cost_usd: Some(0.0),
+                ..RunState::default()
+            };
+            self.sync();
+            let stop = self.iterate(&cancel, &sink, &mut state).await;
+            // Whatever happened, the history keeps its invariants for the next prompt.
+            self.canonicalize_history();
+            let outcome = RunOutcome {
+                text: final_text(&stop, &state, self.config.max_tokens()),
+                stop,
+                iterations: state.iterations,
+                usage: state.usage,
+                cost_usd: state.cost_usd,
+            };
+            self.log_record(&SessionRecord::Outcome {
+                stop: outcome.stop.name().to_owned(),
+                text: outcome.text.clone(),
+                iterations: outcome.iterations,
+                usage: outcome.usage,
+                cost_usd: outcome.cost_usd,
+            });
+            self.sync();
+            emit(&sink, AgentEvent::Finished(outcome.clone()));
+            outcome
+        }
+        .instrument(span)
+        .await
+    }
+
+    pub(super) async fn iterate(
+        &mut self,
+        cancel: &CancellationToken,
+        sink: &Sink,
+        state: &mut RunState,
+    ) -> Stop {
+        let limit = self.config.max_iterations();
+        let warn_at = (limit * 4).div_ceil(5);
+        loop {
+            if cancel.is_cancelled() {
+                return Stop::Cancelled;
+            }
+            if state.iterations >= limit {
+                return Stop::MaxIterations;
+            }
+            if let Some(budget) = self.config.output_token_budget()
+                && state.usage.output_tokens >= budget
+            {
+                return Stop::TokenBudget {
+                    used: state.usage.output_tokens,
+                    budget,
+                };
+            }
+            if !state.warned && limit > 1 && state.iterations >= warn_at {
+                state.warned = true;
+                emit(
+                    sink,
+                    AgentEvent::IterationWarning {
+                        used: state.iterations,
+                        limit,
+                    },
+                );
+                if !self
+                    .config
+                    .approver()
+                    .continue_after_warning(state.iterations, limit)
+                    .await
+                {
+                    return Stop::MaxIterations;
+                }
+            }
+            state.iterations += 1;
+            emit(
+                sink,
+                AgentEvent::TurnStarted {
+                    iteration: state.iterations,
+                },
+            );
+            self.canonicalize_history();
+            self.take_notices(sink).await;
+            let mut request = self.request();
+            let estimate = estimate_tokens(
+                request.system.as_deref(),
+                &request.tools,
+                &request.messages,
+                self.last_report,
+            );
+            if needs_compaction(
+                estimate,
+                self.config.model(),
+                self.config.catalog(),
+                self.config.compaction(),
+            ) {
+                if let Some(stop) = self.compact(cancel, sink, state).await {
+                    return stop;
+                }
+                request = self.request();
+            }
+            let turn_span = tracing::info_span!("turn", iteration = state.iterations);
+            let mut turn = self
+                .call_model_retrying(&request, cancel, sink)
+                .instrument(turn_span.clone())
+                .await;
+            if let ModelTurn::Failed(ProviderError::ContextLengthExceeded { .. }) = &turn {
+                // Too long for the model: compact, then try once more.
+                if let Some(stop) = self.compact(cancel, sink, state).await {
+                    return stop;
+                }
+                request = self.request();
+                turn = self.call_model_retrying(&request, cancel, sink).await;
+            }
+            let prompt_messages = request.messages.len();
+            let mut response = match turn {
+                ModelTurn::Reply(response) => response,
+                ModelTurn::Cancelled { partial_text } => {
+                    // What the user saw stays in the history.
+                    if !partial_text.is_empty() {
+                        self.add_message(Message::assistant(partial_text), sink);
+                    }
+                    return Stop::Cancelled;
+                }
+                ModelTurn::Failed(error) | ModelTurn::CutOff(error) => {
+                    return Stop::Failed(RunFailure::from(error));
+                }
+            };
+            self.account(&response, sink, state);
+            self.last_report = Some((response.usage, prompt_messages));
+            let text = response.text();
+            if !text.trim().is_empty() {
+                state.last_text = text.clone();
+            }
+            if !response.content.is_empty() {
+                // Missing or reused call ids are replaced before anything runs or is saved.
+                let start = self.history.len();
+                self.history.push(Message::new(
+                    Role::Assistant,
+                    std::mem::take(&mut response.content),
+                ));
+                unique_ids_from(&mut self.history, start);
+                if let Some(reply) = self.history.pop() {
+                    response.content = reply.content;
+                }
+                // Write-ahead: the reply and its calls are in the session file before the
+                // first call runs.
+                self.add_message(response.to_message(), sink);
+            }
+            if response.stop_reason == StopReason::Refusal {
+                return Stop::Refused {
+                    reason: if text.trim().is_empty() {
+                        "the model declined to answer".into()
+                    } else {
+                        text
+                    },
+                };
+            }
+            let calls: Vec<OwnedCall> = response
+                .tool_calls()
+                .into_iter()
+                .map(OwnedCall::from)
+                .collect();
+            if calls.is_empty() {
+                if response.stop_reason == StopReason::PauseTurn {
+                    continue;
+                }
+                state.cut_at_end = response.stop_reason == StopReason::MaxTokens;
+                if state.stop_blocks < MAX_STOP_BLOCKS
+                    && self.config.hooks().handles(HookEvent::Stop)
+                {
+                    let input = HookInput::stop(&self.id, &self.cwd, state.stop_blocks > 0);
+                    if let HookOutcome::Block { reason } = self.hooks(input, sink).await.outcome {
+                        // A Stop hook sends the model back to work with its reason.
+                        state.stop_blocks += 1;
+                        self.add_message(Message::user(reason), sink);
+                        continue;
+                    }
+                }
+                return Stop::Completed;
+            }
+            if response.stop_reason == StopReason::MaxTokens {
+                state.cut_replies += 1;
+                if state.cut_replies > MAX_CUT_REPLIES {
+                    let results = calls
+                        .iter()
+                        .map(|c| ContentBlock::tool_result(&c.id, INTERRUPTED, true))
+                        .collect();
+                    self.add_message(Message::new(Role::User, results), sink);
+                    return Stop::Failed(RunFailure::new(
+                        FailureKind::OutputLimit,
+                        format!(
+                            "the model's replies were cut off at the output limit ({} tokens) {} times in a row",
+                            self.config.max_tokens(),
+                            state.cut_replies
+                        ),
+                    ));
+                }
+            } else {
+                state.cut_replies = 0;
+            }
+            let results = self
+                .run_tools(&calls, cancel, sink, state)
+                .instrument(turn_span)
+                .await;
+            // Each result is in the session file already, written as its call ended.
+            for result in results {
+                insert_result(&mut self.history, result);
+            }
+            if sink.is_some()
+                && let Some(message) = self.history.last()
+            {
+                emit(
+                    sink,
+                    AgentEvent::MessageAdded {
+                        message: message.clone(),
+                    },
+                );
+            }
+            self.sync();
+            if cancel.is_cancelled() {
+                return Stop::Cancelled;
+            }
+        }
+    }
+
+    /// Replaces older turns with a summary. `Some(stop)` ends the run (cancelled while
+    /// compacting); a compaction that cannot happen or fails is a warning, and the run goes on.
+    pub(super) async fn compact(
+        &mut self,
+        cancel: &CancellationToken,
+        sink: &Sink,
+        state: &mut RunState,
+    ) -> Option<Stop> {
+        match self.summarize(cancel).await {
+            Err(CompactionError::Cancelled) => return Some(Stop::Cancelled),
+            Ok(compaction) => {
+                let done = self.apply_compaction(compaction);
+                state.usage.add(&done.usage);
+                state.cost_usd = state.cost_usd.zip(done.cost_usd).map(|(a, b)| a + b);
+                emit(
+                    sink,
+                    AgentEvent::Compacted {
+                        before_tokens: done.before_tokens,
+                        after_tokens: done.after_tokens,
+                    },
+                );
+            }
+            Err(CompactionError::NothingToCompact) => {
+                tracing::debug!("the history is too short to compact");
+            }
+            Err(err) => {
+                tracing::warn!("compaction failed: {err}");
+                emit(
+                    sink,
+                    AgentEvent::Warning {
+                        message: format!("compaction failed: {err}"),
+                    },
+                );
+            }
+        }
+        None
+    }
+
+    /// Asks the model for a compacted history, unless `cancel` fires first.
+    pub(super) async fn summarize(
+        &self,
+        cancel: &CancellationToken,
+    ) -> Result<Compaction, CompactionError> {
+        let request = self.request();
+        tokio::select! {
+            biased;
+            () = cancel.cancelled() => Err(CompactionError::Cancelled),
+            result = compact(
+                self.config.provider(),
+                self.config.model(),
+                request.system.as_deref(),
+                &request.tools,
+                &self.history,
+                self.config.compaction(),
+            ) => result,
+        }
+    }
+
+    /// Puts `compaction`'s history in place and logs it; returns what it did.
+    pub(super) fn apply_compaction(&mut self, compaction: Compaction) -> Compacted {
+        self.usage.add(&compaction.usage);
+        let cost_usd = self
+            .config
+            .catalog()
+            .cost(self.config.model(), &compaction.usage);
+        self.log_record(&SessionRecord::usage(compaction.usage, cost_usd));
+        self.history = compaction.messages;
+        self.last_report = None;
+        self.log_record(&SessionRecord::Compacted {
+            messages: self.history.clone(),
+            before_tokens: compaction.before_tokens,
+            after_tokens: compaction.after_tokens,
+        });
+        self.sync();
+        Compacted {
+            before_tokens: compaction.before_tokens,
+            after_tokens: compaction.after_tokens,
+            usage: compaction.usage,
+            cost_usd,
+        }
+    }
+
+    /// Adds the notices waiting for this session, if any, as one user message (merged into
+    /// the tool results before it, if any).
+    pub(super) async fn take_notices(&mut self, sink: &Sink) {
+        let Some(notifier) = self.config.notifier().cloned() else {
+            return;
+        };
+        let notices = notifier.take(&self.id).await;
+        if notices.is_empty() {
+            return;
+        }
+        let blocks = notices
+            .into_iter()
+            .map(|notice| ContentBlock::text(format!("[notification] {notice}")))
+            .collect();
+        self.add_message(Message::new(Role::User, blocks), sink);
+    }
+
+    pub(super) fn request(&self) -> CompletionRequest {
+        let mut request = CompletionRequest::new(self.config.model().to_owned());
+        request.system = self.config.system_prompt().map(str::to_owned);
+        request.messages = self.history.clone();
+        request.tools = self.config.tools().definitions();
+        request.max_tokens = self.config.max_tokens();
+        request
+    }
+
+    /// [`Session::call_model`], asking again (up to the agent's `stream_retries`, after a
+    /// short backoff) when the reply is cut off mid-stream: the partial reply is dropped —
+    /// nothing of it is in the history or the session file — and
+    /// [`AgentEvent::ReplyDiscarded`] tells listeners to drop what they showed of it.
+    pub(super) async fn call_model_retrying(
+        &self,
+        request: &CompletionRequest,
+        cancel: &CancellationToken,
+        sink: &Sink,
+    ) -> ModelTurn {
+        let max_attempts = self.config.stream_retries();
+        let mut attempt = 0;
+        let mut wait = STREAM_RETRY_BACKOFF;
+        loop {
+            let error = match self.call_model(request, cancel, sink).await {
+                ModelTurn::CutOff(error) if attempt < max_attempts => error,
+                ModelTurn::CutOff(error) => return ModelTurn::Failed(error),
+                turn => return turn,
+            };
+            attempt += 1;
+            tracing::warn!(attempt, max_attempts, %error, "reply cut off mid-stream; asking again");
+            emit(
+                sink,
+                AgentEvent::ReplyDiscarded {
+                    attempt,
+                    max_attempts,
+                    error: error.to_string(),
+                },
+            );
+            tokio::select! {
+                biased;
+                () = cancel.cancelled() => {
+                    return ModelTurn::Cancelled { partial_text: String::new() };
+                }
+                () = tokio::time::sleep(wait) => {}
+            }
+            wait = (wait * 2).min(STREAM_RETRY_BACKOFF_MAX);
+        }
+    }
+
+    pub(super) async fn call_model(
+        &self,
+        request: &CompletionRequest,
+        cancel: &CancellationToken,
+        sink: &Sink,
+    ) -> ModelTurn {
+        let mut stream = self.config.provider().stream(request);
+        let mut assembler = ResponseAssembler::new();
+        let mut partial_text = String::new();
+        // Whether any of the reply has arrived: a fault after that is the loop's to retry
+        // (the provider retries only before it).
+        let mut began = false;
+        loop {
+            let next = tokio::select! {
+                biased;
+                () = cancel.cancelled() => return ModelTurn::Cancelled { partial_text },
+                next = stream.next() => next,
+            };
+            match next {
+                None => break,
+                Some(Err(error)) if began && error.is_cut_mid_reply() => {
+                    return ModelTurn::CutOff(error);
+                }
+                Some(Err(error)) => return ModelTurn::Failed(error),
+                Some(Ok(event)) => {
+                    began |= !matches!(
+                        event,
+                        StreamEvent::Retrying { .. } | StreamEvent::MessageStart { .. }
+                    );
+                    match &event {
+                        StreamEvent::TextDelta { text, .. } => {
+                            partial_text.push_str(text);
+                            emit(sink, AgentEvent::TextDelta { text: text.clone() });
+                        }
+                        StreamEvent::Retrying {
+                            attempt,
+                            wait,
+                            error,
+                        } => emit(
+                            sink,
+                            AgentEvent::Retrying {
+                                attempt: *attempt,
+                                wait: *wait,
+                                error: error.clone(),
+                            },
+                        ),
+                        _ => {}
+                    }
+                    assembler.push(event);
+                }
+            }
+        }
+        match assembler.finish() {
+            Ok(response) => ModelTurn::Reply(response),
+            Err(error) if began && error.is_cut_mid_reply() => ModelTurn::CutOff(error),
+            Err(error) => ModelTurn::Failed(error),
+        }
+    }
+}
