@@ -6,7 +6,8 @@
 //!     cargo run -p keel-provider --example complete -- "List three prime numbers"
 //! ```
 //!
-//! Anthropic is used when `ANTHROPIC_API_KEY` is set (`ANTHROPIC_BASE_URL` moves it), else the
+//! The provider is found by `ProviderConfig::detect`, the rules every keel front end uses:
+//! Anthropic when `ANTHROPIC_API_KEY` is set (`ANTHROPIC_BASE_URL` moves it), else the
 //! OpenAI-compatible back end when `OPENAI_BASE_URL` or `OPENAI_API_KEY` is set. `KEEL_MODEL`
 //! picks the model. The model is offered one tool, so a tool call shows how calls come back.
 
@@ -16,32 +17,15 @@
 use std::process::ExitCode;
 
 use keel_provider::{
-    AnthropicProvider, ApiKey, CompletionRequest, Message, ModelCatalog, OpenAiProvider, Provider,
-    ProviderError, ToolDefinition, ToolInput,
+    CompletionRequest, Message, ModelCatalog, ProviderConfig, ProviderError, ToolDefinition,
+    ToolInput,
 };
 use serde_json::json;
 
-fn provider_from_env() -> Result<(Box<dyn Provider>, &'static str), ProviderError> {
-    if ApiKey::from_env("ANTHROPIC_API_KEY").is_some() {
-        return Ok((
-            Box::new(AnthropicProvider::from_env()?),
-            "claude-sonnet-4-5",
-        ));
-    }
-    if std::env::var_os("OPENAI_BASE_URL").is_some() || ApiKey::from_env("OPENAI_API_KEY").is_some()
-    {
-        return Ok((Box::new(OpenAiProvider::from_env()?), "gpt-4.1"));
-    }
-    Err(ProviderError::Config {
-        message: "no provider configured: set ANTHROPIC_API_KEY, or OPENAI_API_KEY, or \
-                  OPENAI_BASE_URL (e.g. http://localhost:11434/v1 for Ollama)"
-            .into(),
-    })
-}
-
 async fn run(prompt: String) -> Result<(), ProviderError> {
-    let (provider, default_model) = provider_from_env()?;
-    let model = std::env::var("KEEL_MODEL").unwrap_or_else(|_| default_model.to_owned());
+    let built = ProviderConfig::detect()?.build()?;
+    let provider = built.provider;
+    let model = std::env::var("KEEL_MODEL").unwrap_or_else(|_| built.kind.default_model().into());
     let request = CompletionRequest::new(model)
         .system("You are a concise assistant. Use the tool when the user asks for a file.")
         .tool(ToolDefinition {

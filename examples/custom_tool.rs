@@ -6,8 +6,9 @@
 // An example program talks to its user on stdout.
 #![allow(clippy::print_stdout)]
 
-use keel_provider::{ToolCall, ToolInput};
-use keel_tool::{Effect, Tool, ToolContext, ToolError, ToolOutput, ToolRegistry};
+use keel_tool::{
+    Effect, Tool, ToolCall, ToolContext, ToolError, ToolInput, ToolOutput, ToolRegistry,
+};
 use schemars::JsonSchema;
 use serde::Deserialize;
 

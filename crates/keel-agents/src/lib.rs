@@ -97,3 +97,8 @@ pub use subagents::{
     SubAgentRunner, render_report,
 };
 pub use teams::{RunTeamArgs, RunTeamTool, TeamDefinition, TeamDefinitions, TeamReport, TeamStep};
+
+/// The crate README's example, compiled as a doctest so it stays true.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+pub struct CrateReadmeDoctest;

@@ -84,3 +84,8 @@ pub use session_store::{
     JsonlSessionStore, LoadedSession, MemorySessionStore, SessionError, SessionLog, SessionMeta,
     SessionRecord, SessionStore, SessionSummary, validate_id,
 };
+
+/// The crate README's example, compiled as a doctest so it stays true.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+pub struct CrateReadmeDoctest;

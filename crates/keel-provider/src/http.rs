@@ -4,6 +4,7 @@
 
 use std::future::Future;
 use std::pin::Pin;
+use std::sync::{Arc, OnceLock};
 use std::task::{Context, Poll};
 use std::time::Duration;
 
@@ -52,10 +53,50 @@ pub(crate) struct PreparedRequest {
     pub body: Bytes,
 }
 
+/// The HTTP clients, built on first use and shared by clones of a provider: one for `http://`
+/// that never loads certificates, one for `https://` with the system's roots.
+#[derive(Debug, Default)]
+pub(crate) struct Clients {
+    /// For `http://` endpoints: no TLS roots, so no certificate store is read.
+    plain: OnceLock<reqwest::Client>,
+    /// For `https://` endpoints: the platform verifier, which reads the system's certificate
+    /// store when built.
+    tls: OnceLock<reqwest::Client>,
+}
+
+impl Clients {
+    /// The client for `url`'s scheme, built now if it is the first request of that scheme.
+    fn for_url(&self, url: &url::Url) -> Result<&reqwest::Client, ProviderError> {
+        let plain = url.scheme() == "http";
+        let cell = if plain { &self.plain } else { &self.tls };
+        if let Some(client) = cell.get() {
+            return Ok(client);
+        }
+        let builder = reqwest::Client::builder().connect_timeout(Duration::from_secs(30));
+        // An empty root store instead of the platform verifier: nothing is read from disk.
+        // Such a client cannot complete a TLS handshake, and is only used for http:// URLs.
+        let builder = if plain {
+            builder.tls_certs_only(std::iter::empty())
+        } else {
+            builder
+        };
+        let client = builder.build().map_err(|err| ProviderError::Config {
+            message: format!("cannot build the HTTP client: {err}"),
+        })?;
+        Ok(cell.get_or_init(|| client))
+    }
+
+    /// Whether the `https://` client (and so the certificate store) has been built.
+    #[cfg(test)]
+    pub(crate) fn tls_built(&self) -> bool {
+        self.tls.get().is_some()
+    }
+}
+
 /// The HTTP client and its policies.
 #[derive(Clone)]
 pub(crate) struct HttpTransport {
-    client: reqwest::Client,
+    pub(crate) clients: Arc<Clients>,
     pub retry: RetryPolicy,
     pub idle_timeout: Duration,
     pub request_deadline: Duration,
@@ -101,15 +142,11 @@ impl Failure {
 }
 
 impl HttpTransport {
+    /// A transport; its HTTP client is built at the first request (see [`Clients`]), so
+    /// making a provider reads no certificates, and an `http://` one never does.
     pub fn new(key: Option<ApiKey>) -> Result<Self, ProviderError> {
-        let client = reqwest::Client::builder()
-            .connect_timeout(Duration::from_secs(30))
-            .build()
-            .map_err(|err| ProviderError::Config {
-                message: format!("cannot build the HTTP client: {err}"),
-            })?;
         Ok(Self {
-            client,
+            clients: Arc::default(),
             retry: RetryPolicy::default(),
             idle_timeout: DEFAULT_IDLE_TIMEOUT,
             request_deadline: DEFAULT_REQUEST_DEADLINE,
@@ -165,8 +202,8 @@ impl HttpTransport {
         request: &PreparedRequest,
         deadline: Option<Instant>,
     ) -> Result<reqwest::Response, Failure> {
-        let send = self
-            .client
+        let client = self.clients.for_url(&request.url).map_err(Failure::of)?;
+        let send = client
             .post(request.url.clone())
             .headers(request.headers.clone())
             .body(request.body.clone())
@@ -529,5 +566,57 @@ mod tests {
             endpoint("not a url", "x"),
             Err(ProviderError::Config { .. })
         ));
+    }
+}
+
+#[cfg(test)]
+mod client_tests {
+    use super::*;
+
+    /// Answers one HTTP request with a 500 and returns; the response only has to arrive.
+    async fn answer_once(listener: tokio::net::TcpListener) {
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        if let Ok((mut socket, _)) = listener.accept().await {
+            let mut buf = vec![0u8; 4096];
+            let _ = socket.read(&mut buf).await;
+            let _ = socket
+                .write_all(b"HTTP/1.1 500 Internal Server Error\r\ncontent-length: 0\r\n\r\n")
+                .await;
+        }
+    }
+
+    #[tokio::test]
+    async fn an_http_endpoint_never_builds_the_tls_client() {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let url = endpoint(&format!("http://{}", listener.local_addr().unwrap()), "v1").unwrap();
+        let server = tokio::spawn(answer_once(listener));
+        let transport = HttpTransport::new(None).unwrap();
+        assert!(!transport.clients.tls_built(), "built before any request");
+        let request = PreparedRequest {
+            url,
+            headers: HeaderMap::new(),
+            body: Bytes::new(),
+        };
+        let failure = transport.send(&request, None).await.unwrap_err();
+        assert!(
+            matches!(failure.error, ProviderError::Server { status: 500, .. }),
+            "{:?}",
+            failure.error
+        );
+        server.await.unwrap();
+        assert!(
+            !transport.clients.tls_built(),
+            "an http:// request built the TLS client"
+        );
+        assert!(transport.clients.plain.get().is_some());
+    }
+
+    #[test]
+    fn an_https_endpoint_builds_the_tls_client() {
+        let clients = Clients::default();
+        let url = url::Url::parse("https://api.example.com/v1").unwrap();
+        clients.for_url(&url).unwrap();
+        assert!(clients.tls_built());
+        assert!(clients.plain.get().is_none());
     }
 }

@@ -76,6 +76,7 @@
 
 pub mod anthropic;
 pub mod catalog;
+mod config;
 mod error;
 mod http;
 pub mod openai;
@@ -88,6 +89,7 @@ mod types;
 
 pub use anthropic::{AnthropicProvider, AnthropicStreamParser};
 pub use catalog::{ModelCatalog, ModelInfo, Pricing};
+pub use config::{BuiltProvider, NO_PROVIDER, ProviderConfig, ProviderKind, from_env};
 pub use error::{ProviderError, TimeoutLimit};
 pub use http::{DEFAULT_IDLE_TIMEOUT, DEFAULT_REQUEST_DEADLINE, MAX_ERROR_BODY};
 pub use openai::{MaxTokensField, OpenAiProvider, OpenAiStreamParser};
@@ -99,3 +101,8 @@ pub use types::{
     CachePolicy, CompletionRequest, ContentBlock, InvalidToolInput, Message, Role, StopReason,
     ToolCall, ToolChoice, ToolDefinition, ToolInput, ToolUseResponse, Usage,
 };
+
+/// The crate README's example, compiled as a doctest so it stays true.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+pub struct CrateReadmeDoctest;

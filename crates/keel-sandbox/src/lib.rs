@@ -110,3 +110,8 @@ pub fn default_tools(
     }
     Ok(registry)
 }
+
+/// The crate README's example, compiled as a doctest so it stays true.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+pub struct CrateReadmeDoctest;

@@ -71,3 +71,8 @@ pub use point::{RestoreReport, SnapshotId, SnapshotInfo, SnapshotPoint, Snapshot
 pub use prune::PruneReport;
 #[cfg(feature = "shadow")]
 pub use shadow::{ShadowSnapshots, workspace_id};
+
+/// The crate README's example, compiled as a doctest so it stays true.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+pub struct CrateReadmeDoctest;

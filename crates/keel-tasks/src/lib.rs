@@ -102,3 +102,8 @@ pub use tools::{
     CancelTaskTool, ListTasksArgs, ListTasksTool, MAX_WAIT_SECS, StartTaskArgs, StartTaskTool,
     TaskIdArgs, TaskStatusTool, WaitTaskArgs, WaitTaskTool, describe, task_tools,
 };
+
+/// The crate README's example, compiled as a doctest so it stays true.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+pub struct CrateReadmeDoctest;

@@ -40,3 +40,8 @@ pub mod rng;
 pub mod scripted;
 pub mod temp;
 pub mod wire;
+
+/// The crate README's example, compiled as a doctest so it stays true.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+pub struct CrateReadmeDoctest;

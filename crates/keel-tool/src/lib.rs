@@ -84,6 +84,11 @@ pub use registry::{DEFAULT_TIMEOUT, ToolRegistry};
 pub use schema::{is_valid_tool_name, normalize_schema, schema_for, validate_definition};
 pub use tool::{CallFailure, DynTool, Tool};
 
+/// The conversation types a tool author meets, from keel-provider, so a tool crate depends
+/// on keel-tool alone: the calls [`ToolRegistry::dispatch`] takes, the definitions it offers,
+/// and the block [`ToolOutput::into_block`] makes.
+pub use keel_provider::{ContentBlock, InvalidToolInput, ToolCall, ToolDefinition, ToolInput};
+
 pub use tokio_util::sync::CancellationToken;
 
 /// The README's Rust examples, compiled as doctests so the README stays true. They live in the
@@ -91,3 +96,8 @@ pub use tokio_util::sync::CancellationToken;
 #[cfg(doctest)]
 #[doc = include_str!("../../../README.md")]
 pub struct ReadmeDoctests;
+
+/// The crate README's example, compiled as a doctest so it stays true.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+pub struct CrateReadmeDoctest;

@@ -93,6 +93,38 @@ impl ToolRegistry {
         Ok(())
     }
 
+    /// Moves every tool of `other` into this registry, with the per-tool timeouts `other`
+    /// set for them (this registry's default timeout and output limit stay). Fails with
+    /// [`RegistryError::Duplicate`] naming the first clash, in name order, and then adds
+    /// nothing.
+    ///
+    /// ```
+    /// # use keel_tool::ToolRegistry;
+    /// let mut mine = ToolRegistry::new();
+    /// mine.extend(ToolRegistry::new())?;
+    /// assert!(mine.is_empty());
+    /// # Ok::<(), keel_tool::RegistryError>(())
+    /// ```
+    pub fn extend(&mut self, other: ToolRegistry) -> Result<(), RegistryError> {
+        if let Some(name) = other
+            .tools
+            .keys()
+            .find(|name| self.tools.contains_key(*name))
+        {
+            return Err(RegistryError::Duplicate(name.clone()));
+        }
+        let ToolRegistry {
+            tools, timeouts, ..
+        } = other;
+        for (name, timeout) in timeouts {
+            if tools.contains_key(&name) {
+                self.timeouts.insert(name, timeout);
+            }
+        }
+        self.tools.extend(tools);
+        Ok(())
+    }
+
     /// Removes the tool called `name`, returning it.
     pub fn remove(&mut self, name: &str) -> Option<Arc<dyn DynTool>> {
         self.timeouts.remove(name);

@@ -78,3 +78,8 @@ pub mod prelude {
     pub use keel_sandbox::{SandboxMode, SandboxPolicy};
     pub use keel_tool::{Effect, Tool, ToolContext, ToolError, ToolOutput};
 }
+
+/// The crate README's example, compiled as a doctest so it stays true.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+pub struct CrateReadmeDoctest;

@@ -53,16 +53,13 @@ impl AnthropicProvider {
         })
     }
 
-    /// A provider configured from `ANTHROPIC_API_KEY` and, if set, `ANTHROPIC_BASE_URL`.
+    /// A provider configured from `ANTHROPIC_API_KEY` and, if set, `ANTHROPIC_BASE_URL`: the
+    /// rules of [`ProviderConfig`](crate::ProviderConfig) for
+    /// [`ProviderKind::Anthropic`](crate::ProviderKind).
     pub fn from_env() -> Result<Self, ProviderError> {
-        let key = ApiKey::from_env("ANTHROPIC_API_KEY").ok_or_else(|| ProviderError::Config {
-            message: "ANTHROPIC_API_KEY is not set: export your Anthropic API key".into(),
-        })?;
-        let provider = Self::new(key)?;
-        match std::env::var("ANTHROPIC_BASE_URL") {
-            Ok(base) if !base.trim().is_empty() => provider.with_base_url(base.trim()),
-            _ => Ok(provider),
-        }
+        crate::ProviderConfig::new(crate::ProviderKind::Anthropic)
+            .anthropic_with(&crate::config::process_env)
+            .map(|(provider, _)| provider)
     }
 
     /// Sends requests to `base_url` instead (`https://host` or `https://host/v1`).

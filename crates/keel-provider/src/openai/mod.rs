@@ -57,21 +57,12 @@ impl OpenAiProvider {
     }
 
     /// A provider configured from `OPENAI_BASE_URL` (default OpenAI's API) and
-    /// `OPENAI_API_KEY` (required for OpenAI's API, optional elsewhere).
+    /// `OPENAI_API_KEY` (required for OpenAI's API, optional elsewhere): the rules of
+    /// [`ProviderConfig`](crate::ProviderConfig) for [`ProviderKind::OpenAi`](crate::ProviderKind).
     pub fn from_env() -> Result<Self, ProviderError> {
-        let base = std::env::var("OPENAI_BASE_URL")
-            .ok()
-            .map(|b| b.trim().to_owned())
-            .filter(|b| !b.is_empty());
-        let key = ApiKey::from_env("OPENAI_API_KEY");
-        if base.is_none() && key.is_none() {
-            return Err(ProviderError::Config {
-                message: "OPENAI_API_KEY is not set: export your OpenAI key, or set \
-                          OPENAI_BASE_URL to a local server such as http://localhost:11434/v1"
-                    .into(),
-            });
-        }
-        Self::new(base.as_deref().unwrap_or(DEFAULT_BASE_URL), key)
+        crate::ProviderConfig::new(crate::ProviderKind::OpenAi)
+            .openai_with(&crate::config::process_env)
+            .map(|(provider, _)| provider)
     }
 
     /// Sets the retry policy.
