@@ -2,13 +2,14 @@
 //! fresh agent working in the current directory, then reports what was done.
 //!
 //! ```sh
-//! ANTHROPIC_API_KEY=sk-ant-... cargo run -p keel-agents --example delegate -- "Add a --verbose flag"
+//! ANTHROPIC_API_KEY=sk-ant-... cargo run -p keel --example delegate -- "Add a --verbose flag"
 //! OPENAI_BASE_URL=http://localhost:11434/v1 KEEL_MODEL=qwen3:8b \
-//!     cargo run -p keel-agents --example delegate -- "Fix the failing test"
+//!     cargo run -p keel --example delegate -- "Fix the failing test"
 //! ```
 //!
-//! Anthropic when `ANTHROPIC_API_KEY` is set, else the OpenAI-compatible back end when
-//! `OPENAI_BASE_URL` or `OPENAI_API_KEY` is set; `KEEL_MODEL` picks the model (the `small`
+//! The provider is the one the environment names ([`ProviderConfig::detect`]: Anthropic when
+//! `ANTHROPIC_API_KEY` is set, else the OpenAI-compatible back end when `OPENAI_BASE_URL` or
+//! `OPENAI_API_KEY` is set); `KEEL_MODEL` picks the model (the `small`
 //! tier is a cheaper model of the same provider). Each `code` session writes a log to
 //! `$KEEL_HOME/logs` (default `~/.keel/logs`). Delegated sessions may edit files and run
 //! commands in the workspace (the current directory) and nowhere else: a `cwd` outside it is
@@ -17,42 +18,15 @@
 // An example program talks to its user on stdout and stderr.
 #![allow(clippy::print_stdout, clippy::print_stderr)]
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::ExitCode;
 use std::sync::Arc;
 
-use keel_agents::{CodeTool, Delegation, Models};
-use keel_engine::{Agent, Stop};
-use keel_provider::{AnthropicProvider, ApiKey, OpenAiProvider, Provider};
-use keel_tool::ToolRegistry;
-
-/// A provider and its default model.
-type Configured = (Arc<dyn Provider>, &'static str);
-
-/// The provider the environment names, and its default model; `None` when none is set.
-fn provider() -> Result<Option<Configured>, String> {
-    if ApiKey::from_env("ANTHROPIC_API_KEY").is_some() {
-        let provider = AnthropicProvider::from_env().map_err(|e| e.to_string())?;
-        return Ok(Some((Arc::new(provider), "claude-sonnet-4-5")));
-    }
-    if std::env::var_os("OPENAI_BASE_URL").is_some() || ApiKey::from_env("OPENAI_API_KEY").is_some()
-    {
-        let provider = OpenAiProvider::from_env().map_err(|e| e.to_string())?;
-        return Ok(Some((Arc::new(provider), "gpt-4.1")));
-    }
-    Ok(None)
-}
-
-/// `$KEEL_HOME/logs`, else `~/.keel/logs`, else a directory in the system temp dir.
-fn logs_dir() -> PathBuf {
-    if let Some(home) = std::env::var_os("KEEL_HOME") {
-        return PathBuf::from(home).join("logs");
-    }
-    if let Some(home) = std::env::var_os("HOME") {
-        return PathBuf::from(home).join(".keel").join("logs");
-    }
-    std::env::temp_dir().join("keel-logs")
-}
+use keel::agents::{CodeTool, Delegation, Models, Policies};
+use keel::engine::{Agent, Stop};
+use keel::provider::{Provider, ProviderConfig};
+use keel::sandbox::SandboxPolicy;
+use keel::tool::ToolRegistry;
 
 /// What the host model is told: it coordinates, the `code` tool does the work.
 fn host_prompt(cwd: &Path) -> String {
@@ -76,13 +50,13 @@ async fn run(
     let cwd = std::env::current_dir()?;
     let model = std::env::var("KEEL_MODEL").unwrap_or_else(|_| default_model.to_owned());
     let models = Models::new(&model, Models::small_for(&model));
-    let logs = logs_dir();
-    // Delegated sessions use the same provider; gated (destructive) calls are refused; they
-    // work only inside `cwd`.
+    let logs = keel::home_dir()?.join("logs");
+    // Delegated sessions use the same provider and take these policies whole: writes only
+    // inside `cwd`, gated (destructive) calls refused.
     let delegation = Delegation::new(
         provider.clone(),
         models,
-        keel_agents::Policies::new(keel_sandbox::SandboxPolicy::default()),
+        Policies::new(SandboxPolicy::default()),
     );
     let tools = ToolRegistry::new().with(CodeTool::new(delegation, &cwd, &logs))?;
     let agent = Agent::builder(provider)
@@ -104,19 +78,14 @@ async fn run(
 #[tokio::main]
 async fn main() -> ExitCode {
     let prompt = std::env::args().skip(1).collect::<Vec<_>>().join(" ");
-    let (provider, default_model) = match provider() {
-        Ok(Some(found)) => found,
-        Ok(None) => {
-            eprintln!(
-                "no model provider configured: set ANTHROPIC_API_KEY, or OPENAI_BASE_URL for a local server"
-            );
-            return ExitCode::FAILURE;
-        }
+    let built = match ProviderConfig::detect().and_then(|config| config.build()) {
+        Ok(built) => built,
         Err(err) => {
             eprintln!("error: {err}");
             return ExitCode::FAILURE;
         }
     };
+    let (provider, default_model) = (built.provider, built.kind.default_model());
     if prompt.trim().is_empty() {
         eprintln!("usage: delegate <what to do>");
         return ExitCode::from(2);

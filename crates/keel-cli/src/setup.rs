@@ -12,21 +12,14 @@ use keel::{BackgroundTasks, CodingAgent};
 use keel_engine::{
     Agent, Approver, HookConfig, Hooks, JsonlSessionStore, PermissionRules, Session, SessionStore,
 };
-use keel_provider::{AnthropicProvider, ApiKey, OpenAiProvider, Provider};
+use keel_provider::Provider;
 use keel_sandbox::{SandboxMode, SandboxPolicy};
 
 use keel_tasks::{TaskApprovals, TaskSettings, load_settings};
 
 use crate::cli::Options;
-use crate::config::{self, ApprovalMode, Config, ProviderKind};
-
-/// The default model of each provider kind.
-pub fn default_model(kind: ProviderKind) -> &'static str {
-    match kind {
-        ProviderKind::Anthropic => "claude-sonnet-4-5",
-        ProviderKind::Openai => "gpt-4.1",
-    }
-}
+use crate::config::{self, ApprovalMode, Config};
+use keel_provider::ProviderKind;
 
 /// Why keel stopped before or during a run; the exit code depends on which.
 #[derive(Debug)]
@@ -147,7 +140,7 @@ impl Setup {
             .clone()
             .or_else(|| env("KEEL_MODEL"))
             .or_else(|| config.model.clone())
-            .unwrap_or_else(|| default_model(chosen.kind).to_owned());
+            .unwrap_or_else(|| chosen.kind.default_model().to_owned());
         let approvals = if options.yes {
             ApprovalMode::Allow
         } else {
@@ -418,9 +411,6 @@ fn working_dir(
     Ok(canonical)
 }
 
-const NO_PROVIDER: &str = "no model provider configured: set ANTHROPIC_API_KEY, or \
-                           OPENAI_BASE_URL for a local server (see keel --help)";
-
 /// The provider chosen, and the variable holding its key.
 struct Chosen {
     name: String,
@@ -429,35 +419,24 @@ struct Chosen {
     key_var: String,
 }
 
-/// How long a model call may wait for the next piece of its reply, and take in all.
-struct Timeouts {
-    idle: std::time::Duration,
-    request: std::time::Duration,
-}
-
-impl Timeouts {
-    /// `[provider] idle_timeout_secs` and `request_timeout_secs`, else the provider's defaults.
-    fn of(config: &Config) -> Self {
-        let secs = std::time::Duration::from_secs;
-        Self {
-            idle: config
-                .idle_timeout_secs
-                .map_or(keel_provider::DEFAULT_IDLE_TIMEOUT, secs),
-            request: config
-                .request_timeout_secs
-                .map_or(keel_provider::DEFAULT_REQUEST_DEADLINE, secs),
+/// `message` of a provider's configuration error as a usage line pointing at `--help`.
+fn provider_usage(err: keel_provider::ProviderError) -> CliError {
+    match err {
+        keel_provider::ProviderError::Config { message } => {
+            CliError::Usage(format!("{message} (see keel --help)"))
         }
+        err => CliError::Usage(err.to_string()),
     }
 }
 
-/// The provider the flags, environment and config name.
+/// The provider the flags, environment and config name, built by
+/// [`keel_provider::ProviderConfig`] (the one provider detection).
 ///
 /// A built-in name (`anthropic`, `openai`) is never redirected by a project: the config only
 /// holds the user's tables for them (see `Config::load`), and its base URL comes from
 /// `--base-url`, else the environment, else the user's config. A name defined in a config
 /// takes its base URL from `--base-url`, else its table, else the environment.
 fn provider(options: &Options, config: &Config) -> Result<Chosen, CliError> {
-    let usage = |message: String| CliError::Usage(message);
     let named = options
         .provider
         .clone()
@@ -470,7 +449,7 @@ fn provider(options: &Options, config: &Config) -> Result<Chosen, CliError> {
             (None, None) => {
                 let mut known = vec!["anthropic".to_owned(), "openai".to_owned()];
                 known.extend(config.providers.keys().cloned());
-                return Err(usage(format!(
+                return Err(CliError::Usage(format!(
                     "unknown provider `{name}`: use one of {}, or define [providers.{name}] in \
                      the config",
                     known.join(", ")
@@ -478,78 +457,34 @@ fn provider(options: &Options, config: &Config) -> Result<Chosen, CliError> {
             }
         },
         None => {
-            if env("ANTHROPIC_API_KEY").is_some() {
-                ("anthropic".to_owned(), ProviderKind::Anthropic, None)
-            } else if env("OPENAI_BASE_URL").is_some() || env("OPENAI_API_KEY").is_some() {
-                ("openai".to_owned(), ProviderKind::Openai, None)
-            } else {
-                return Err(usage(NO_PROVIDER.into()));
-            }
+            let kind = keel_provider::ProviderConfig::detect()
+                .map_err(provider_usage)?
+                .kind;
+            (kind.name().to_owned(), kind, None)
         }
     };
-    let key_var = table
-        .and_then(|t| t.api_key_env.clone())
-        .unwrap_or_else(|| match kind {
-            ProviderKind::Anthropic => "ANTHROPIC_API_KEY".into(),
-            ProviderKind::Openai => "OPENAI_API_KEY".into(),
-        });
-    let key = ApiKey::from_env(&key_var);
-    let env_url = || {
-        env(match kind {
-            ProviderKind::Anthropic => "ANTHROPIC_BASE_URL",
-            ProviderKind::Openai => "OPENAI_BASE_URL",
-        })
-    };
+    let env_url = || env(kind.base_url_var());
     let table_url = || table.and_then(|t| t.base_url.clone());
     let base_url = if ProviderKind::from_name(&name).is_some() {
         options.base_url.clone().or_else(env_url).or_else(table_url)
     } else {
         options.base_url.clone().or_else(table_url).or_else(env_url)
     };
-    let timeouts = Timeouts::of(config);
-    let bad_url = |url: &str, err: keel_provider::ProviderError| {
-        usage(format!(
-            "bad base URL `{url}` for provider `{name}`: {err}; give one like https://host/v1"
-        ))
-    };
-    let provider: Arc<dyn Provider> = match kind {
-        ProviderKind::Anthropic => {
-            let key = key.ok_or_else(|| {
-                usage(format!(
-                    "provider `{name}` needs an API key: set {key_var} (see keel --help)"
-                ))
-            })?;
-            let mut provider = AnthropicProvider::new(key)
-                .map_err(|err| usage(err.to_string()))?
-                .with_idle_timeout(timeouts.idle)
-                .with_request_deadline(timeouts.request);
-            if let Some(url) = &base_url {
-                provider = provider
-                    .with_base_url(url)
-                    .map_err(|err| bad_url(url, err))?;
-            }
-            Arc::new(provider)
-        }
-        ProviderKind::Openai => {
-            let url = base_url.unwrap_or_else(|| "https://api.openai.com/v1".into());
-            if key.is_none() && url.contains("api.openai.com") {
-                return Err(usage(format!(
-                    "provider `{name}` needs an API key for api.openai.com: set {key_var}, or \
-                     OPENAI_BASE_URL for a local server"
-                )));
-            }
-            Arc::new(
-                OpenAiProvider::new(&url, key)
-                    .map_err(|err| bad_url(&url, err))?
-                    .with_idle_timeout(timeouts.idle)
-                    .with_request_deadline(timeouts.request),
-            )
-        }
-    };
+    let secs = std::time::Duration::from_secs;
+    let built = keel_provider::ProviderConfig {
+        kind,
+        name: Some(name.clone()),
+        base_url,
+        api_key_env: table.and_then(|t| t.api_key_env.clone()),
+        idle_timeout: config.idle_timeout_secs.map(secs),
+        request_timeout: config.request_timeout_secs.map(secs),
+    }
+    .build()
+    .map_err(provider_usage)?;
     Ok(Chosen {
         name,
         kind,
-        provider,
-        key_var,
+        provider: built.provider,
+        key_var: built.key_var,
     })
 }

@@ -46,26 +46,7 @@ impl ApprovalMode {
     }
 }
 
-/// The wire format of a provider.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum ProviderKind {
-    /// Anthropic's Messages API.
-    Anthropic,
-    /// OpenAI's Chat Completions API, or any server that speaks it.
-    Openai,
-}
-
-impl ProviderKind {
-    /// The built-in provider of this name, if any.
-    pub fn from_name(name: &str) -> Option<Self> {
-        match name {
-            "anthropic" => Some(Self::Anthropic),
-            "openai" => Some(Self::Openai),
-            _ => None,
-        }
-    }
-}
+pub use keel_provider::ProviderKind;
 
 /// A `[providers.NAME]` table.
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
@@ -545,7 +526,7 @@ command = ["claude", "-p", "{task}", "--output-format", "json"]
             file.sandbox.and_then(|s| s.mode),
             Some(SandboxMode::ReadOnly)
         );
-        assert_eq!(file.providers["local"].kind, ProviderKind::Openai);
+        assert_eq!(file.providers["local"].kind, ProviderKind::OpenAi);
         assert_eq!(file.permissions.deny, vec!["run_command(rm *)"]);
         assert_eq!(file.hooks.len(), 1);
         assert_eq!(file.tools.run_command_max_timeout_secs, Some(600));
