@@ -1,15 +1,17 @@
 //! The project a session works in: its root and the context its system prompt tells the
-//! model (instruction files, date and the repository's git state, read with libgit2).
+//! model (instruction files, date and the repository's git state, read with libgit2, never by
+//! running `git`).
 
 use std::path::{Path, PathBuf};
 
+use git2::{ErrorCode, Repository, Status, StatusOptions};
 use keel_engine::prompt::RECENT_COMMITS;
 use keel_engine::{GitSummary, ProjectContext, gather_context};
 
 /// The project a session working in `cwd` belongs to: the work tree of the git repository
 /// containing `cwd`, else `cwd` itself. This is the `root` [`project_context`] takes.
 pub fn project_root(cwd: &Path) -> PathBuf {
-    keel_sandbox::work_tree_root(cwd).unwrap_or_else(|| cwd.to_path_buf())
+    work_tree_root(cwd).unwrap_or_else(|| cwd.to_path_buf())
 }
 
 /// The engine's [`gather_context`] (instruction files, date) with the git state of the
@@ -18,12 +20,152 @@ pub fn project_root(cwd: &Path) -> PathBuf {
 /// out.
 pub fn project_context(root: &Path, cwd: &Path) -> ProjectContext {
     ProjectContext {
-        git: keel_sandbox::git_summary(root, RECENT_COMMITS).map(|git| GitSummary {
-            branch: git.branch,
-            head: git.head,
-            status: git.status,
-            recent_commits: git.recent_commits,
-        }),
+        git: git_summary(root, RECENT_COMMITS),
         ..gather_context(root, cwd)
     }
+}
+
+/// The work tree of the git repository containing `dir`, if any (`None` outside one or in a
+/// bare repository).
+fn work_tree_root(dir: &Path) -> Option<PathBuf> {
+    Repository::discover(dir)
+        .ok()
+        .and_then(|repo| repo.workdir().map(Path::to_path_buf))
+}
+
+/// The state of the repository containing `root` (branch, HEAD, status counts, the subjects
+/// of the last `recent` commits), or `None` outside one. Never fails otherwise: what cannot
+/// be read is left out and logged with `tracing::debug`.
+fn git_summary(root: &Path, recent: usize) -> Option<GitSummary> {
+    let repo = match Repository::discover(root) {
+        Ok(repo) => repo,
+        Err(error) => {
+            tracing::debug!(root = %root.display(), %error, "not in a git repository");
+            return None;
+        }
+    };
+    let (branch, head) = match repo.head() {
+        Ok(reference) => {
+            let branch = if repo.head_detached().unwrap_or(false) {
+                None
+            } else {
+                reference.shorthand().ok().map(str::to_owned)
+            };
+            let head = reference
+                .peel_to_commit()
+                .ok()
+                .and_then(|commit| short_id(&repo, commit.id()));
+            (branch, head)
+        }
+        Err(error) if error.code() == ErrorCode::UnbornBranch => (unborn_branch(&repo), None),
+        Err(error) => {
+            tracing::debug!(%error, "cannot read HEAD");
+            (None, None)
+        }
+    };
+    Some(GitSummary {
+        branch,
+        head: head.clone(),
+        status: status_summary(&repo),
+        recent_commits: if head.is_some() {
+            recent_commits(&repo, recent)
+        } else {
+            Vec::new()
+        },
+    })
+}
+
+/// The branch an unborn HEAD names (`main` before the first commit).
+fn unborn_branch(repo: &Repository) -> Option<String> {
+    let head = repo.find_reference("HEAD").ok()?;
+    let target = head.symbolic_target().ok()??;
+    Some(
+        target
+            .strip_prefix("refs/heads/")
+            .unwrap_or(target)
+            .to_owned(),
+    )
+}
+
+fn short_id(repo: &Repository, oid: git2::Oid) -> Option<String> {
+    let object = repo.find_object(oid, None).ok()?;
+    let short = object.short_id().ok()?;
+    short.as_str().ok().map(str::to_owned)
+}
+
+/// `2 staged, 3 modified, 1 untracked, 1 conflicted` (zero counts left out), `clean`, or
+/// `unknown` when the status cannot be read (a bare repository).
+fn status_summary(repo: &Repository) -> String {
+    let mut options = StatusOptions::new();
+    options
+        .include_untracked(true)
+        .recurse_untracked_dirs(true)
+        .include_ignored(false)
+        .exclude_submodules(true);
+    let statuses = match repo.statuses(Some(&mut options)) {
+        Ok(statuses) => statuses,
+        Err(error) => {
+            tracing::debug!(%error, "cannot read git status");
+            return "unknown".to_owned();
+        }
+    };
+    let staged_flags = Status::INDEX_NEW
+        | Status::INDEX_MODIFIED
+        | Status::INDEX_DELETED
+        | Status::INDEX_RENAMED
+        | Status::INDEX_TYPECHANGE;
+    let modified_flags =
+        Status::WT_MODIFIED | Status::WT_DELETED | Status::WT_RENAMED | Status::WT_TYPECHANGE;
+    let (mut staged, mut modified, mut untracked, mut conflicted) = (0, 0, 0, 0);
+    for entry in statuses.iter() {
+        let status = entry.status();
+        if status.contains(Status::CONFLICTED) {
+            conflicted += 1;
+            continue;
+        }
+        if status.intersects(staged_flags) {
+            staged += 1;
+        }
+        if status.intersects(modified_flags) {
+            modified += 1;
+        }
+        if status.contains(Status::WT_NEW) {
+            untracked += 1;
+        }
+    }
+    let parts: Vec<String> = [
+        (staged, "staged"),
+        (modified, "modified"),
+        (untracked, "untracked"),
+        (conflicted, "conflicted"),
+    ]
+    .into_iter()
+    .filter(|(count, _)| *count > 0)
+    .map(|(count, label)| format!("{count} {label}"))
+    .collect();
+    if parts.is_empty() {
+        "clean".to_owned()
+    } else {
+        parts.join(", ")
+    }
+}
+
+/// The subjects of the last `recent` commits reachable from HEAD, newest first.
+fn recent_commits(repo: &Repository, recent: usize) -> Vec<String> {
+    let mut walk = match repo.revwalk() {
+        Ok(walk) => walk,
+        Err(error) => {
+            tracing::debug!(%error, "cannot walk the history");
+            return Vec::new();
+        }
+    };
+    if let Err(error) = walk.push_head() {
+        tracing::debug!(%error, "cannot walk the history from HEAD");
+        return Vec::new();
+    }
+    walk.filter_map(Result::ok)
+        .filter_map(|oid| repo.find_commit(oid).ok())
+        .map(|commit| commit.summary().ok().flatten().unwrap_or("").to_owned())
+        .take(recent)
+        .collect()
 }

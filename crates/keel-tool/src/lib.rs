@@ -91,12 +91,6 @@ pub use keel_provider::{ContentBlock, InvalidToolInput, ToolCall, ToolDefinition
 
 pub use tokio_util::sync::CancellationToken;
 
-/// The README's Rust examples, compiled as doctests so the README stays true. They live in the
-/// highest crate the README's examples use.
-#[cfg(doctest)]
-#[doc = include_str!("../../../README.md")]
-pub struct ReadmeDoctests;
-
 /// The crate README's example, compiled as a doctest so it stays true.
 #[cfg(doctest)]
 #[doc = include_str!("../README.md")]

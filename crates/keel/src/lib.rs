@@ -83,3 +83,9 @@ pub mod prelude {
 #[cfg(doctest)]
 #[doc = include_str!("../README.md")]
 pub struct CrateReadmeDoctest;
+
+/// The workspace README's Rust examples, compiled as doctests so the README stays true. They
+/// live in the highest crate the README's examples use: this one.
+#[cfg(doctest)]
+#[doc = include_str!("../../../README.md")]
+pub struct ReadmeDoctests;
