@@ -9,7 +9,7 @@ use crate::render::describe_call;
 
 /// What the person did at a question.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Answer {
+pub(crate) enum Answer {
     /// Typed a line and pressed Enter.
     Line(String),
     /// Pressed Ctrl-C: stop the whole turn.
@@ -20,7 +20,7 @@ pub enum Answer {
 
 impl Answer {
     /// The line typed, trimmed and lower-cased; `None` for Ctrl-C or Ctrl-D.
-    pub fn word(&self) -> Option<String> {
+    pub(crate) fn word(&self) -> Option<String> {
         match self {
             Self::Line(line) => Some(line.trim().to_lowercase()),
             Self::Interrupted | Self::Closed => None,
@@ -31,13 +31,13 @@ impl Answer {
 /// Asks the person a question and returns what they did. Called on a blocking thread. The
 /// question's last line is the prompt; lines before it (what the call would change) are
 /// shown first.
-pub type AskFn = Arc<dyn Fn(&str) -> Answer + Send + Sync>;
+pub(crate) type AskFn = Arc<dyn Fn(&str) -> Answer + Send + Sync>;
 
 /// The lines shown before the question about a call, e.g. the diff of an edit.
-pub type PreviewFn = Arc<dyn Fn(&ApprovalRequest) -> Vec<String> + Send + Sync>;
+pub(crate) type PreviewFn = Arc<dyn Fn(&ApprovalRequest) -> Vec<String> + Send + Sync>;
 
 /// Asks `[y/N/a(lways)]` for each gated call, and `Continue? [Y/n]` at the iteration warning.
-pub struct TerminalApprover {
+pub(crate) struct TerminalApprover {
     ask: AskFn,
     preview: Option<PreviewFn>,
 }
@@ -45,7 +45,7 @@ pub struct TerminalApprover {
 impl TerminalApprover {
     /// An approver that asks through `ask`, showing what `preview` gives before each question
     /// about a call.
-    pub fn new(ask: AskFn, preview: Option<PreviewFn>) -> Self {
+    pub(crate) fn new(ask: AskFn, preview: Option<PreviewFn>) -> Self {
         Self { ask, preview }
     }
 
@@ -60,7 +60,7 @@ impl TerminalApprover {
 /// The question asked for a gated call: the call, why it is asked, and the choices — with
 /// what "always" would allow (this exact command, this path, these arguments), or no
 /// "always" at all for a protected call, which is asked every time.
-pub fn approval_question(request: &ApprovalRequest) -> String {
+pub(crate) fn approval_question(request: &ApprovalRequest) -> String {
     let call = describe_call(&request.tool, &request.input);
     if !request.allows_always() {
         return format!("Allow {call}? ({}) [y/N] ", request.reason);
@@ -105,12 +105,12 @@ impl Approver for TerminalApprover {
 }
 
 /// An approver chosen at run time.
-pub struct ModeApprover(Arc<dyn Approver>);
+pub(crate) struct ModeApprover(Arc<dyn Approver>);
 
 impl ModeApprover {
     /// The approver `mode` means; `ask` uses `ask` (and, without it, refuses as `deny`),
     /// showing `preview`'s lines before each question.
-    pub fn new(mode: ApprovalMode, ask: Option<AskFn>, preview: Option<PreviewFn>) -> Self {
+    pub(crate) fn new(mode: ApprovalMode, ask: Option<AskFn>, preview: Option<PreviewFn>) -> Self {
         Self(match (mode, ask) {
             (ApprovalMode::Allow, _) => Arc::new(AllowAll),
             (ApprovalMode::Ask, Some(ask)) => Arc::new(TerminalApprover::new(ask, preview)),

@@ -30,7 +30,7 @@ until you trust it with `keel trust`; flags win over both.
 Exit codes: 0 success; 1 the run failed (iteration limit, provider failure, refusal);
 2 usage or configuration error."
 )]
-pub struct Cli {
+pub(crate) struct Cli {
     /// What to do; without one, an interactive session in the working directory.
     #[command(subcommand)]
     pub command: Option<Command>,
@@ -42,7 +42,7 @@ pub struct Cli {
 
 /// Flags shared by the interactive session and `exec`.
 #[derive(Debug, Clone, Args)]
-pub struct Options {
+pub(crate) struct Options {
     /// Work in DIR instead of the current directory.
     #[arg(short = 'C', long = "cwd", value_name = "DIR", global = true)]
     pub cwd: Option<PathBuf>,
@@ -142,7 +142,7 @@ impl From<SandboxArg> for SandboxMode {
 
 /// The subcommands.
 #[derive(Debug, Subcommand)]
-pub enum Command {
+pub(crate) enum Command {
     /// Run one prompt headless and print the result (for scripts and CI).
     Exec(ExecArgs),
     /// List recent sessions: id, time, directory, first prompt, outcome.
@@ -213,7 +213,7 @@ pub enum Command {
 
 /// `keel tasks` actions.
 #[derive(Debug, Subcommand)]
-pub enum TasksAction {
+pub(crate) enum TasksAction {
     /// Every field of task ID and the end of its output.
     Show {
         /// The task's id.
@@ -236,7 +236,7 @@ pub enum TasksAction {
 
 /// `keel exec`.
 #[derive(Debug, Args)]
-pub struct ExecArgs {
+pub(crate) struct ExecArgs {
     /// The prompt; `-` (or nothing, with a pipe on stdin) reads it from stdin.
     #[arg(value_name = "PROMPT")]
     pub prompt: Option<String>,
@@ -249,7 +249,7 @@ pub struct ExecArgs {
 
 /// `--output-format` values.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum OutputFormat {
+pub(crate) enum OutputFormat {
     /// The final answer on stdout; progress on stderr.
     Text,
     /// One result object on stdout (Claude Code's `--output-format json` shape).

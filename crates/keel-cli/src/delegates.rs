@@ -14,7 +14,7 @@ use crate::render::describe_call;
 use crate::setup::{CliError, Mode, SessionChoice, Setup};
 
 /// The `keel agents|teams|tasks|skills` listings.
-pub trait Listings {
+pub(crate) trait Listings {
     /// One line per sub-agent: name, model, tools, description.
     fn agent_lines(&self) -> Vec<String>;
     /// One line per team: name, pipeline, description.
@@ -106,7 +106,7 @@ impl Listings for Delegates {
 }
 
 /// A sub-agent run as lines: its tool calls, then a summary.
-pub fn report_lines(agent: &str, report: &RunReport) -> Vec<String> {
+pub(crate) fn report_lines(agent: &str, report: &RunReport) -> Vec<String> {
     let mut lines: Vec<String> = report
         .calls
         .iter()
@@ -124,7 +124,7 @@ pub fn report_lines(agent: &str, report: &RunReport) -> Vec<String> {
 }
 
 /// Runs `keel agents|agent|teams|team|skills`; returns the exit code.
-pub async fn command(options: &Options, command: Command) -> Result<u8, CliError> {
+pub(crate) async fn command(options: &Options, command: Command) -> Result<u8, CliError> {
     let setup = Setup::resolve(options, Mode::Exec, &SessionChoice::New)?;
     for notice in &setup.notices {
         let _ = writeln!(std::io::stderr().lock(), "keel: {notice}");

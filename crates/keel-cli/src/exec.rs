@@ -18,7 +18,7 @@ use crate::setup::{CliError, Mode, SessionChoice, Setup};
 use crate::signals;
 
 /// Which session the flags ask for.
-pub fn session_choice(options: &Options) -> SessionChoice {
+pub(crate) fn session_choice(options: &Options) -> SessionChoice {
     match (&options.resume, options.continue_latest) {
         (Some(id), _) => SessionChoice::Resume(id.clone()),
         (None, true) => SessionChoice::Latest,
@@ -108,7 +108,7 @@ fn progress(text: &str) {
 }
 
 /// Runs `keel exec`; returns the exit code.
-pub async fn run(options: &Options, args: ExecArgs) -> Result<u8, CliError> {
+pub(crate) async fn run(options: &Options, args: ExecArgs) -> Result<u8, CliError> {
     let prompt = read_prompt(args.prompt)?;
     let choice = session_choice(options);
     let setup = Setup::resolve(options, Mode::Exec, &choice)?;
@@ -300,7 +300,7 @@ async fn stream_run(
 }
 
 /// The name `--sandbox` takes for `mode`.
-pub fn sandbox_name(mode: keel_sandbox::SandboxMode) -> &'static str {
+pub(crate) fn sandbox_name(mode: keel_sandbox::SandboxMode) -> &'static str {
     match mode {
         keel_sandbox::SandboxMode::ReadOnly => "read-only",
         keel_sandbox::SandboxMode::FullAccess => "full-access",

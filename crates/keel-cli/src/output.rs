@@ -8,7 +8,7 @@ use keel_provider::{Message, Role, Usage};
 use serde_json::{Value, json};
 
 /// `success`, `error_max_turns` or `error_during_execution`.
-pub fn result_subtype(stop: &Stop) -> &'static str {
+pub(crate) fn result_subtype(stop: &Stop) -> &'static str {
     match stop {
         Stop::Completed => "success",
         Stop::MaxIterations => "error_max_turns",
@@ -26,7 +26,7 @@ fn usage_json(usage: &Usage) -> Value {
 }
 
 /// The final `result` object.
-pub fn result_object(outcome: &RunOutcome, session_id: &str, duration: Duration) -> Value {
+pub(crate) fn result_object(outcome: &RunOutcome, session_id: &str, duration: Duration) -> Value {
     json!({
         "type": "result",
         "subtype": result_subtype(&outcome.stop),
@@ -41,7 +41,7 @@ pub fn result_object(outcome: &RunOutcome, session_id: &str, duration: Duration)
 }
 
 /// What the `system`/`init` line says about the run.
-pub struct InitInfo<'a> {
+pub(crate) struct InitInfo<'a> {
     /// The session's id.
     pub session_id: &'a str,
     /// The working directory.
@@ -59,7 +59,7 @@ pub struct InitInfo<'a> {
 }
 
 /// The first `stream-json` line.
-pub fn init_object(info: &InitInfo<'_>) -> Value {
+pub(crate) fn init_object(info: &InitInfo<'_>) -> Value {
     json!({
         "type": "system",
         "subtype": "init",
@@ -76,7 +76,7 @@ pub fn init_object(info: &InitInfo<'_>) -> Value {
 
 /// A `stream-json` line saying the reply being streamed was cut off and is discarded (a UI
 /// drops what it showed of it); the same request is sent again.
-pub fn reply_discarded_object(
+pub(crate) fn reply_discarded_object(
     attempt: u32,
     max_attempts: u32,
     error: &str,
@@ -94,7 +94,7 @@ pub fn reply_discarded_object(
 
 /// A `stream-json` line saying the workspace was snapshotted before call `call_id`
 /// (`keel rewind SNAPSHOT` puts it back).
-pub fn snapshot_object(call_id: &str, snapshot: &str, session_id: &str) -> Value {
+pub(crate) fn snapshot_object(call_id: &str, snapshot: &str, session_id: &str) -> Value {
     json!({
         "type": "system",
         "subtype": "snapshot",
@@ -106,7 +106,7 @@ pub fn snapshot_object(call_id: &str, snapshot: &str, session_id: &str) -> Value
 
 /// A `stream-json` line for a message added to the history: `assistant` for the model's,
 /// `user` for tool results (and a `Stop` hook's reason).
-pub fn message_object(message: &Message, session_id: &str) -> Value {
+pub(crate) fn message_object(message: &Message, session_id: &str) -> Value {
     let kind = match message.role {
         Role::Assistant => "assistant",
         _ => "user",

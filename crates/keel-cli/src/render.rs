@@ -11,7 +11,7 @@ use serde_json::Value;
 const MAX_SHOWN: usize = 80;
 
 /// `text` on one line, shortened to `max` characters with an ellipsis.
-pub fn one_line(text: &str, max: usize) -> String {
+pub(crate) fn one_line(text: &str, max: usize) -> String {
     let flat: String = text.split_whitespace().collect::<Vec<_>>().join(" ");
     if flat.chars().count() <= max {
         return flat;
@@ -22,7 +22,7 @@ pub fn one_line(text: &str, max: usize) -> String {
 }
 
 /// The argument that says what a call does: the path, command, pattern or message.
-pub fn call_subject(name: &str, input: &Value) -> String {
+pub(crate) fn call_subject(name: &str, input: &Value) -> String {
     let field = |key: &str| input.get(key).and_then(Value::as_str);
     let subject = match name {
         "run_command" => field("command"),
@@ -38,12 +38,12 @@ pub fn call_subject(name: &str, input: &Value) -> String {
 }
 
 /// `name(subject)`.
-pub fn describe_call(name: &str, input: &Value) -> String {
+pub(crate) fn describe_call(name: &str, input: &Value) -> String {
     format!("{name}({})", call_subject(name, input))
 }
 
 /// What a result says, in a few words: its first non-empty line, and how many lines it has.
-pub fn summarize_output(output: &str) -> String {
+pub(crate) fn summarize_output(output: &str) -> String {
     let lines = output.lines().count();
     let first = output
         .lines()
@@ -58,7 +58,7 @@ pub fn summarize_output(output: &str) -> String {
 }
 
 /// A finished call on one line: `✓ read_file(src/lib.rs) · 42 lines… · 3 ms`.
-pub fn finished_line(
+pub(crate) fn finished_line(
     name: &str,
     input: &Value,
     output: &str,
@@ -85,7 +85,7 @@ pub fn finished_line(
 
 /// The note a command's result carries when keel restored protected paths it changed (`.git`
 /// config or hooks, keel's configuration), for the person as well as the model.
-pub fn restored_note(output: &str) -> Option<&str> {
+pub(crate) fn restored_note(output: &str) -> Option<&str> {
     output.lines().find_map(|line| {
         line.strip_prefix("[note: ")
             .filter(|note| note.starts_with("the command changed protected paths"))
@@ -94,7 +94,7 @@ pub fn restored_note(output: &str) -> Option<&str> {
 }
 
 /// `3 ms`, `1.2 s`, `2 min 5 s`.
-pub fn human_duration(duration: Duration) -> String {
+pub(crate) fn human_duration(duration: Duration) -> String {
     let millis = duration.as_millis();
     if millis < 1000 {
         format!("{millis} ms")
@@ -109,11 +109,11 @@ pub fn human_duration(duration: Duration) -> String {
 /// Each tool call's input by id, as a run's events show it: from the model's message (a call
 /// answered without running, e.g. denied, has no start event) and from the start event.
 #[derive(Debug, Default)]
-pub struct CallInputs(HashMap<String, Value>);
+pub(crate) struct CallInputs(HashMap<String, Value>);
 
 impl CallInputs {
     /// Records the inputs `event` shows, if any.
-    pub fn observe(&mut self, event: &AgentEvent) {
+    pub(crate) fn observe(&mut self, event: &AgentEvent) {
         match event {
             AgentEvent::MessageAdded { message } => {
                 for block in &message.content {
@@ -130,7 +130,7 @@ impl CallInputs {
     }
 
     /// The input of call `id` (an empty object if it was never seen), forgotten from now on.
-    pub fn take(&mut self, id: &str) -> Value {
+    pub(crate) fn take(&mut self, id: &str) -> Value {
         self.0
             .remove(id)
             .unwrap_or_else(|| Value::Object(serde_json::Map::new()))

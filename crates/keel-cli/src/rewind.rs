@@ -11,12 +11,12 @@ use crate::config::{Config, SnapshotsConfig};
 use crate::setup::{CliError, keel_home};
 
 /// Where every workspace's snapshot store lives: `$KEEL_HOME/snapshots`.
-pub fn store_dir(keel_home: &Path) -> PathBuf {
+pub(crate) fn store_dir(keel_home: &Path) -> PathBuf {
     keel_home.join("snapshots")
 }
 
 /// The snapshot store of `workspace` with the limits of `config`.
-pub fn open(
+pub(crate) fn open(
     keel_home: &Path,
     workspace: &Path,
     config: &SnapshotsConfig,
@@ -27,7 +27,7 @@ pub fn open(
 
 /// One line per snapshot, oldest first, numbered from 1: number, id, time, session, call,
 /// files changed by it and what followed.
-pub fn list_lines(infos: &[SnapshotInfo]) -> Vec<String> {
+pub(crate) fn list_lines(infos: &[SnapshotInfo]) -> Vec<String> {
     infos
         .iter()
         .enumerate()
@@ -61,7 +61,7 @@ pub fn list_lines(infos: &[SnapshotInfo]) -> Vec<String> {
 
 /// The snapshot `arg` names among `infos`: its number in the list (`3` or `#3`) or its id
 /// (at least 4 hex digits of it).
-pub fn find<'a>(infos: &'a [SnapshotInfo], arg: &str) -> Result<&'a SnapshotInfo, String> {
+pub(crate) fn find<'a>(infos: &'a [SnapshotInfo], arg: &str) -> Result<&'a SnapshotInfo, String> {
     let arg = arg.trim();
     let number = arg
         .strip_prefix('#')
@@ -92,7 +92,7 @@ pub fn find<'a>(infos: &'a [SnapshotInfo], arg: &str) -> Result<&'a SnapshotInfo
 }
 
 /// What a restore did, for a person: a summary line, then one line per file.
-pub fn report_lines(info: &SnapshotInfo, report: &RestoreReport) -> Vec<String> {
+pub(crate) fn report_lines(info: &SnapshotInfo, report: &RestoreReport) -> Vec<String> {
     let id: String = info.id.0.chars().take(12).collect();
     let mut lines = Vec::new();
     if report.restored.is_empty() && report.removed.is_empty() {
@@ -134,7 +134,11 @@ fn workspace(options: &Options) -> Result<PathBuf, CliError> {
 }
 
 /// `keel rewind [ID] [--conversation]`.
-pub fn command(options: &Options, id: Option<String>, conversation: bool) -> Result<u8, CliError> {
+pub(crate) fn command(
+    options: &Options,
+    id: Option<String>,
+    conversation: bool,
+) -> Result<u8, CliError> {
     let home = keel_home()?;
     let workspace = workspace(options)?;
     let config = Config::load(Some(&home), &workspace, options.trust_project)

@@ -7,7 +7,7 @@ use keel_engine::{SessionStore, SessionSummary};
 use crate::setup::{CliError, keel_home, session_store};
 
 /// One line of the listing: id, start time, directory, outcome, first prompt.
-pub fn session_line(summary: &SessionSummary) -> String {
+pub(crate) fn session_line(summary: &SessionSummary) -> String {
     let meta = &summary.meta;
     let started = meta
         .started_at
@@ -25,7 +25,7 @@ pub fn session_line(summary: &SessionSummary) -> String {
 }
 
 /// Prints up to `limit` sessions, newest first.
-pub fn list(limit: usize, out: &mut impl Write) -> Result<(), CliError> {
+pub(crate) fn list(limit: usize, out: &mut impl Write) -> Result<(), CliError> {
     let store = session_store(&keel_home()?);
     let sessions = store
         .list(limit)

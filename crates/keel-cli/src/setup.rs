@@ -23,7 +23,7 @@ use keel_provider::ProviderKind;
 
 /// Why keel stopped before or during a run; the exit code depends on which.
 #[derive(Debug)]
-pub enum CliError {
+pub(crate) enum CliError {
     /// A bad flag, config or environment: exit 2.
     Usage(String),
     /// The run could not be done: exit 1.
@@ -32,7 +32,7 @@ pub enum CliError {
 
 impl CliError {
     /// The process exit code.
-    pub fn exit_code(&self) -> u8 {
+    pub(crate) fn exit_code(&self) -> u8 {
         match self {
             Self::Usage(_) => 2,
             Self::Run(_) => 1,
@@ -50,7 +50,7 @@ impl fmt::Display for CliError {
 
 /// Interactive or headless: they differ in the default approvals.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Mode {
+pub(crate) enum Mode {
     /// The REPL.
     Interactive,
     /// `keel exec`.
@@ -59,7 +59,7 @@ pub enum Mode {
 
 /// Which session to open.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum SessionChoice {
+pub(crate) enum SessionChoice {
     /// A new one.
     New,
     /// Session ID.
@@ -69,7 +69,7 @@ pub enum SessionChoice {
 }
 
 /// Everything resolved, before the agent is built.
-pub struct Setup {
+pub(crate) struct Setup {
     /// The working directory (canonical).
     pub cwd: PathBuf,
     /// `$KEEL_HOME`.
@@ -106,12 +106,12 @@ pub struct Setup {
 }
 
 /// keel's home (`$KEEL_HOME`, else `~/.keel`): [`keel::home_dir`].
-pub fn keel_home() -> Result<PathBuf, CliError> {
+pub(crate) fn keel_home() -> Result<PathBuf, CliError> {
     keel::home_dir().map_err(|err| CliError::Usage(err.to_string()))
 }
 
 /// The session store under `$KEEL_HOME/sessions`.
-pub fn session_store(keel_home: &Path) -> Arc<JsonlSessionStore> {
+pub(crate) fn session_store(keel_home: &Path) -> Arc<JsonlSessionStore> {
     Arc::new(JsonlSessionStore::new(keel_home.join("sessions")))
 }
 
@@ -122,7 +122,7 @@ fn env(name: &str) -> Option<String> {
 impl Setup {
     /// Resolves flags, environment and config. `session` decides the working directory when
     /// resuming (a session goes on where it started).
-    pub fn resolve(
+    pub(crate) fn resolve(
         options: &Options,
         mode: Mode,
         session: &SessionChoice,
@@ -238,7 +238,7 @@ impl Setup {
     /// The agent ([`CodingAgent`]): everything the flags, environment and config files say,
     /// handed to the builder; `approver` decides gated calls and `local_hooks` watch the main
     /// agent alone (the REPL's diffs).
-    pub fn agent(
+    pub(crate) fn agent(
         &self,
         approver: impl Approver + 'static,
         local_hooks: Hooks,
@@ -322,7 +322,11 @@ impl Setup {
     }
 
     /// Opens the session `choice` names.
-    pub fn session(&self, agent: &Agent, choice: &SessionChoice) -> Result<Session, CliError> {
+    pub(crate) fn session(
+        &self,
+        agent: &Agent,
+        choice: &SessionChoice,
+    ) -> Result<Session, CliError> {
         let result = match choice {
             SessionChoice::New => agent.session(&self.cwd),
             SessionChoice::Resume(id) => agent.resume(id),
@@ -337,7 +341,7 @@ impl Setup {
 
 /// `dir` resolved, if it is an existing directory; else a usage error naming it after
 /// `what` (a flag, or nothing).
-pub fn existing_dir(dir: &Path, what: &str) -> Result<PathBuf, CliError> {
+pub(crate) fn existing_dir(dir: &Path, what: &str) -> Result<PathBuf, CliError> {
     std::fs::canonicalize(dir)
         .ok()
         .filter(|full| full.is_dir())
@@ -372,7 +376,7 @@ fn task_settings(keel_home: &Path, id: &str) -> Result<TaskSettings, CliError> {
 }
 
 /// The directory `-C` names, else the current one.
-pub fn given_dir(options: &Options) -> Result<PathBuf, CliError> {
+pub(crate) fn given_dir(options: &Options) -> Result<PathBuf, CliError> {
     match &options.cwd {
         Some(dir) => Ok(dir.clone()),
         None => std::env::current_dir()

@@ -14,7 +14,7 @@ fn termination() -> &'static CancellationToken {
 
 /// Replaces the default action of SIGTERM and SIGHUP (dying at once, leaving commands running
 /// and the turn unsaved) with marking keel as terminating. Call once, inside the runtime.
-pub fn install() {
+pub(crate) fn install() {
     use tokio::signal::unix::{SignalKind, signal};
     for kind in [SignalKind::terminate(), SignalKind::hangup()] {
         match signal(kind) {
@@ -32,18 +32,18 @@ pub fn install() {
 }
 
 /// Whether SIGTERM or SIGHUP has arrived.
-pub fn terminating() -> bool {
+pub(crate) fn terminating() -> bool {
     termination().is_cancelled()
 }
 
 /// Resolves when SIGTERM or SIGHUP arrives.
-pub async fn terminated() {
+pub(crate) async fn terminated() {
     termination().cancelled().await;
 }
 
 /// What stopped the wait in [`interrupted`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Interrupt {
+pub(crate) enum Interrupt {
     /// Ctrl-C (SIGINT).
     CtrlC,
     /// SIGTERM or SIGHUP: keel should stop once the run is cancelled and saved.
@@ -52,7 +52,7 @@ pub enum Interrupt {
 
 /// Resolves at the next Ctrl-C, or at once when keel is terminating (when no Ctrl-C handler
 /// can be installed, only termination ends the wait).
-pub async fn interrupted() -> Interrupt {
+pub(crate) async fn interrupted() -> Interrupt {
     tokio::select! {
         biased;
         () = terminated() => Interrupt::Terminate,

@@ -13,7 +13,7 @@ use keel_tasks::{
 use crate::setup::{CliError, keel_home};
 
 /// The task store, `$KEEL_HOME/tasks.db`.
-pub fn open_store(keel_home: &Path) -> Result<Arc<dyn TaskStore>, CliError> {
+pub(crate) fn open_store(keel_home: &Path) -> Result<Arc<dyn TaskStore>, CliError> {
     let store = SqliteTaskStore::open(&keel_home.join("tasks.db"))
         .map_err(|err| CliError::Run(err.to_string()))?;
     Ok(Arc::new(store))
@@ -21,7 +21,7 @@ pub fn open_store(keel_home: &Path) -> Result<Arc<dyn TaskStore>, CliError> {
 
 /// Marks interrupted the tasks whose supervisor died; run at every start. Problems are
 /// logged: they never stop keel.
-pub fn recover(keel_home: &Path) {
+pub(crate) fn recover(keel_home: &Path) {
     let marked = open_store(keel_home)
         .map_err(|err| err.to_string())
         .and_then(|store| tasks::recover(store.as_ref()).map_err(|err| err.to_string()));
@@ -36,7 +36,7 @@ pub fn recover(keel_home: &Path) {
 }
 
 /// `keel task-run <id>`: the detached supervisor of one task.
-pub async fn task_run(id: &str) -> Result<u8, CliError> {
+pub(crate) async fn task_run(id: &str) -> Result<u8, CliError> {
     // A session of its own: the launcher and its terminal may go away.
     if let Err(err) = detach() {
         tracing::debug!("setsid: {err}");
@@ -68,7 +68,7 @@ fn age(time: &str) -> String {
 }
 
 /// One line of `keel tasks`.
-pub fn task_line(record: &TaskRecord) -> String {
+pub(crate) fn task_line(record: &TaskRecord) -> String {
     format!(
         "{}  {:<11}  {:>6}  {}  {}  {}",
         record.id,
@@ -81,7 +81,7 @@ pub fn task_line(record: &TaskRecord) -> String {
 }
 
 /// `keel tasks` and its actions.
-pub async fn command(action: Option<crate::cli::TasksAction>) -> Result<u8, CliError> {
+pub(crate) async fn command(action: Option<crate::cli::TasksAction>) -> Result<u8, CliError> {
     use crate::cli::TasksAction;
     let home = keel_home()?;
     let store = open_store(&home)?;

@@ -14,7 +14,12 @@ use crate::setup::{CliError, existing_dir, keel_home};
 
 /// Records the user's decision about the project in `dir` (canonical), pinned to `hash`, in
 /// `$KEEL_HOME/config.toml` (`keel_home`); creates the file if needed.
-pub fn record(keel_home: &Path, dir: &Path, hash: &str, trusted: bool) -> Result<(), String> {
+pub(crate) fn record(
+    keel_home: &Path,
+    dir: &Path,
+    hash: &str,
+    trusted: bool,
+) -> Result<(), String> {
     edit(keel_home, |projects| {
         let mut entry = Table::new();
         entry.insert("trusted", value(trusted));
@@ -24,7 +29,7 @@ pub fn record(keel_home: &Path, dir: &Path, hash: &str, trusted: bool) -> Result
 }
 
 /// Removes the decision about the project in `dir`; returns whether there was one.
-pub fn forget(keel_home: &Path, dir: &Path) -> Result<bool, String> {
+pub(crate) fn forget(keel_home: &Path, dir: &Path) -> Result<bool, String> {
     let mut removed = false;
     edit(keel_home, |projects| {
         removed = projects.remove(&dir.display().to_string()).is_some();
@@ -103,7 +108,7 @@ fn present(dir: &Path) -> Vec<&'static str> {
 }
 
 /// `keel trust [DIR]`: prints what is now trusted.
-pub fn trust_command(dir: Option<&Path>) -> Result<String, CliError> {
+pub(crate) fn trust_command(dir: Option<&Path>) -> Result<String, CliError> {
     let home = keel_home()?;
     let dir = project_of(dir)?;
     let hash = project::config_hash(&dir);
@@ -126,7 +131,7 @@ pub fn trust_command(dir: Option<&Path>) -> Result<String, CliError> {
 }
 
 /// `keel untrust [DIR]`: prints what changed.
-pub fn untrust_command(dir: Option<&Path>) -> Result<String, CliError> {
+pub(crate) fn untrust_command(dir: Option<&Path>) -> Result<String, CliError> {
     let home = keel_home()?;
     let dir = project_of(dir)?;
     let removed = forget(&home, &dir).map_err(CliError::Usage)?;
@@ -141,7 +146,7 @@ pub fn untrust_command(dir: Option<&Path>) -> Result<String, CliError> {
 }
 
 /// The interactive question about an untrusted project whose configuration sets `keys`.
-pub fn question(file: &Path, keys: &[String], changed: bool) -> String {
+pub(crate) fn question(file: &Path, keys: &[String], changed: bool) -> String {
     let since = if changed {
         " It changed since you trusted it."
     } else {

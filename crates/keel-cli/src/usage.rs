@@ -10,7 +10,7 @@ use crate::setup::CliError;
 /// What to print and the exit code for a command line clap refused. Help and version are
 /// not errors: they print as clap renders them, on stdout, with exit 0.
 /// `args` is the command line as given (program name first).
-pub fn clap_failure<I, S>(err: &clap::Error, args: I) -> (String, u8)
+pub(crate) fn clap_failure<I, S>(err: &clap::Error, args: I) -> (String, u8)
 where
     I: IntoIterator<Item = S>,
     S: AsRef<std::ffi::OsStr>,
@@ -96,7 +96,7 @@ where
 }
 
 /// `--model` with nothing in it.
-pub fn check_model_name(model: Option<&str>) -> Result<(), CliError> {
+pub(crate) fn check_model_name(model: Option<&str>) -> Result<(), CliError> {
     match model {
         Some(name) if name.trim().is_empty() => Err(CliError::Usage(
             "--model needs a model name, e.g. --model claude-sonnet-4-5".into(),
@@ -108,7 +108,7 @@ pub fn check_model_name(model: Option<&str>) -> Result<(), CliError> {
 /// Makes sure keel may keep its config, sessions and snapshots in `home`: it exists (made if
 /// missing) and a file can be created in it. Anything else is a configuration error that names
 /// the directory, not a failed run.
-pub fn check_writable_home(home: &Path) -> Result<(), CliError> {
+pub(crate) fn check_writable_home(home: &Path) -> Result<(), CliError> {
     let fail = |err: std::io::Error| {
         CliError::Usage(format!(
             "keel's home {} is not a writable directory ({err}); set KEEL_HOME to a directory \

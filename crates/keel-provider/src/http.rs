@@ -144,7 +144,7 @@ impl Failure {
 impl HttpTransport {
     /// A transport; its HTTP client is built at the first request (see [`Clients`]), so
     /// making a provider reads no certificates, and an `http://` one never does.
-    pub fn new(key: Option<ApiKey>) -> Result<Self, ProviderError> {
+    pub(crate) fn new(key: Option<ApiKey>) -> Result<Self, ProviderError> {
         Ok(Self {
             clients: Arc::default(),
             retry: RetryPolicy::default(),
@@ -261,7 +261,7 @@ impl HttpTransport {
     }
 
     /// Sends `request` and streams the parsed reply, retrying as the policy allows.
-    pub fn stream<'a, P, F>(
+    pub(crate) fn stream<'a, P, F>(
         &'a self,
         request: Result<PreparedRequest, ProviderError>,
         span: Span,

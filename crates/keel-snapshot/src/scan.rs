@@ -61,7 +61,7 @@ pub(crate) struct Watching {
 
 impl Watching {
     /// Watches the directory `abs` (whose path relative to the workspace is `rel`).
-    pub fn add(&self, abs: &Path, rel: Vec<u8>) {
+    pub(crate) fn add(&self, abs: &Path, rel: Vec<u8>) {
         use rustix::fs::inotify::{WatchFlags, add_watch};
         let flags = WatchFlags::CREATE
             | WatchFlags::DELETE

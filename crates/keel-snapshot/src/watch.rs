@@ -130,7 +130,7 @@ pub(crate) fn watching() -> Result<Watching, SnapshotError> {
 
 impl Watcher {
     /// The watcher after a full scan with `watching`; `None` when a watch could not be added.
-    pub fn after_full_scan(
+    pub(crate) fn after_full_scan(
         root: &Path,
         watching: Watching,
         meta: &Meta,
@@ -187,7 +187,7 @@ impl Watcher {
     }
 
     /// Whether this state may be used for the snapshot after `newest`.
-    pub fn usable(&self, newest: Option<Oid>) -> Result<(), Fallback> {
+    pub(crate) fn usable(&self, newest: Option<Oid>) -> Result<(), Fallback> {
         if newest != Some(self.commit) {
             return Err(Fallback::Stale);
         }
@@ -201,7 +201,7 @@ impl Watcher {
     }
 
     /// Reads the pending events: the directories to read again.
-    pub fn drain(&mut self) -> Result<BTreeSet<Vec<u8>>, Fallback> {
+    pub(crate) fn drain(&mut self) -> Result<BTreeSet<Vec<u8>>, Fallback> {
         let mut dirty = self.linked_dirs.clone();
         let mut buf = [MaybeUninit::<u8>::uninit(); 16 * 1024];
         let mut reader = inotify::Reader::new(&*self.watching.fd, &mut buf);
@@ -249,7 +249,7 @@ impl Watcher {
     /// Re-reads the `dirty` directories into `index` and this state's metadata. `Ok(Err(_))`:
     /// the caller must do a full scan (with the same index: it reconciles everything).
     #[allow(clippy::too_many_arguments)]
-    pub fn update(
+    pub(crate) fn update(
         &mut self,
         repo: &Repository,
         root: &Path,

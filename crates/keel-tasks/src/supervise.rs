@@ -18,9 +18,9 @@ use crate::settings::{TaskSettings, no_settings};
 use crate::{TaskEnd, TaskError, TaskRecord, TaskStatus, TaskStore};
 
 /// Lines of output kept in `output_tail`.
-pub const OUTPUT_TAIL_LINES: usize = 100;
+pub(crate) const OUTPUT_TAIL_LINES: usize = 100;
 /// Lines of errors kept in `error_tail`.
-pub const ERROR_TAIL_LINES: usize = 40;
+pub(crate) const ERROR_TAIL_LINES: usize = 40;
 /// How often the supervisor looks for a cancellation in the store.
 const CANCEL_POLL: Duration = Duration::from_millis(200);
 /// The longest summary, in characters.

@@ -9,7 +9,7 @@
 //! one error naming the file, the line, the key and what is allowed.
 
 mod parse;
-pub mod project;
+pub(crate) mod project;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -18,15 +18,15 @@ use keel_engine::{HookConfig, PermissionRules};
 use keel_sandbox::SandboxMode;
 use serde::Deserialize;
 
-pub use parse::{ConfigError, ProjectTrust};
-pub use project::{Project, Trust};
+pub(crate) use parse::{ConfigError, ProjectTrust};
+pub(crate) use project::{Project, Trust};
 
 use parse::ConfigFile;
 
 /// Who approves destructive tool calls.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, clap::ValueEnum)]
 #[serde(rename_all = "lowercase")]
-pub enum ApprovalMode {
+pub(crate) enum ApprovalMode {
     /// Ask on the terminal.
     Ask,
     /// Refuse them; the model is told why.
@@ -37,7 +37,7 @@ pub enum ApprovalMode {
 
 impl ApprovalMode {
     /// The name as written in flags and files.
-    pub fn name(self) -> &'static str {
+    pub(crate) fn name(self) -> &'static str {
         match self {
             Self::Ask => "ask",
             Self::Deny => "deny",
@@ -46,12 +46,12 @@ impl ApprovalMode {
     }
 }
 
-pub use keel_provider::ProviderKind;
+pub(crate) use keel_provider::ProviderKind;
 
 /// A `[providers.NAME]` table.
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct ProviderConfig {
+pub(crate) struct ProviderConfig {
     /// Which wire format it speaks.
     pub kind: ProviderKind,
     /// Where it is served.
@@ -63,7 +63,7 @@ pub struct ProviderConfig {
 /// The `[permissions]` table.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct PermissionsConfig {
+pub(crate) struct PermissionsConfig {
     /// Calls that run without asking, e.g. `run_command(cargo test*)`.
     #[serde(default)]
     pub allow: Vec<String>,
@@ -75,7 +75,7 @@ pub struct PermissionsConfig {
 /// The `[tools]` table.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct ToolsConfig {
+pub(crate) struct ToolsConfig {
     /// The longest timeout a `run_command` call may ask for.
     pub run_command_max_timeout_secs: Option<u64>,
 }
@@ -83,7 +83,7 @@ pub struct ToolsConfig {
 /// A `[tasks.runners.NAME]` table.
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct RunnerConfig {
+pub(crate) struct RunnerConfig {
     /// The program and its arguments; `{task}` becomes the task's text (one argument, no
     /// shell), `{workdir}` its directory.
     pub command: Vec<String>,
@@ -92,7 +92,7 @@ pub struct RunnerConfig {
 /// The `[tasks]` table.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct TasksConfig {
+pub(crate) struct TasksConfig {
     /// Tasks running at once beyond which `start_task` refuses (default 8).
     pub max_running: Option<usize>,
     /// A task's timeout in seconds (default 3600).
@@ -109,7 +109,7 @@ pub struct TasksConfig {
 /// Honoured from the user's config and from trusted projects only.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct SnapshotsConfig {
+pub(crate) struct SnapshotsConfig {
     /// Whether snapshots are taken (default true).
     pub enabled: Option<bool>,
     /// Snapshots older than this many days are dropped (default 30).
@@ -122,12 +122,12 @@ pub struct SnapshotsConfig {
 
 impl SnapshotsConfig {
     /// Whether snapshots are on.
-    pub fn enabled(&self) -> bool {
+    pub(crate) fn enabled(&self) -> bool {
         self.enabled.unwrap_or(true)
     }
 
     /// The limits these settings give, keel's defaults for what is not set.
-    pub fn limits(&self) -> keel_snapshot::SnapshotLimits {
+    pub(crate) fn limits(&self) -> keel_snapshot::SnapshotLimits {
         let defaults = keel_snapshot::SnapshotLimits::default();
         const DAY: u64 = 24 * 60 * 60;
         const MIB: u64 = 1 << 20;
@@ -147,7 +147,7 @@ impl SnapshotsConfig {
 
 /// The configuration of both files, merged.
 #[derive(Debug, Clone, Default, PartialEq)]
-pub struct Config {
+pub(crate) struct Config {
     /// The provider: `anthropic`, `openai` or a `[providers.NAME]` name.
     pub provider: Option<String>,
     /// `[provider] idle_timeout_secs`: the longest wait for the next piece of a reply.
@@ -221,7 +221,7 @@ impl Config {
     /// Reads `$KEEL_HOME/config.toml` (`keel_home`) and the project's `.keel/config.toml`
     /// (see [`project::locate`]), either of which may be absent. `trust_project` trusts the
     /// project for this run (`--trust-project`).
-    pub fn load(
+    pub(crate) fn load(
         keel_home: Option<&Path>,
         cwd: &Path,
         trust_project: bool,
@@ -456,14 +456,14 @@ impl Config {
     }
 
     /// The permission rules of both files.
-    pub fn permission_rules(&self) -> Result<PermissionRules, String> {
+    pub(crate) fn permission_rules(&self) -> Result<PermissionRules, String> {
         PermissionRules::parse(&self.permissions.allow, &self.permissions.deny)
             .map_err(|err| format!("[permissions]: {err}"))
     }
 }
 
 /// Checks `text` as the user's config file at `path` (before keel writes it).
-pub fn parse_user(path: &Path, text: &str) -> Result<(), ConfigError> {
+pub(crate) fn parse_user(path: &Path, text: &str) -> Result<(), ConfigError> {
     parse::parse(path, text).map(|_| ())
 }
 

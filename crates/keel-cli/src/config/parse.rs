@@ -16,7 +16,7 @@ use super::{
 /// The `[sandbox]` table (or, as before, `sandbox = "MODE"`).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct SandboxConfig {
+pub(super) struct SandboxConfig {
     /// Where commands may write.
     pub mode: Option<SandboxMode>,
     /// Whether commands may use the network.
@@ -71,7 +71,7 @@ impl StringOrTable for SandboxConfig {
 /// The `[provider]` table (or, as before, `provider = "NAME"`).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct ProviderSetting {
+pub(super) struct ProviderSetting {
     /// The provider: `anthropic`, `openai` or a `[providers.NAME]` name.
     pub name: Option<String>,
     /// The longest wait for the next piece of a streamed reply.
@@ -94,7 +94,7 @@ impl StringOrTable for ProviderSetting {
 /// the hash of its configuration files. Read from the user's file only.
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct ProjectTrust {
+pub(crate) struct ProjectTrust {
     /// Whether the project's configuration may grant powers.
     pub trusted: bool,
     /// The hash of the configuration files the decision was made on (`sha256:...`).
@@ -104,7 +104,7 @@ pub struct ProjectTrust {
 /// One file as written.
 #[derive(Debug, Clone, Default, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct ConfigFile {
+pub(super) struct ConfigFile {
     #[serde(default, deserialize_with = "string_or_table")]
     pub provider: Option<ProviderSetting>,
     pub model: Option<String>,
@@ -130,7 +130,7 @@ pub struct ConfigFile {
 
 /// A configuration file that cannot be used; displayed as one line.
 #[derive(Debug, PartialEq, Eq)]
-pub struct ConfigError {
+pub(crate) struct ConfigError {
     /// The file.
     pub file: PathBuf,
     /// The 1-based line, when known.
@@ -151,7 +151,7 @@ impl fmt::Display for ConfigError {
 impl std::error::Error for ConfigError {}
 
 /// Reads and parses `path`; `None` when it does not exist.
-pub fn read(path: &Path) -> Result<Option<ConfigFile>, ConfigError> {
+pub(super) fn read(path: &Path) -> Result<Option<ConfigFile>, ConfigError> {
     match std::fs::read_to_string(path) {
         Ok(text) => parse(path, &text).map(Some),
         Err(err) if err.kind() == std::io::ErrorKind::NotFound => Ok(None),
@@ -164,7 +164,7 @@ pub fn read(path: &Path) -> Result<Option<ConfigFile>, ConfigError> {
 }
 
 /// Parses and checks one file.
-pub fn parse(path: &Path, text: &str) -> Result<ConfigFile, ConfigError> {
+pub(super) fn parse(path: &Path, text: &str) -> Result<ConfigFile, ConfigError> {
     let error = |line: Option<usize>, message: String| ConfigError {
         file: path.to_path_buf(),
         line,

@@ -18,7 +18,7 @@ use super::parse::ProjectTrust;
 /// The project files that can grant powers, relative to the project's directory (the ones
 /// the sandbox protects). The trust hash covers all of them, so trusting one version of them
 /// trusts exactly that version.
-pub use keel_sandbox::CONFIG_FILES as POWER_FILES;
+pub(crate) use keel_sandbox::CONFIG_FILES as POWER_FILES;
 
 /// The most bytes of one power file hashed; a larger file is hashed as "too large" (and
 /// a config that large is refused when read anyway).
@@ -27,7 +27,7 @@ const MAX_HASHED: u64 = 16 * 1024 * 1024;
 /// The project directory of `cwd`: the nearest directory from `cwd` up to the repository root
 /// that holds `.keel/config.toml`, else the repository root; outside a repository, `cwd`
 /// itself (ancestors of a directory that is not a repository are never read).
-pub fn locate(cwd: &Path) -> PathBuf {
+pub(crate) fn locate(cwd: &Path) -> PathBuf {
     let Some(root) = keel_sandbox::repository_root(cwd) else {
         return cwd.to_path_buf();
     };
@@ -46,7 +46,7 @@ pub fn locate(cwd: &Path) -> PathBuf {
 /// each power file's name and content (or its absence), and over the content of every file
 /// inside the project its hooks and task runners name (so a pull that changes a trusted
 /// hook's script makes the project untrusted again, like an edit of its config).
-pub fn config_hash(dir: &Path) -> String {
+pub(crate) fn config_hash(dir: &Path) -> String {
     let mut hasher = Sha256::new();
     let scripts = referenced_files(dir, &[dir], &commands_in_config(dir));
     let names = POWER_FILES.iter().map(|name| PathBuf::from(*name)).chain(
@@ -92,7 +92,7 @@ fn read_capped(path: &Path) -> std::io::Result<Option<Vec<u8>>> {
 
 /// What the user decided about a project's configuration.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Trust {
+pub(crate) enum Trust {
     /// Trusted, and its files are as they were when trusted.
     Trusted,
     /// Trusted for this run by `--trust-project`.
@@ -107,7 +107,7 @@ pub enum Trust {
 
 impl Trust {
     /// The decision recorded for `dir` with its files hashing to `hash`.
-    pub fn of(dir: &Path, hash: &str, records: &BTreeMap<String, ProjectTrust>) -> Self {
+    pub(crate) fn of(dir: &Path, hash: &str, records: &BTreeMap<String, ProjectTrust>) -> Self {
         match records.get(&dir.display().to_string()) {
             Some(record) if record.config_hash == hash => {
                 if record.trusted {
@@ -122,14 +122,14 @@ impl Trust {
     }
 
     /// Whether the project's configuration may grant powers.
-    pub fn grants(self) -> bool {
+    pub(crate) fn grants(self) -> bool {
         matches!(self, Self::Trusted | Self::TrustedByFlag)
     }
 }
 
 /// A project configuration file that was read, and what became of it.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Project {
+pub(crate) struct Project {
     /// The project's directory (holding `.keel/`).
     pub dir: PathBuf,
     /// Its `.keel/config.toml`.
@@ -149,7 +149,7 @@ pub struct Project {
 
 impl Project {
     /// One line for stderr when keys were ignored, saying which and how to trust.
-    pub fn notice(&self) -> Option<String> {
+    pub(crate) fn notice(&self) -> Option<String> {
         if self.ignored.is_empty() {
             return None;
         }
@@ -175,7 +175,7 @@ impl Project {
 
 /// The command lines of the hooks and task runners `dir/.keel/config.toml` sets, read
 /// leniently (a file that does not parse names none; it is refused when loaded anyway).
-pub fn commands_in_config(dir: &Path) -> Vec<String> {
+pub(crate) fn commands_in_config(dir: &Path) -> Vec<String> {
     let Ok(text) = std::fs::read_to_string(dir.join(".keel").join("config.toml")) else {
         return Vec::new();
     };
@@ -206,7 +206,7 @@ pub fn commands_in_config(dir: &Path) -> Vec<String> {
 /// The files inside the project that `commands` (hook commands, runners' command lines)
 /// name: words that are paths of existing files inside `dir`, taken relative to each of
 /// `bases`. Protecting them keeps the model from rewriting what a trusted hook runs.
-pub fn referenced_files(dir: &Path, bases: &[&Path], commands: &[String]) -> Vec<PathBuf> {
+pub(crate) fn referenced_files(dir: &Path, bases: &[&Path], commands: &[String]) -> Vec<PathBuf> {
     let mut scripts = Vec::new();
     for command in commands {
         for word in command.split_whitespace() {

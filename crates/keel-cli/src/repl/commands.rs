@@ -18,7 +18,7 @@ const SESSIONS_SHOWN: usize = 20;
 
 /// A slash command.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Command {
+pub(super) enum Command {
     /// `/help`.
     Help,
     /// `/undo`.
@@ -56,7 +56,7 @@ pub enum Command {
 }
 
 /// The commands and what they do, for `/help`.
-pub const HELP: &[(&str, &str)] = &[
+pub(super) const HELP: &[(&str, &str)] = &[
     ("/help", "this list"),
     (
         "/undo",
@@ -88,7 +88,7 @@ pub const HELP: &[(&str, &str)] = &[
 ];
 
 /// The command `line` holds, or `None` when it is a prompt (it does not start with `/`).
-pub fn parse(line: &str) -> Option<Command> {
+pub(super) fn parse(line: &str) -> Option<Command> {
     let rest = line.trim().strip_prefix('/')?;
     let mut words = rest.split_whitespace();
     let name = words.next().unwrap_or_default();

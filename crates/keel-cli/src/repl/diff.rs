@@ -7,14 +7,14 @@ use similar::{ChangeTag, TextDiff};
 use super::view::{Style, printable};
 
 /// The most diff lines shown after one write; `/diff` shows everything.
-pub const MAX_FILE_DIFF_LINES: usize = 80;
+pub(super) const MAX_FILE_DIFF_LINES: usize = 80;
 /// Lines of context around each change.
 const CONTEXT: usize = 3;
 
 /// `path`'s change from `old` (`None`: the file did not exist) to `new`, as coloured lines: a
 /// header with the counts, then unified hunks, at most [`MAX_FILE_DIFF_LINES`] of them.
 /// Empty when nothing changed.
-pub fn file_diff(style: Style, path: &str, old: Option<&str>, new: &str) -> Vec<String> {
+pub(super) fn file_diff(style: Style, path: &str, old: Option<&str>, new: &str) -> Vec<String> {
     let before = old.unwrap_or_default();
     if old.is_some() && before == new {
         return Vec::new();
@@ -80,7 +80,7 @@ fn change_line(style: Style, origin: char, content: &str) -> String {
 
 /// One line of a git patch as libgit2 prints it (`origin` is its
 /// [`git2::DiffLine::origin`]), painted; file headers may be several lines.
-pub fn patch_lines(style: Style, origin: char, content: &str) -> Vec<String> {
+pub(super) fn patch_lines(style: Style, origin: char, content: &str) -> Vec<String> {
     match origin {
         '+' | '-' | ' ' => vec![change_line(style, origin, content)],
         'F' => content

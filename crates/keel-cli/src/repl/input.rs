@@ -18,14 +18,14 @@ use crate::setup::CliError;
 /// Wakes a line read in progress as if Ctrl-C was pressed, so the REPL can react to
 /// something that happened meanwhile (a background task ended). Cheap to clone.
 #[derive(Clone, Default)]
-pub struct Waker {
+pub(super) struct Waker {
     /// The thread reading a line, while one is read.
     reader: Arc<Mutex<Option<nix::sys::pthread::Pthread>>>,
 }
 
 impl Waker {
     /// Interrupts the line being read, if one is; returns whether it sent the wake-up.
-    pub fn wake(&self) -> bool {
+    pub(super) fn wake(&self) -> bool {
         let reader = self.reader.lock().unwrap_or_else(PoisonError::into_inner);
         reader.is_some_and(|thread| {
             nix::sys::pthread::pthread_kill(thread, nix::sys::signal::Signal::SIGINT).is_ok()
@@ -38,7 +38,7 @@ const HISTORY_SIZE: usize = 1000;
 
 /// What the person did at a prompt.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Line {
+pub(super) enum Line {
     /// Typed a line and pressed Enter.
     Text(String),
     /// Pressed Ctrl-C on an empty line (on a line with text, Ctrl-C clears it).
@@ -59,7 +59,7 @@ struct Lines {
 /// A line editor exists only while a line is read: rustyline sets its own `SIGINT` handler
 /// for as long as an editor lives, which would keep Ctrl-C from cancelling a run. Between
 /// lines the handler keel installed is back.
-pub struct Input {
+pub(super) struct Input {
     config: Config,
     lines: Arc<Mutex<Lines>>,
     waker: Waker,
@@ -69,7 +69,7 @@ impl Input {
     /// The prompt's editor settings, with the history in `history` (created, readable only by
     /// its owner, if missing). A history that cannot be read or written is a warning on
     /// `view`, not an error: the session goes on without it.
-    pub fn open(history: &Path, view: &View) -> Result<Self, CliError> {
+    pub(super) fn open(history: &Path, view: &View) -> Result<Self, CliError> {
         let config = Config::builder()
             .max_history_size(HISTORY_SIZE)
             .and_then(|builder| builder.history_ignore_dups(true))
@@ -108,7 +108,7 @@ impl Input {
 
     /// Reads one line after `prompt`, with the history, on a blocking thread. An error is one
     /// line saying what failed.
-    pub async fn read_line(&self, prompt: &str) -> Result<Line, String> {
+    pub(super) async fn read_line(&self, prompt: &str) -> Result<Line, String> {
         let config = self.config.clone();
         let lines = self.lines.clone();
         let waker = self.waker.clone();
@@ -145,13 +145,13 @@ impl Input {
     }
 
     /// What wakes the line being read.
-    pub fn waker(&self) -> Waker {
+    pub(super) fn waker(&self) -> Waker {
         self.waker.clone()
     }
 
     /// Adds `line` to the history and saves the file; a failure to save is returned once, as
     /// a line to show, and the file is left alone from then on.
-    pub fn remember(&self, line: &str) -> Option<String> {
+    pub(super) fn remember(&self, line: &str) -> Option<String> {
         let mut lines = self.lines.lock().unwrap_or_else(PoisonError::into_inner);
         if lines.history.add(line).is_err() {
             return None;
@@ -173,7 +173,7 @@ impl Input {
     /// the spinner is cleared, the line ended and what was typed before the question thrown
     /// away first; Ctrl-C answers [`Answer::Interrupted`] (the turn stops), Ctrl-D
     /// [`Answer::Closed`] (no).
-    pub fn ask_fn(&self, view: View) -> AskFn {
+    pub(super) fn ask_fn(&self, view: View) -> AskFn {
         let config = self.config.clone();
         let lines = self.lines.clone();
         Arc::new(move |question: &str| {

@@ -71,7 +71,7 @@ struct Repl {
 }
 
 /// Runs the interactive session; returns the exit code.
-pub async fn run(options: &Options, choice: SessionChoice) -> Result<u8, CliError> {
+pub(crate) async fn run(options: &Options, choice: SessionChoice) -> Result<u8, CliError> {
     let setup = Setup::resolve(options, Mode::Interactive, &choice)?;
     // From here on Ctrl-C never kills keel: it cancels a run, or is read at the prompt (where
     // the terminal is in raw mode and Ctrl-C is a key).

@@ -12,7 +12,7 @@ use keel_engine::{Hook, HookInput, HookOutcome};
 use serde_json::Value;
 
 /// The tools whose changes are shown as diffs, as a hook matcher.
-pub const WRITE_TOOLS: &str = "write_file|patch_file";
+pub(super) const WRITE_TOOLS: &str = "write_file|patch_file";
 /// Files larger than this are not diffed.
 const MAX_BYTES: u64 = 2 * 1024 * 1024;
 
@@ -42,7 +42,7 @@ fn read(path: &Path) -> Content {
 }
 
 /// The file a write tool's `input` names, under `cwd`.
-pub fn target(cwd: &Path, input: &Value) -> Option<PathBuf> {
+pub(super) fn target(cwd: &Path, input: &Value) -> Option<PathBuf> {
     let path = input.get("path")?.as_str()?;
     if path.is_empty() {
         return None;
@@ -52,7 +52,7 @@ pub fn target(cwd: &Path, input: &Value) -> Option<PathBuf> {
 
 /// A file's change: what it held (`None`: it did not exist) and what it holds now.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Change {
+pub(super) struct Change {
     /// Before.
     pub old: Option<String>,
     /// Now.
@@ -61,7 +61,7 @@ pub struct Change {
 
 /// The files' contents before the calls now running; cheap to clone (clones share).
 #[derive(Debug, Clone, Default)]
-pub struct Snapshots {
+pub(super) struct Snapshots {
     files: Arc<Mutex<HashMap<PathBuf, Content>>>,
 }
 
@@ -79,7 +79,7 @@ impl Snapshots {
     /// How `path` changed since it was recorded; the record becomes what it holds now (so a
     /// second write to it in the same reply shows only its own change). `None` when it was
     /// not recorded, or before or after cannot be diffed.
-    pub fn change(&self, path: &Path) -> Option<Change> {
+    pub(super) fn change(&self, path: &Path) -> Option<Change> {
         let now = read(path);
         let before = self.files().insert(path.to_path_buf(), now.clone())?;
         let Content::Text(new) = now else {
@@ -96,20 +96,20 @@ impl Snapshots {
     }
 
     /// Forgets everything (at the end of a run).
-    pub fn clear(&self) {
+    pub(super) fn clear(&self) {
         self.files().clear();
     }
 }
 
 /// The `PreToolUse` hook that records the file a write tool is about to change. It never
 /// blocks or fails a call.
-pub struct SnapshotHook {
+pub(super) struct SnapshotHook {
     snapshots: Snapshots,
 }
 
 impl SnapshotHook {
     /// A hook recording into `snapshots`.
-    pub fn new(snapshots: Snapshots) -> Self {
+    pub(super) fn new(snapshots: Snapshots) -> Self {
         Self { snapshots }
     }
 }

@@ -19,7 +19,7 @@ const THINKING: &str = "thinking…";
 /// Runs `prompt` in `session`, printing as it goes; `None` if the run ended without an
 /// outcome (it never should). Ctrl-C cancels the run, which then ends as soon as the model
 /// call or tool running stops; the session stays usable.
-pub async fn run(
+pub(super) async fn run(
     session: &mut Session,
     prompt: &str,
     view: &View,
@@ -207,7 +207,7 @@ impl Printer<'_> {
 /// The diff a write tool asks to make, shown before the question about it: `write_file`'s
 /// content over the file as it is, or `patch_file`'s replacement applied to it; nothing for
 /// other tools.
-pub fn proposed_change(style: Style, cwd: &Path, name: &str, input: &Value) -> Vec<String> {
+pub(super) fn proposed_change(style: Style, cwd: &Path, name: &str, input: &Value) -> Vec<String> {
     let Some(path) = target(cwd, input) else {
         return Vec::new();
     };

@@ -16,24 +16,24 @@ const SPIN_INTERVAL: Duration = Duration::from_millis(100);
 
 /// ANSI colours, or plain text when they are off.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Style {
+pub(super) struct Style {
     color: bool,
 }
 
 impl Style {
     /// Colours when stdout is a terminal and `NO_COLOR` is not set (to a non-empty value).
-    pub fn detect() -> Self {
+    pub(super) fn detect() -> Self {
         let no_color = std::env::var_os("NO_COLOR").is_some_and(|value| !value.is_empty());
         Self::new(std::io::stdout().is_terminal() && !no_color)
     }
 
     /// Colours on or off.
-    pub fn new(color: bool) -> Self {
+    pub(super) fn new(color: bool) -> Self {
         Self { color }
     }
 
     /// Whether colours (and, with them, spinners) are on.
-    pub fn enabled(self) -> bool {
+    pub(super) fn enabled(self) -> bool {
         self.color
     }
 
@@ -47,39 +47,39 @@ impl Style {
     }
 
     /// Bold.
-    pub fn bold(self, text: &str) -> String {
+    pub(super) fn bold(self, text: &str) -> String {
         self.paint("1", text)
     }
 
     /// Dimmed, for what matters less.
-    pub fn dim(self, text: &str) -> String {
+    pub(super) fn dim(self, text: &str) -> String {
         self.paint("2", text)
     }
 
     /// Red: errors and removed lines.
-    pub fn red(self, text: &str) -> String {
+    pub(super) fn red(self, text: &str) -> String {
         self.paint("31", text)
     }
 
     /// Green: success and added lines.
-    pub fn green(self, text: &str) -> String {
+    pub(super) fn green(self, text: &str) -> String {
         self.paint("32", text)
     }
 
     /// Yellow: warnings.
-    pub fn yellow(self, text: &str) -> String {
+    pub(super) fn yellow(self, text: &str) -> String {
         self.paint("33", text)
     }
 
     /// Cyan: hunk headers.
-    pub fn cyan(self, text: &str) -> String {
+    pub(super) fn cyan(self, text: &str) -> String {
         self.paint("36", text)
     }
 }
 
 /// Text from the model or a file, made safe to print: control characters other than newline
 /// and tab (an escape sequence could rewrite the screen) become `�`; carriage returns go.
-pub fn printable(text: &str) -> String {
+pub(super) fn printable(text: &str) -> String {
     text.chars()
         .filter(|&c| c != '\r')
         .map(|c| {
@@ -129,7 +129,7 @@ impl Screen {
 
 /// Prints for the interactive session; clones share the screen.
 #[derive(Clone)]
-pub struct View {
+pub(super) struct View {
     style: Style,
     screen: Arc<Mutex<Screen>>,
 }
@@ -137,7 +137,7 @@ pub struct View {
 impl View {
     /// A view painting with `style`; spinners only when colours are on (a terminal, no
     /// `NO_COLOR`).
-    pub fn new(style: Style) -> Self {
+    pub(super) fn new(style: Style) -> Self {
         Self {
             style,
             screen: Arc::new(Mutex::new(Screen {
@@ -154,29 +154,29 @@ impl View {
     }
 
     /// The colours.
-    pub fn style(&self) -> Style {
+    pub(super) fn style(&self) -> Style {
         self.style
     }
 
     /// More of the model's answer, as it comes.
-    pub fn text(&self, text: &str) {
+    pub(super) fn text(&self, text: &str) {
         self.screen().write(&printable(text));
     }
 
     /// Ends a half-written line, if any.
-    pub fn end_line(&self) {
+    pub(super) fn end_line(&self) {
         self.screen().end_line();
     }
 
     /// One line, on a line of its own.
-    pub fn line(&self, text: &str) {
+    pub(super) fn line(&self, text: &str) {
         let mut screen = self.screen();
         screen.end_line();
         screen.write(&format!("{text}\n"));
     }
 
     /// Several lines, on lines of their own.
-    pub fn lines(&self, lines: &[String]) {
+    pub(super) fn lines(&self, lines: &[String]) {
         if lines.is_empty() {
             return;
         }
@@ -188,23 +188,23 @@ impl View {
     }
 
     /// Something the user may like to know, dimmed.
-    pub fn notice(&self, text: &str) {
+    pub(super) fn notice(&self, text: &str) {
         self.line(&self.style.dim(text));
     }
 
     /// Something that went wrong but does not stop anything, in yellow.
-    pub fn warning(&self, text: &str) {
+    pub(super) fn warning(&self, text: &str) {
         self.line(&self.style.yellow(text));
     }
 
     /// Something that failed, in red.
-    pub fn error(&self, text: &str) {
+    pub(super) fn error(&self, text: &str) {
         self.line(&self.style.red(text));
     }
 
     /// A finished tool call: its one-line description, the mark painted green or the whole
     /// line red for a failure.
-    pub fn tool_line(&self, line: &str, is_error: bool) {
+    pub(super) fn tool_line(&self, line: &str, is_error: bool) {
         let painted = if is_error {
             self.style.red(line)
         } else {
@@ -217,7 +217,7 @@ impl View {
     }
 
     /// Shows the spinner with `message` (or changes its message); nothing without colours.
-    pub fn spin(&self, message: &str) {
+    pub(super) fn spin(&self, message: &str) {
         if !self.style.enabled() {
             return;
         }
@@ -237,13 +237,13 @@ impl View {
     }
 
     /// Clears the spinner, if one is shown.
-    pub fn stop_spinner(&self) {
+    pub(super) fn stop_spinner(&self) {
         self.screen().stop_spinner();
     }
 
     /// Readies the screen for a prompt or a question: no spinner, the cursor at the start of
     /// a line. The line editor's own output moves to the next line when it is done.
-    pub fn before_prompt(&self) {
+    pub(super) fn before_prompt(&self) {
         let mut screen = self.screen();
         screen.stop_spinner();
         screen.end_line();

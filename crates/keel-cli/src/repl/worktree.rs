@@ -18,7 +18,7 @@ const MAX_LINES: usize = 2000;
 
 /// Where a session started: the tree to compare the work tree with.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Baseline {
+pub(super) struct Baseline {
     /// The tree; `None` when the branch had no commit and the tree no file.
     tree: Option<Oid>,
     /// What it is, for the user: `HEAD 1a2b3c4` or `snapshot <id>`.
@@ -28,7 +28,7 @@ pub struct Baseline {
 }
 
 /// The first snapshot session `session_id` took, if it took one.
-pub fn first_snapshot(
+pub(super) fn first_snapshot(
     snapshots: &ShadowSnapshots,
     session_id: &str,
 ) -> Result<Option<Baseline>, String> {
@@ -53,7 +53,7 @@ pub fn first_snapshot(
 
 /// `HEAD` of the repository holding `cwd`: where a session that changed nothing yet started.
 /// The error, one line, says why there is none (not a repository, or libgit2 failed).
-pub fn baseline(cwd: &Path) -> Result<Baseline, String> {
+pub(super) fn baseline(cwd: &Path) -> Result<Baseline, String> {
     let repo = Repository::discover(cwd).map_err(|_| {
         format!(
             "{} is not in a git repository and this session changed nothing yet, so there is \
@@ -89,7 +89,7 @@ pub fn baseline(cwd: &Path) -> Result<Baseline, String> {
 
 /// The patch from `baseline` to the work tree (untracked files included), as coloured lines;
 /// empty when nothing changed.
-pub fn diff_lines(
+pub(super) fn diff_lines(
     style: Style,
     cwd: &Path,
     baseline: &Baseline,

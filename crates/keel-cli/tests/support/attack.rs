@@ -47,7 +47,7 @@ mod checks;
 mod world;
 
 /// Credentials and sockets in keel's environment for every attempt: no command may see them.
-pub const ENV_SECRETS: [(&str, &str); 9] = [
+pub(crate) const ENV_SECRETS: [(&str, &str); 9] = [
     ("GITHUB_TOKEN", "ghp_KEELCANARYgithub0001"),
     ("AWS_ACCESS_KEY_ID", "AKIAKEELCANARY0002"),
     ("AWS_SECRET_ACCESS_KEY", "keelcanary-aws-secret-0003"),
@@ -63,12 +63,12 @@ pub const ENV_SECRETS: [(&str, &str); 9] = [
 ];
 
 /// The prompt of a row's first run, and of its second.
-pub const HI: &str = "hi";
-pub const AGAIN: &str = "hi again";
+pub(crate) const HI: &str = "hi";
+pub(crate) const AGAIN: &str = "hi again";
 
 /// One scripted model turn, placeholders not yet filled.
 #[derive(Clone, Debug)]
-pub enum Turn {
+pub(crate) enum Turn {
     Call(String, Value),
     Text(String),
     /// A raw event stream (an `event: error`, say).
@@ -79,7 +79,7 @@ pub enum Turn {
 
 /// Something done outside keel: before it runs, or after it and before the user's later work.
 #[derive(Clone, Debug)]
-pub enum Step {
+pub(crate) enum Step {
     Keel(Vec<String>),
     Shell(String),
     Write(String, String),
@@ -105,7 +105,7 @@ impl RunSpec {
 
 /// One attack attempt.
 #[derive(Clone, Debug)]
-pub struct Attempt {
+pub(crate) struct Attempt {
     pub name: String,
     control: Option<&'static str>,
     files: Vec<(String, String)>,
@@ -136,7 +136,7 @@ pub struct Attempt {
 
 impl Attempt {
     /// An attempt: `keel exec hi` in a fresh repository, nothing scripted yet.
-    pub fn new(name: impl Into<String>) -> Self {
+    pub(crate) fn new(name: impl Into<String>) -> Self {
         Self {
             name: name.into(),
             control: None,
@@ -172,63 +172,63 @@ impl Attempt {
     }
 
     /// Not an attack: a detector check. Passes only when a failure tagged `[tag]` shows.
-    pub fn control(mut self, tag: &'static str) -> Self {
+    pub(crate) fn control(mut self, tag: &'static str) -> Self {
         self.control = Some(tag);
         self
     }
     /// A file the repository carries (a path relative to it, or a placeholder path).
-    pub fn file(mut self, path: &str, text: &str) -> Self {
+    pub(crate) fn file(mut self, path: &str, text: &str) -> Self {
         self.files.push((path.into(), text.into()));
         self
     }
     /// A project config file, `.keel/config.toml`.
-    pub fn config(self, text: &str) -> Self {
+    pub(crate) fn config(self, text: &str) -> Self {
         self.file(".keel/config.toml", text)
     }
     /// An executable file the repository carries.
-    pub fn script(mut self, path: &str, text: &str) -> Self {
+    pub(crate) fn script(mut self, path: &str, text: &str) -> Self {
         self.executable.push(path.into());
         self.file(path, text)
     }
     /// A symlink `path` → `target` the repository carries.
-    pub fn link(mut self, path: &str, target: &str) -> Self {
+    pub(crate) fn link(mut self, path: &str, target: &str) -> Self {
         self.links.push((path.into(), target.into()));
         self
     }
     /// `$KEEL_HOME/config.toml`.
-    pub fn user_config(mut self, text: &str) -> Self {
+    pub(crate) fn user_config(mut self, text: &str) -> Self {
         self.user_config = Some(text.into());
         self
     }
-    pub fn env(mut self, name: &str, value: &str) -> Self {
+    pub(crate) fn env(mut self, name: &str, value: &str) -> Self {
         self.env.push((name.into(), value.into()));
         self
     }
     /// Where the user runs keel (relative to the repository, or a placeholder path).
-    pub fn cwd(mut self, dir: &str) -> Self {
+    pub(crate) fn cwd(mut self, dir: &str) -> Self {
         self.cwd = Some(dir.into());
         self
     }
     /// The user's provider is an OpenAI-compatible server (`--provider openai`).
-    pub fn openai(mut self) -> Self {
+    pub(crate) fn openai(mut self) -> Self {
         self.openai = true;
         self.flag("--provider").flag("openai")
     }
     /// A tmux server runs (socket `/tmp/tmux-0/{tmux}`) and keel runs inside it (`TMUX`).
-    pub fn tmux(mut self) -> Self {
+    pub(crate) fn tmux(mut self) -> Self {
         self.tmux = true;
         self
     }
     /// A flag for the first run.
-    pub fn flag(mut self, flag: &str) -> Self {
+    pub(crate) fn flag(mut self, flag: &str) -> Self {
         self.runs[0].flags.push(flag.into());
         self
     }
-    pub fn flags(self, flags: &[&str]) -> Self {
+    pub(crate) fn flags(self, flags: &[&str]) -> Self {
         flags.iter().fold(self, |row, flag| row.flag(flag))
     }
     /// The first run is `keel ARGS` (no model, unless the command asks one).
-    pub fn keel(mut self, args: &[&str]) -> Self {
+    pub(crate) fn keel(mut self, args: &[&str]) -> Self {
         self.runs[0] = RunSpec {
             sub: args.iter().map(|a| (*a).to_owned()).collect(),
             flags: Vec::new(),
@@ -237,7 +237,7 @@ impl Attempt {
         self
     }
     /// A second `keel exec FLAGS "hi again"` after the first.
-    pub fn again(mut self, flags: &[&str]) -> Self {
+    pub(crate) fn again(mut self, flags: &[&str]) -> Self {
         self.runs.push(RunSpec {
             sub: vec!["exec".into()],
             flags: flags.iter().map(|f| (*f).to_owned()).collect(),
@@ -246,109 +246,109 @@ impl Attempt {
         self
     }
     /// A tool call the model makes in conversation `conv` (the first message's text).
-    pub fn call_in(mut self, conv: &str, tool: &str, input: Value) -> Self {
+    pub(crate) fn call_in(mut self, conv: &str, tool: &str, input: Value) -> Self {
         self.convs
             .push((conv.into(), Turn::Call(tool.into(), input)));
         self
     }
     /// A tool call in the first run.
-    pub fn call(self, tool: &str, input: Value) -> Self {
+    pub(crate) fn call(self, tool: &str, input: Value) -> Self {
         self.call_in(HI, tool, input)
     }
     /// `run_command` in the first run.
-    pub fn run(self, command: &str) -> Self {
+    pub(crate) fn run(self, command: &str) -> Self {
         self.call("run_command", json!({ "command": command }))
     }
     /// `run_command` in conversation `conv`.
-    pub fn run_in(self, conv: &str, command: &str) -> Self {
+    pub(crate) fn run_in(self, conv: &str, command: &str) -> Self {
         self.call_in(conv, "run_command", json!({ "command": command }))
     }
     /// A raw reply (an event stream, an HTTP error) as the next one in `conv`.
-    pub fn reply_in(mut self, conv: &str, turn: Turn) -> Self {
+    pub(crate) fn reply_in(mut self, conv: &str, turn: Turn) -> Self {
         self.convs.push((conv.into(), turn));
         self
     }
-    pub fn before(mut self, step: Step) -> Self {
+    pub(crate) fn before(mut self, step: Step) -> Self {
         self.before.push(step);
         self
     }
-    pub fn before_keel(self, args: &[&str]) -> Self {
+    pub(crate) fn before_keel(self, args: &[&str]) -> Self {
         self.before(Step::Keel(args.iter().map(|a| (*a).to_owned()).collect()))
     }
-    pub fn before_shell(self, script: &str) -> Self {
+    pub(crate) fn before_shell(self, script: &str) -> Self {
         self.before(Step::Shell(script.into()))
     }
-    pub fn after_keel(mut self, step: Step) -> Self {
+    pub(crate) fn after_keel(mut self, step: Step) -> Self {
         self.after_keel.push(step);
         self
     }
     /// `path` must not exist after keel, nor after the user's later work.
-    pub fn absent(mut self, path: &str) -> Self {
+    pub(crate) fn absent(mut self, path: &str) -> Self {
         self.absent.push(path.into());
         self
     }
     /// `path` must still exist after keel.
-    pub fn exists(mut self, path: &str) -> Self {
+    pub(crate) fn exists(mut self, path: &str) -> Self {
         self.exists.push(path.into());
         self
     }
     /// `path` must be unchanged after keel (besides the built-in list).
-    pub fn protect(mut self, path: &str) -> Self {
+    pub(crate) fn protect(mut self, path: &str) -> Self {
         self.protect.push(path.into());
         self
     }
     /// A guarded path the user consented to change (`-y` and a file tool writing a config
     /// file): left out of the comparison.
-    pub fn consented(mut self, path: &str) -> Self {
+    pub(crate) fn consented(mut self, path: &str) -> Self {
         self.consented.push(path.into());
         self
     }
     /// `text` must appear in no request keel sent.
-    pub fn not_in_requests(mut self, text: &str) -> Self {
+    pub(crate) fn not_in_requests(mut self, text: &str) -> Self {
         self.in_requests_not.push(text.into());
         self
     }
     /// stderr must name `key` as ignored.
-    pub fn notice(mut self, key: &str) -> Self {
+    pub(crate) fn notice(mut self, key: &str) -> Self {
         self.notices.push(key.into());
         self
     }
-    pub fn max_requests(mut self, n: usize) -> Self {
+    pub(crate) fn max_requests(mut self, n: usize) -> Self {
         self.max_requests = Some(n);
         self
     }
     /// No background task may have been created.
-    pub fn no_task(mut self) -> Self {
+    pub(crate) fn no_task(mut self) -> Self {
         self.no_task = true;
         self
     }
     /// The commands print `KEELPID=N`; at least one must be seen.
-    pub fn pids(mut self) -> Self {
+    pub(crate) fn pids(mut self) -> Self {
         self.want_pids = true;
         self
     }
     /// Exit codes that count as "keel ran" (default 0 and 1).
-    pub fn exit_codes(mut self, codes: &[i32]) -> Self {
+    pub(crate) fn exit_codes(mut self, codes: &[i32]) -> Self {
         self.exits = codes.to_vec();
         self
     }
     /// The first run asks no model (`keel skills`, a refused config).
-    pub fn no_model(mut self) -> Self {
+    pub(crate) fn no_model(mut self) -> Self {
         self.no_model = true;
         self
     }
     /// Unknown tools and unparsable arguments are expected (a tool the mode removes).
-    pub fn tool_errors_ok(mut self) -> Self {
+    pub(crate) fn tool_errors_ok(mut self) -> Self {
         self.tool_errors_ok = true;
         self
     }
     /// The same attempt under another name (for variants).
-    pub fn named(mut self, name: impl Into<String>) -> Self {
+    pub(crate) fn named(mut self, name: impl Into<String>) -> Self {
         self.name = name.into();
         self
     }
     /// Applies `f` (for variants built in loops).
-    pub fn with(self, f: impl FnOnce(Self) -> Self) -> Self {
+    pub(crate) fn with(self, f: impl FnOnce(Self) -> Self) -> Self {
         f(self)
     }
 }
@@ -378,7 +378,7 @@ impl Verdict {
 
 /// Runs every row, four at a time; prints each failure and the counts; fails once at the end.
 /// `KEEL_ATTACK_FILTER=text` runs only the rows whose name holds it.
-pub async fn run_corpus(corpus: &str, rows: Vec<Attempt>) {
+pub(crate) async fn run_corpus(corpus: &str, rows: Vec<Attempt>) {
     let started = Instant::now();
     let filter = std::env::var("KEEL_ATTACK_FILTER").unwrap_or_default();
     let mut names = std::collections::HashSet::new();

@@ -12,12 +12,12 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 
-pub mod attack;
+pub(crate) mod attack;
 
 use tempfile::TempDir;
 
 /// The environment variables keel reads; cleared for every run so the host's never leak in.
-pub const KEEL_VARS: &[&str] = &[
+pub(crate) const KEEL_VARS: &[&str] = &[
     "ANTHROPIC_API_KEY",
     "ANTHROPIC_BASE_URL",
     "OPENAI_API_KEY",
@@ -29,38 +29,38 @@ pub const KEEL_VARS: &[&str] = &[
 ];
 
 /// A fake key: what it looks like matters (it must never be printed), not what it opens.
-pub const FAKE_KEY: &str = "sk-ant-test-0123456789secret";
+pub(crate) const FAKE_KEY: &str = "sk-ant-test-0123456789secret";
 
 /// A home for one test: `$HOME` and `$KEEL_HOME` in a temp dir.
-pub struct Home {
+pub(crate) struct Home {
     dir: TempDir,
 }
 
 impl Home {
-    pub fn new() -> Self {
+    pub(crate) fn new() -> Self {
         let dir = tempfile::tempdir().unwrap();
         std::fs::create_dir_all(dir.path().join("keel")).unwrap();
         Self { dir }
     }
 
     /// `$HOME`.
-    pub fn path(&self) -> &Path {
+    pub(crate) fn path(&self) -> &Path {
         self.dir.path()
     }
 
     /// `$KEEL_HOME`.
-    pub fn keel_home(&self) -> PathBuf {
+    pub(crate) fn keel_home(&self) -> PathBuf {
         self.dir.path().join("keel")
     }
 
     /// Writes `$KEEL_HOME/config.toml`.
-    pub fn write_config(&self, text: &str) {
+    pub(crate) fn write_config(&self, text: &str) {
         std::fs::write(self.keel_home().join("config.toml"), text).unwrap();
     }
 
     /// `keel` with a clean environment: this home, no provider variables, git identity
     /// from the test repo.
-    pub fn keel(&self) -> Command {
+    pub(crate) fn keel(&self) -> Command {
         let mut command = Command::new(env!("CARGO_BIN_EXE_keel"));
         for var in KEEL_VARS {
             command.env_remove(var);
@@ -75,7 +75,7 @@ impl Home {
     }
 
     /// `keel` talking to `server` as an Anthropic provider.
-    pub fn keel_anthropic(&self, server: &wiremock::MockServer) -> Command {
+    pub(crate) fn keel_anthropic(&self, server: &wiremock::MockServer) -> Command {
         let mut command = self.keel();
         command
             .env("ANTHROPIC_API_KEY", FAKE_KEY)
@@ -84,7 +84,7 @@ impl Home {
     }
 
     /// `keel` talking to `server` as an OpenAI-compatible provider (no key).
-    pub fn keel_openai(&self, server: &wiremock::MockServer) -> Command {
+    pub(crate) fn keel_openai(&self, server: &wiremock::MockServer) -> Command {
         let mut command = self.keel();
         command.env("OPENAI_BASE_URL", format!("{}/v1", server.uri()));
         command
@@ -92,28 +92,28 @@ impl Home {
 }
 
 /// Runs `command` off the async runtime (the mock server keeps serving meanwhile).
-pub async fn run(mut command: Command) -> Output {
+pub(crate) async fn run(mut command: Command) -> Output {
     tokio::task::spawn_blocking(move || command.output().unwrap())
         .await
         .unwrap()
 }
 
-pub fn stdout(output: &Output) -> String {
+pub(crate) fn stdout(output: &Output) -> String {
     String::from_utf8_lossy(&output.stdout).into_owned()
 }
 
-pub fn stderr(output: &Output) -> String {
+pub(crate) fn stderr(output: &Output) -> String {
     String::from_utf8_lossy(&output.stderr).into_owned()
 }
 
-pub use keel_test_support::mock::{
+pub(crate) use keel_test_support::mock::{
     serve_anthropic_replies as anthropic_server, serve_openai_replies as openai_server,
 };
-pub use keel_test_support::scripted::{text_reply as text, tool_reply as tool_call};
+pub(crate) use keel_test_support::scripted::{text_reply as text, tool_reply as tool_call};
 
 /// Replaces what changes from run to run (session ids, durations, temp paths) so output can
 /// be snapshotted.
-pub fn redact(text: &str, paths: &[(&Path, &str)]) -> String {
+pub(crate) fn redact(text: &str, paths: &[(&Path, &str)]) -> String {
     let mut out = text.to_owned();
     for (path, name) in paths {
         out = out.replace(&path.display().to_string(), name);
@@ -127,7 +127,7 @@ pub fn redact(text: &str, paths: &[(&Path, &str)]) -> String {
 }
 
 /// Whether process `pid` runs (a zombie has exited: it does not count).
-pub fn process_alive(pid: u32) -> bool {
+pub(crate) fn process_alive(pid: u32) -> bool {
     std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|stat| {
         !stat
             .rsplit(')')
@@ -140,7 +140,7 @@ pub fn process_alive(pid: u32) -> bool {
 
 /// A server whose first Anthropic reply comes after `delay` (a model that thinks), and whose
 /// second comes at once.
-pub async fn slow_then(
+pub(crate) async fn slow_then(
     first: &keel_provider::ToolUseResponse,
     delay: std::time::Duration,
     second: &keel_provider::ToolUseResponse,
@@ -162,7 +162,10 @@ pub async fn slow_then(
 
 /// Waits, from blocking code, until `server` has received a request (at most 5 s); whether
 /// it did.
-pub fn wait_for_request(server: &wiremock::MockServer, runtime: &tokio::runtime::Handle) -> bool {
+pub(crate) fn wait_for_request(
+    server: &wiremock::MockServer,
+    runtime: &tokio::runtime::Handle,
+) -> bool {
     (0..200).any(|_| {
         std::thread::sleep(std::time::Duration::from_millis(25));
         runtime

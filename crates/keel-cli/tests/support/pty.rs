@@ -12,21 +12,21 @@ use std::time::{Duration, Instant};
 use expectrl::{Regex, WaitStatus};
 
 /// How long to wait for any expected output.
-pub const TIMEOUT: Duration = Duration::from_secs(10);
+pub(crate) const TIMEOUT: Duration = Duration::from_secs(10);
 /// The interactive prompt.
-pub const PROMPT: &str = "keel> ";
+pub(crate) const PROMPT: &str = "keel> ";
 /// How long to sleep between polls.
 const POLL: Duration = Duration::from_millis(15);
 
 /// A running `keel` on a pseudo-terminal.
-pub struct Pty {
+pub(crate) struct Pty {
     session: expectrl::Session,
     /// Everything read so far, escape sequences removed.
     transcript: String,
 }
 
 /// `text` without ANSI escape sequences and carriage returns: what a person would read.
-pub fn plain(text: &str) -> String {
+pub(crate) fn plain(text: &str) -> String {
     let escapes =
         regex::Regex::new(r"\x1b(\[[0-9;?]*[ -/]*[@-~]|\][^\x07]*\x07|[=>()][0-9A-Za-z]?)")
             .unwrap();
@@ -35,7 +35,7 @@ pub fn plain(text: &str) -> String {
 
 impl Pty {
     /// Starts `command` on a new pseudo-terminal (80 columns), as its controlling terminal.
-    pub fn spawn(mut command: Command) -> Self {
+    pub(crate) fn spawn(mut command: Command) -> Self {
         // The terminal is stdin, stdout and stderr.
         command
             .stdin(Stdio::inherit())
@@ -68,7 +68,7 @@ impl Pty {
 
     /// Waits until keel prints `text`; returns what it printed before (escape sequences
     /// removed). Panics with everything printed so far after [`TIMEOUT`].
-    pub fn expect(&mut self, text: &str) -> String {
+    pub(crate) fn expect(&mut self, text: &str) -> String {
         let deadline = Instant::now() + TIMEOUT;
         loop {
             match self.session.check(text) {
@@ -99,37 +99,37 @@ impl Pty {
     }
 
     /// Waits for the prompt.
-    pub fn prompt(&mut self) -> String {
+    pub(crate) fn prompt(&mut self) -> String {
         self.expect(PROMPT)
     }
 
     /// Types `text`, without Enter.
-    pub fn send(&mut self, text: &str) {
+    pub(crate) fn send(&mut self, text: &str) {
         self.session.send(text).unwrap();
     }
 
     /// Types `line` and Enter.
-    pub fn send_line(&mut self, line: &str) {
+    pub(crate) fn send_line(&mut self, line: &str) {
         self.session.send(format!("{line}\r")).unwrap();
     }
 
     /// Presses Ctrl-C.
-    pub fn ctrl_c(&mut self) {
+    pub(crate) fn ctrl_c(&mut self) {
         self.session.send([3u8]).unwrap();
     }
 
     /// Presses Ctrl-D.
-    pub fn ctrl_d(&mut self) {
+    pub(crate) fn ctrl_d(&mut self) {
         self.session.send([4u8]).unwrap();
     }
 
     /// Everything printed so far, escape sequences removed.
-    pub fn transcript(&self) -> &str {
+    pub(crate) fn transcript(&self) -> &str {
         &self.transcript
     }
 
     /// Waits for keel to exit; returns its exit code and everything it printed.
-    pub fn wait(mut self) -> (i32, String) {
+    pub(crate) fn wait(mut self) -> (i32, String) {
         let deadline = Instant::now() + TIMEOUT;
         loop {
             let closed = self.drain();

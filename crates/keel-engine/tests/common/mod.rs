@@ -1,6 +1,12 @@
 //! Tools and snapshot stores shared by the snapshot, crash and retry tests.
 
-#![allow(dead_code, clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+#![allow(
+    dead_code,
+    unreachable_pub,
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic
+)]
 
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};

@@ -5,7 +5,7 @@
 /// Runs `test` here, then — unless this process already runs without namespaces — again in a
 /// child test process (this test only) with `KEEL_SANDBOX_NO_NAMESPACES=1`, so both the
 /// namespace path and the detect-and-restore path are tested.
-pub fn in_both_modes(name: &str, test: impl AsyncFnOnce()) {
+pub(crate) fn in_both_modes(name: &str, test: impl AsyncFnOnce()) {
     let runtime = tokio::runtime::Runtime::new().unwrap();
     runtime.block_on(test());
     if std::env::var_os("KEEL_SANDBOX_NO_NAMESPACES").is_some() {
