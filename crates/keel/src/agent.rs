@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use futures::{Stream, StreamExt as _};
 use keel_agents::Policies;
-use keel_engine::{Agent, AgentEvent, RunOutcome, Session, Stop};
+use keel_engine::{Agent, AgentEvent, RunOutcome, Session};
 use keel_provider::Provider;
 
 use crate::delegates::Delegates;
@@ -165,7 +165,7 @@ impl CodingAgent {
             };
             #[cfg(feature = "tasks")]
             if wait_for_tasks
-                && first.stop == Stop::Completed
+                && first.stop == keel_engine::Stop::Completed
                 && let Some(launcher) = self.tasks()
             {
                 let mut waited = false;

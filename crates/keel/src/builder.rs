@@ -384,6 +384,7 @@ impl CodingAgentBuilder {
         // The agent's own hooks: the host's local ones first, then the policies'.
         let mut agent_hooks = self.local_hooks;
         agent_hooks.extend(policies.hooks());
+        #[allow(unused_mut)] // without the snapshots and tasks features nothing is added
         let mut builder = Agent::builder(self.provider.clone())
             .model(&model)
             .system_prompt(prompt)
