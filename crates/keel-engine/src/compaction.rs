@@ -276,26 +276,16 @@ fn render_message(out: &mut String, message: &Message) {
     out.push('\n');
 }
 
-/// `text` if it fits in `max` bytes, else its start and end with a marker between.
+/// `text` if it fits in `max` bytes, else its start and end (keel's one head+tail capture,
+/// [`keel_tool::HeadTail`]) with a marker between.
 fn clip(text: &str, max: usize) -> String {
     if text.len() <= max {
         return text.to_owned();
     }
-    let half = max / 2;
-    let mut head = half;
-    while !text.is_char_boundary(head) {
-        head -= 1;
-    }
-    let mut tail = text.len() - half;
-    while !text.is_char_boundary(tail) {
-        tail += 1;
-    }
-    let omitted = tail - head;
-    format!(
-        "{}\n[... {omitted} bytes omitted ...]\n{}",
-        &text[..head],
-        &text[tail..]
-    )
+    let mut kept = keel_tool::HeadTail::new(max / 2, max / 2);
+    kept.push(text.as_bytes());
+    kept.render(|omitted, _| format!("[... {omitted} bytes omitted ...]"))
+        .0
 }
 
 /// The compacted history: one user message holding the original request's blocks verbatim and
