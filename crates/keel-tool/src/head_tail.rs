@@ -1,6 +1,7 @@
 //! Keeping the head and the tail of a long output: keel's one implementation, used for tool
-//! results ([`ToolOutput`](crate::ToolOutput)'s size limit), `run_command`'s streamed output
-//! and a background task's output and error tails.
+//! results ([`ToolOutput`](crate::ToolOutput)'s size limit), `run_command`'s streamed output,
+//! a background task's output and error tails, and the long tool results a compaction
+//! summary request quotes.
 
 /// How far from the ideal cut a line break is looked for, so cuts fall between lines.
 pub const LINE_SLACK: usize = 400;
