@@ -3,8 +3,9 @@
 //! against an Anthropic-format server on loopback.
 //!
 //! `cargo bench -p keel --bench many_sessions` (`-- --sessions N` for another count). Prints:
-//! - RSS per idle session: resident memory added by opening the sessions, before any run,
-//!   divided by their number (a new session's history is empty);
+//! - per idle session: the heap bytes opening the sessions left allocated (counted by a
+//!   counting allocator) and the resident memory added, before any run, divided by their
+//!   number (a new session's history is empty);
 //! - loop overhead per turn, p50 / p99: from a turn's start to the next turn's start, less the
 //!   time the request spent at the server (measured there) and the tool's own run time — what
 //!   the engine, the HTTP client and the runtime add, under the load of every session at once,
@@ -32,6 +33,44 @@ use keel_test_support::scripted::{text_reply, tool_reply};
 use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt as _, AsyncReadExt as _, AsyncWriteExt as _, BufReader};
 use tokio::net::TcpListener;
+
+/// Counts the bytes allocated and not yet freed, so an idle session's cost is measured
+/// exactly (resident memory moves in pages and depends on what the allocator kept).
+struct Counting;
+
+static LIVE: std::sync::atomic::AtomicIsize = std::sync::atomic::AtomicIsize::new(0);
+
+// SAFETY: every call is passed to the system allocator unchanged; only a counter is added.
+#[allow(unsafe_code)]
+unsafe impl std::alloc::GlobalAlloc for Counting {
+    unsafe fn alloc(&self, layout: std::alloc::Layout) -> *mut u8 {
+        LIVE.fetch_add(layout.size() as isize, std::sync::atomic::Ordering::Relaxed);
+        // SAFETY: the caller's layout, passed on.
+        unsafe { std::alloc::System.alloc(layout) }
+    }
+
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: std::alloc::Layout) {
+        LIVE.fetch_sub(layout.size() as isize, std::sync::atomic::Ordering::Relaxed);
+        // SAFETY: a pointer this allocator returned, with its layout.
+        unsafe { std::alloc::System.dealloc(ptr, layout) }
+    }
+
+    unsafe fn realloc(&self, ptr: *mut u8, layout: std::alloc::Layout, new_size: usize) -> *mut u8 {
+        LIVE.fetch_add(
+            new_size as isize - layout.size() as isize,
+            std::sync::atomic::Ordering::Relaxed,
+        );
+        // SAFETY: a pointer this allocator returned, with its layout.
+        unsafe { std::alloc::System.realloc(ptr, layout, new_size) }
+    }
+}
+
+#[global_allocator]
+static ALLOCATOR: Counting = Counting;
+
+fn live_bytes() -> isize {
+    LIVE.load(std::sync::atomic::Ordering::Relaxed)
+}
 
 const TURNS: usize = 5;
 /// Sessions run one at a time after the concurrent ones.
@@ -210,12 +249,13 @@ fn main() {
                 .unwrap(),
         );
 
-        let before = rss_bytes();
         let mut opened = Vec::with_capacity(sessions);
+        let (before, heap_before) = (rss_bytes(), live_bytes());
         for _ in 0..sessions {
             opened.push(agent.session().unwrap());
         }
         let idle = rss_bytes().saturating_sub(before) / sessions as u64;
+        let heap = (live_bytes() - heap_before) as f64 / sessions as f64;
 
         let started = Instant::now();
         let mut runs = Vec::with_capacity(sessions);
@@ -237,7 +277,11 @@ fn main() {
         }
         let alone = own_times(&alone, &times);
         println!("sessions: {sessions}, {TURNS} turns each, 2 worker threads");
-        println!("RSS per idle session: {:.1} KiB", idle as f64 / 1024.0);
+        println!(
+            "per idle session: {:.2} KiB of heap, {:.1} KiB of RSS",
+            heap / 1024.0,
+            idle as f64 / 1024.0
+        );
         println!(
             "loop overhead per turn: p50 {:.3} ms, p99 {:.3} ms (under every session at once)",
             percentile(&overheads, 0.50).as_secs_f64() * 1e3,
