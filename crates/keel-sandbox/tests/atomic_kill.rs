@@ -103,14 +103,28 @@ fn killed_writes_leave_old_or_new_contents_and_no_temp() {
     child.wait().unwrap();
     eprintln!("a child writes fresh.txt after {first_write} ms");
     let (mut saw_new, mut saw_fresh) = (0, 0);
+    // A kill between the two syscalls that put a whole temp in place (named, then renamed)
+    // leaves it, named for the dead writer; the next write removes it (checked at the end).
+    let mut dead = Vec::new();
+    let is_dead_temp = |name: &str, dead: &[u32]| {
+        name.starts_with('.')
+            && name.ends_with(".tmp")
+            && dead
+                .iter()
+                .any(|pid| name.contains(&format!(".keel-{pid}-")))
+    };
     for kill in 0..KILLS {
         let mut child = spawn();
+        dead.push(child.id());
         std::thread::sleep(Duration::from_millis(rng.below(3 * first_write + 1)));
         child.kill().unwrap(); // SIGKILL
         let status = child.wait().unwrap();
         assert!(!status.success(), "kill {kill}: the child ended by itself");
 
-        let left = names(dir.path());
+        let left: Vec<String> = names(dir.path())
+            .into_iter()
+            .filter(|name| !is_dead_temp(name, &dead))
+            .collect();
         let expected: &[&str] = if left.len() == 2 {
             &["data.txt", "fresh.txt"]
         } else {
@@ -134,6 +148,27 @@ fn killed_writes_leave_old_or_new_contents_and_no_temp() {
         }
     }
     eprintln!("{KILLS} kills: data.txt new {saw_new} times, fresh.txt there {saw_fresh} times");
+    // One more writer, let run past its first write: no dead writer's temp is left.
+    let mut child = spawn();
+    let started = Instant::now();
+    while !dir.path().join("fresh.txt").exists() {
+        assert!(
+            started.elapsed() < Duration::from_secs(60),
+            "the child never wrote"
+        );
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let stale: Vec<String> = names(dir.path())
+        .into_iter()
+        .filter(|name| is_dead_temp(name, &dead))
+        .collect();
+    assert_eq!(
+        stale,
+        [] as [String; 0],
+        "(seed {seed}) temps of dead writers left"
+    );
     // The kills landed at different points: some before fresh.txt was whole, some after.
     assert!(saw_fresh > 0 && saw_fresh < KILLS, "{saw_fresh} of {KILLS}");
 }

@@ -33,10 +33,12 @@ pub(super) fn replace(
     created: bool,
     contents: &[u8],
 ) -> std::io::Result<()> {
+    // A writer killed between naming its temp and renaming it leaves the temp: the next write
+    // in the directory removes it (only dead keel processes' temps are touched).
+    remove_stale_temps(dir);
     if write_unnamed(dir, name, mode, created, contents)? {
         return Ok(());
     }
-    remove_stale_temps(dir);
     write_named(dir, name, mode, created, contents)
 }
 
