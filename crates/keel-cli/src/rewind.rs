@@ -10,19 +10,18 @@ use crate::cli::Options;
 use crate::config::{Config, SnapshotsConfig};
 use crate::setup::{CliError, keel_home};
 
-/// Where every workspace's snapshot store lives: `$KEEL_HOME/snapshots`.
-pub(crate) fn store_dir(keel_home: &Path) -> PathBuf {
-    keel_home.join("snapshots")
-}
-
 /// The snapshot store of `workspace` with the limits of `config`.
 pub(crate) fn open(
     keel_home: &Path,
     workspace: &Path,
     config: &SnapshotsConfig,
 ) -> Result<ShadowSnapshots, String> {
-    ShadowSnapshots::open(store_dir(keel_home), workspace, config.limits())
-        .map_err(|err| format!("snapshots of {}: {err}", workspace.display()))
+    ShadowSnapshots::open(
+        keel::Home(keel_home).snapshots(),
+        workspace,
+        config.limits(),
+    )
+    .map_err(|err| format!("snapshots of {}: {err}", workspace.display()))
 }
 
 /// One line per snapshot, oldest first, numbered from 1: number, id, time, session, call,

@@ -112,7 +112,7 @@ pub(crate) fn keel_home() -> Result<PathBuf, CliError> {
 
 /// The session store under `$KEEL_HOME/sessions`.
 pub(crate) fn session_store(keel_home: &Path) -> Arc<JsonlSessionStore> {
-    Arc::new(JsonlSessionStore::new(keel_home.join("sessions")))
+    Arc::new(JsonlSessionStore::new(keel::Home(keel_home).sessions()))
 }
 
 fn env(name: &str) -> Option<String> {

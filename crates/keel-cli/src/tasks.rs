@@ -14,7 +14,7 @@ use crate::setup::{CliError, keel_home};
 
 /// The task store, `$KEEL_HOME/tasks.db`.
 pub(crate) fn open_store(keel_home: &Path) -> Result<Arc<dyn TaskStore>, CliError> {
-    let store = SqliteTaskStore::open(&keel_home.join("tasks.db"))
+    let store = SqliteTaskStore::open(&keel::Home(keel_home).tasks_db())
         .map_err(|err| CliError::Run(err.to_string()))?;
     Ok(Arc::new(store))
 }

@@ -32,29 +32,34 @@ pub fn home_dir_from(keel_home: Option<&Path>, home: Option<&Path>) -> Result<Pa
         .ok_or(BuildError::NoHome)
 }
 
-/// Where keel keeps the parts of its home.
-pub(crate) struct Home<'a>(pub(crate) &'a Path);
+/// Where keel keeps the parts of its home (`Home(&home_dir()?)`): the one layout the builder
+/// and the `keel` commands share.
+#[derive(Debug, Clone, Copy)]
+pub struct Home<'a>(pub &'a Path);
 
 impl Home<'_> {
-    pub(crate) fn sessions(&self) -> PathBuf {
+    /// Saved sessions (`sessions/`).
+    pub fn sessions(&self) -> PathBuf {
         self.0.join("sessions")
     }
-    pub(crate) fn logs(&self) -> PathBuf {
+    /// `code` sessions' logs (`logs/`).
+    pub fn logs(&self) -> PathBuf {
         self.0.join("logs")
     }
-    pub(crate) fn skills(&self) -> PathBuf {
+    /// The user's skills (`skills/`).
+    pub fn skills(&self) -> PathBuf {
         self.0.join("skills")
     }
-    #[cfg(feature = "snapshots")]
-    pub(crate) fn snapshots(&self) -> PathBuf {
+    /// The workspaces' snapshot stores (`snapshots/`).
+    pub fn snapshots(&self) -> PathBuf {
         self.0.join("snapshots")
     }
-    #[cfg(feature = "tasks")]
-    pub(crate) fn tasks_db(&self) -> PathBuf {
+    /// The background-task store (`tasks.db`).
+    pub fn tasks_db(&self) -> PathBuf {
         self.0.join("tasks.db")
     }
-    #[cfg(feature = "tasks")]
-    pub(crate) fn task_logs(&self) -> PathBuf {
+    /// The background tasks' logs (`tasks/`).
+    pub fn task_logs(&self) -> PathBuf {
         self.0.join("tasks")
     }
 }

@@ -52,7 +52,7 @@ pub use agent::{CodingAgent, RunEvent, TASKS_ENDED_PROMPT};
 pub use builder::CodingAgentBuilder;
 pub use delegates::Delegates;
 pub use error::BuildError;
-pub use home::{home_dir, home_dir_from};
+pub use home::{Home, home_dir, home_dir_from};
 #[cfg(feature = "tasks")]
 pub use tasks::{BackgroundTasks, TaskLauncher, TaskNotifier};
 
