@@ -30,11 +30,15 @@ use crate::setup::{CliError, SessionChoice};
 
 async fn dispatch(cli: Cli) -> Result<u8, CliError> {
     signals::install();
-    // Tasks whose supervisor died are marked interrupted at every start.
-    if !matches!(cli.command, Some(Command::TaskRun { .. }))
-        && let Ok(home) = setup::keel_home()
-    {
-        tasks::recover(&home);
+    // Tasks whose supervisor died are marked interrupted at every start: before `keel tasks`
+    // shows the store, beside the start-up elsewhere (off the path to the first request; the
+    // runtime waits for it before exit).
+    if let Ok(home) = setup::keel_home() {
+        match cli.command {
+            Some(Command::TaskRun { .. }) => {}
+            Some(Command::Tasks { .. }) => tasks::recover(&home),
+            _ => drop(tokio::task::spawn_blocking(move || tasks::recover(&home))),
+        }
     }
     match cli.command {
         Some(Command::Exec(args)) => exec::run(&cli.options, args).await,

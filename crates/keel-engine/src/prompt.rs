@@ -126,8 +126,23 @@ pub fn gather_context(root: &Path, cwd: &Path) -> ProjectContext {
         instructions,
         git: None,
         cwd: cwd.to_path_buf(),
-        date: Some(jiff::Zoned::now().date().to_string()),
+        date: Some(local_date()),
     }
+}
+
+/// Today's date in the user's time zone. Without `TZ`, the zone is `/etc/localtime` read as
+/// TZif data: jiff's own lookup of the system zone by name first lists the whole zoneinfo
+/// directory (dozens of directories, about a millisecond of every start).
+fn local_date() -> String {
+    let now = jiff::Timestamp::now();
+    let zone = match std::env::var_os("TZ") {
+        Some(_) => None,
+        None => std::fs::read("/etc/localtime")
+            .ok()
+            .and_then(|data| jiff::tz::TimeZone::tzif("localtime", &data).ok()),
+    }
+    .unwrap_or_else(jiff::tz::TimeZone::system);
+    now.to_zoned(zone).date().to_string()
 }
 
 /// The first of [`INSTRUCTION_FILE_NAMES`] in `dir` that can be read and resolves inside
@@ -244,4 +259,16 @@ pub fn system_prompt(context: &ProjectContext) -> String {
         }
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn the_local_date_is_jiffs_date_in_the_system_zone() {
+        // Read twice around jiff's own answer, so a run across midnight still agrees once.
+        let before = super::local_date();
+        let expected = jiff::Zoned::now().date().to_string();
+        let after = super::local_date();
+        assert!(before == expected || after == expected, "{before} / {after} vs {expected}");
+    }
 }

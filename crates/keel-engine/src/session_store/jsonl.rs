@@ -101,8 +101,9 @@ impl SessionStore for JsonlSessionStore {
                 _ => SessionError::io(&path, err),
             })?;
         let mut log = JsonlSessionLog::new(meta.id.clone(), path, file, false);
+        // Not synced here: the first record worth keeping (the prompt, before any request)
+        // is synced with it, so a new session costs one `fdatasync`, not two.
         log.append(&SessionRecord::Header(meta.clone()))?;
-        log.flush()?;
         Ok(Box::new(log))
     }
 
