@@ -7,8 +7,10 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use keel_engine::{AgentBuilder, Approver, DenyGated, Hooks, PermissionRules};
+#[cfg(feature = "delegation")]
 use keel_provider::{ModelCatalog, Provider};
 use keel_sandbox::SandboxPolicy;
+#[cfg(feature = "delegation")]
 use keel_snapshot::Snapshots;
 
 /// The models delegation chooses from.
@@ -175,6 +177,7 @@ impl Policies {
 }
 
 /// The parent's side of every delegated run; cheap to clone.
+#[cfg(feature = "delegation")]
 #[derive(Clone)]
 pub struct Delegation {
     provider: Arc<dyn Provider>,
@@ -184,6 +187,7 @@ pub struct Delegation {
     snapshots: Option<Arc<dyn Snapshots>>,
 }
 
+#[cfg(feature = "delegation")]
 impl std::fmt::Debug for Delegation {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Delegation")
@@ -193,6 +197,7 @@ impl std::fmt::Debug for Delegation {
     }
 }
 
+#[cfg(feature = "delegation")]
 impl Delegation {
     /// Delegation to `provider` with `models`, under the parent's `policies`: every delegated
     /// run takes them whole.

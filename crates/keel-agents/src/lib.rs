@@ -75,27 +75,37 @@
 //! ```
 
 // Modules, one concept each.
+#[cfg(feature = "delegation")]
 mod code;
 mod delegation;
 mod error;
 pub mod frontmatter;
 mod project;
 pub mod roots;
+#[cfg(feature = "delegation")]
 mod run;
 mod skills;
+#[cfg(feature = "delegation")]
 mod subagents;
+#[cfg(feature = "delegation")]
 mod teams;
 
+#[cfg(feature = "delegation")]
 pub use code::{CodeArgs, CodeModel, CodeTool};
-pub use delegation::{Delegation, Models, Policies};
+#[cfg(feature = "delegation")]
+pub use delegation::Delegation;
+pub use delegation::{Models, Policies};
 pub use error::AgentsError;
 pub use project::{project_context, project_root};
+#[cfg(feature = "delegation")]
 pub use run::{CallRecord, RunReport, run_to_end};
 pub use skills::{SkillIndex, SkillSummary, UseSkillArgs, UseSkillTool};
+#[cfg(feature = "delegation")]
 pub use subagents::{
     AgentDefinition, AgentDefinitions, ExtraTools, SpawnAgentArgs, SpawnAgentTool, SubAgentLimits,
     SubAgentRunner, render_report,
 };
+#[cfg(feature = "delegation")]
 pub use teams::{RunTeamArgs, RunTeamTool, TeamDefinition, TeamDefinitions, TeamReport, TeamStep};
 
 /// The crate README's example, compiled as a doctest so it stays true.

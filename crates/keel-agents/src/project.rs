@@ -1,38 +1,38 @@
 //! The project a session works in: its root and the context its system prompt tells the
-//! model (instruction files, date and the repository's git state, read with libgit2, never by
-//! running `git`).
+//! model (instruction files, date and, with the `git` feature, the repository's git state,
+//! read with libgit2, never by running `git`).
 
 use std::path::{Path, PathBuf};
 
+#[cfg(feature = "git")]
 use git2::{ErrorCode, Repository, Status, StatusOptions};
+#[cfg(feature = "git")]
+use keel_engine::GitSummary;
+#[cfg(feature = "git")]
 use keel_engine::prompt::RECENT_COMMITS;
-use keel_engine::{GitSummary, ProjectContext, gather_context};
+use keel_engine::{ProjectContext, gather_context};
 
-/// The project a session working in `cwd` belongs to: the work tree of the git repository
-/// containing `cwd`, else `cwd` itself. This is the `root` [`project_context`] takes.
+/// The project a session working in `cwd` belongs to: the nearest directory at or above
+/// `cwd` holding a `.git` entry (a repository's work tree; a worktree's or submodule's `.git`
+/// file counts), else `cwd` itself. The same directory keel-sandbox protects `.git` in
+/// ([`keel_sandbox::repository_root`]). This is the `root` [`project_context`] takes.
 pub fn project_root(cwd: &Path) -> PathBuf {
-    work_tree_root(cwd).unwrap_or_else(|| cwd.to_path_buf())
+    keel_sandbox::repository_root(cwd).unwrap_or_else(|| cwd.to_path_buf())
 }
 
-/// The engine's [`gather_context`] (instruction files, date) with the git state of the
-/// repository containing `root` (branch, HEAD, status counts, the last
-/// [`RECENT_COMMITS`] subjects), `None` outside one. Never fails: what cannot be read is left
-/// out.
+/// The engine's [`gather_context`] (instruction files, date) with, under the `git` feature,
+/// the git state of the repository containing `root` (branch, HEAD, status counts, the last
+/// `RECENT_COMMITS` subjects), `None` outside one or without the feature. Never fails: what
+/// cannot be read is left out.
 pub fn project_context(root: &Path, cwd: &Path) -> ProjectContext {
     ProjectContext {
+        #[cfg(feature = "git")]
         git: git_summary(root, RECENT_COMMITS),
         ..gather_context(root, cwd)
     }
 }
 
-/// The work tree of the git repository containing `dir`, if any (`None` outside one or in a
-/// bare repository).
-fn work_tree_root(dir: &Path) -> Option<PathBuf> {
-    Repository::discover(dir)
-        .ok()
-        .and_then(|repo| repo.workdir().map(Path::to_path_buf))
-}
-
+#[cfg(feature = "git")]
 /// The state of the repository containing `root` (branch, HEAD, status counts, the subjects
 /// of the last `recent` commits), or `None` outside one. Never fails otherwise: what cannot
 /// be read is left out and logged with `tracing::debug`.
@@ -75,6 +75,7 @@ fn git_summary(root: &Path, recent: usize) -> Option<GitSummary> {
     })
 }
 
+#[cfg(feature = "git")]
 /// The branch an unborn HEAD names (`main` before the first commit).
 fn unborn_branch(repo: &Repository) -> Option<String> {
     let head = repo.find_reference("HEAD").ok()?;
@@ -87,12 +88,14 @@ fn unborn_branch(repo: &Repository) -> Option<String> {
     )
 }
 
+#[cfg(feature = "git")]
 fn short_id(repo: &Repository, oid: git2::Oid) -> Option<String> {
     let object = repo.find_object(oid, None).ok()?;
     let short = object.short_id().ok()?;
     short.as_str().ok().map(str::to_owned)
 }
 
+#[cfg(feature = "git")]
 /// `2 staged, 3 modified, 1 untracked, 1 conflicted` (zero counts left out), `clean`, or
 /// `unknown` when the status cannot be read (a bare repository).
 fn status_summary(repo: &Repository) -> String {
@@ -150,6 +153,7 @@ fn status_summary(repo: &Repository) -> String {
     }
 }
 
+#[cfg(feature = "git")]
 /// The subjects of the last `recent` commits reachable from HEAD, newest first.
 fn recent_commits(repo: &Repository, recent: usize) -> Vec<String> {
     let mut walk = match repo.revwalk() {

@@ -3,6 +3,7 @@
 //! temporary git repositories. No network, no keys.
 
 // Tests report failures by panicking.
+#![cfg(feature = "delegation")]
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use std::path::{Path, PathBuf};

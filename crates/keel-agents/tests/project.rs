@@ -1,5 +1,6 @@
 //! The project context keel-agents builds for the system prompt: the engine's instruction
 //! files and date, with the repository's git state read with libgit2.
+#![cfg(feature = "git")]
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use keel_agents::{project_context, project_root};

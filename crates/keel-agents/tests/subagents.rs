@@ -2,6 +2,7 @@
 //! requests hold, its limits, the parent's approver, and team pipelines.
 
 // Tests report failures by panicking.
+#![cfg(feature = "delegation")]
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use std::path::Path;

@@ -269,6 +269,9 @@ mod tests {
         let before = super::local_date();
         let expected = jiff::Zoned::now().date().to_string();
         let after = super::local_date();
-        assert!(before == expected || after == expected, "{before} / {after} vs {expected}");
+        assert!(
+            before == expected || after == expected,
+            "{before} / {after} vs {expected}"
+        );
     }
 }

@@ -3,7 +3,9 @@
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use keel_agents::{CodeTool, Delegation, Models, Policies};
+use keel_agents::Policies;
+#[cfg(feature = "delegation")]
+use keel_agents::{CodeTool, Delegation, Models};
 use keel_engine::{
     Agent, Approver, DEFAULT_MAX_ITERATIONS, DenyGated, HookConfig, Hooks, JsonlSessionStore,
     PermissionRules, SessionStore, system_prompt,
@@ -186,7 +188,9 @@ impl CodingAgentBuilder {
         self
     }
 
-    /// Whether the agent may delegate: `code`, `spawn_agent`, `run_team` (default on).
+    /// Whether the agent may delegate: `code`, `spawn_agent`, `run_team` (default on). Off,
+    /// skills and background tasks are off too.
+    #[cfg(feature = "delegation")]
     #[must_use]
     pub fn delegation(mut self, on: bool) -> Self {
         self.delegation = on;
@@ -194,7 +198,7 @@ impl CodingAgentBuilder {
     }
 
     /// Whether skills are offered (`use_skill` and their index in the prompt; default on;
-    /// only with delegation).
+    /// only with delegation on, when the `delegation` feature is built).
     #[must_use]
     pub fn skills(mut self, on: bool) -> Self {
         self.skills = on;
@@ -285,7 +289,7 @@ impl CodingAgentBuilder {
             sandbox = sandbox.allow_read(path)?;
         }
         let user_skills = Home(&home).skills();
-        let skills = self.delegation && self.skills;
+        let skills = self.skills && (self.delegation || cfg!(not(feature = "delegation")));
         if skills && user_skills.is_dir() {
             sandbox = sandbox.allow_read(&user_skills)?;
         }
@@ -305,6 +309,7 @@ impl CodingAgentBuilder {
         let model = self
             .model
             .unwrap_or_else(|| default_model(self.provider.name()).to_owned());
+        #[cfg(feature = "delegation")]
         let small = self
             .small_model
             .unwrap_or_else(|| Models::small_for(&model));
@@ -328,6 +333,17 @@ impl CodingAgentBuilder {
             None => None,
         };
 
+        #[cfg(not(feature = "delegation"))]
+        let (tools, delegates) = {
+            let delegates = Delegates::discover(&root, &home, skills, &mut warnings);
+            let tools = delegates.register(base)?;
+            if skills && let Some(section) = delegates.skills().prompt_section() {
+                prompt.push_str("\n\n");
+                prompt.push_str(&section);
+            }
+            (tools, Some(Arc::new(delegates)))
+        };
+        #[cfg(feature = "delegation")]
         let (tools, delegates) = if self.delegation {
             #[allow(unused_mut)]
             let mut delegation = Delegation::new(

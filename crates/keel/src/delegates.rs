@@ -1,13 +1,16 @@
 //! What the agent can delegate to: sub-agents, teams and skills found for the project and the
-//! user, the runner of its sub-agents, and its background tasks.
+//! user, the runner of its sub-agents, and its background tasks (sub-agents, teams and tasks
+//! with the `delegation` feature; skills always).
 
 use std::path::Path;
 use std::sync::Arc;
 
+#[cfg(feature = "delegation")]
 use keel_agents::{
-    AgentDefinitions, CodeTool, Delegation, RunTeamTool, SkillIndex, SpawnAgentTool,
-    SubAgentLimits, SubAgentRunner, TeamDefinitions, UseSkillTool,
+    AgentDefinitions, CodeTool, Delegation, RunTeamTool, SpawnAgentTool, SubAgentLimits,
+    SubAgentRunner, TeamDefinitions,
 };
+use keel_agents::{SkillIndex, UseSkillTool};
 use keel_tool::{RegistryError, ToolRegistry};
 
 #[cfg(feature = "tasks")]
@@ -17,7 +20,9 @@ use crate::tasks::TaskLauncher;
 /// background tasks.
 #[derive(Debug)]
 pub struct Delegates {
+    #[cfg(feature = "delegation")]
     runner: Arc<SubAgentRunner>,
+    #[cfg(feature = "delegation")]
     teams: Arc<TeamDefinitions>,
     skills: Arc<SkillIndex>,
     skills_on: bool,
@@ -32,17 +37,21 @@ impl Delegates {
     pub(crate) fn discover(
         root: &Path,
         keel_home: &Path,
-        base: &ToolRegistry,
-        delegation: Delegation,
+        #[cfg(feature = "delegation")] base: &ToolRegistry,
+        #[cfg(feature = "delegation")] delegation: Delegation,
         skills: bool,
         #[cfg(feature = "tasks")] tasks: Option<(TaskLauncher, Vec<String>)>,
         warnings: &mut Vec<String>,
     ) -> Self {
         let home = Some(keel_home);
+        #[cfg(feature = "delegation")]
         let (agents, more) =
             AgentDefinitions::discover(&AgentDefinitions::standard_dirs(root, home));
+        #[cfg(feature = "delegation")]
         warnings.extend(more);
+        #[cfg(feature = "delegation")]
         let (teams, more) = TeamDefinitions::discover(&TeamDefinitions::standard_dirs(root, home));
+        #[cfg(feature = "delegation")]
         warnings.extend(more);
         let skills_on = skills;
         let skills = if skills {
@@ -52,6 +61,7 @@ impl Delegates {
         } else {
             SkillIndex::default()
         };
+        #[cfg(feature = "delegation")]
         let runner = SubAgentRunner::new(
             delegation,
             Arc::new(agents),
@@ -67,7 +77,9 @@ impl Delegates {
             None => (runner, None),
         };
         Self {
+            #[cfg(feature = "delegation")]
             runner: Arc::new(runner),
+            #[cfg(feature = "delegation")]
             teams: Arc::new(teams),
             skills: Arc::new(skills),
             skills_on,
@@ -81,11 +93,14 @@ impl Delegates {
     pub(crate) fn register(
         &self,
         mut tools: ToolRegistry,
-        code: CodeTool,
+        #[cfg(feature = "delegation")] code: CodeTool,
     ) -> Result<ToolRegistry, RegistryError> {
-        tools.register(code)?;
-        tools.register(SpawnAgentTool::new(self.runner.clone()))?;
-        tools.register(RunTeamTool::new(self.runner.clone(), self.teams.clone()))?;
+        #[cfg(feature = "delegation")]
+        {
+            tools.register(code)?;
+            tools.register(SpawnAgentTool::new(self.runner.clone()))?;
+            tools.register(RunTeamTool::new(self.runner.clone(), self.teams.clone()))?;
+        }
         if self.skills_on {
             tools.register(UseSkillTool::new(self.skills.clone()))?;
         }
@@ -97,11 +112,13 @@ impl Delegates {
     }
 
     /// Runs sub-agents and teams.
+    #[cfg(feature = "delegation")]
     pub fn runner(&self) -> &Arc<SubAgentRunner> {
         &self.runner
     }
 
     /// The teams.
+    #[cfg(feature = "delegation")]
     pub fn teams(&self) -> &Arc<TeamDefinitions> {
         &self.teams
     }

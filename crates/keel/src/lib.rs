@@ -36,8 +36,20 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 //!
-//! Features: `snapshots` (default; keel-snapshot, a shadow git repository) and `tasks`
-//! (default; background tasks in SQLite).
+//! # Features
+//!
+//! All on by default; each owns a heavy dependency, so a host can leave out what it does
+//! not use:
+//!
+//! - `confine`: Landlock and seccomp confinement of commands. Without it, commands under a
+//!   workspace-write or read-only policy are refused (as on a kernel without Landlock) unless
+//!   the policy allows running them unconfined: never silently unconfined.
+//! - `git`: the git tools (`git_status`, `git_diff`, `git_commit`) and the repository's state
+//!   in the system prompt (libgit2).
+//! - `delegation`: `code`, `spawn_agent` and `run_team`. Skills stay without it.
+//! - `snapshots`: a snapshot of the workspace before every change, for rewinding
+//!   (keel-snapshot: a shadow git repository, libgit2).
+//! - `tasks`: background tasks in a SQLite store (needs `delegation`).
 
 mod agent;
 mod builder;
