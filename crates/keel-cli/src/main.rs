@@ -30,15 +30,12 @@ use crate::setup::{CliError, SessionChoice};
 
 async fn dispatch(cli: Cli) -> Result<u8, CliError> {
     signals::install();
-    // Tasks whose supervisor died are marked interrupted at every start: before `keel tasks`
-    // shows the store, beside the start-up elsewhere (off the path to the first request; the
-    // runtime waits for it before exit).
-    if let Ok(home) = setup::keel_home() {
-        match cli.command {
-            Some(Command::TaskRun { .. }) => {}
-            Some(Command::Tasks { .. }) => tasks::recover(&home),
-            _ => drop(tokio::task::spawn_blocking(move || tasks::recover(&home))),
-        }
+    // Tasks whose supervisor died are marked interrupted before `keel tasks` shows the store;
+    // an agent with background tasks does it when it opens the store (keel::BackgroundTasks).
+    if matches!(cli.command, Some(Command::Tasks { .. }))
+        && let Ok(home) = setup::keel_home()
+    {
+        tasks::recover(&home);
     }
     match cli.command {
         Some(Command::Exec(args)) => exec::run(&cli.options, args).await,

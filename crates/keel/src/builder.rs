@@ -314,24 +314,48 @@ impl CodingAgentBuilder {
             .small_model
             .unwrap_or_else(|| Models::small_for(&model));
         let root = keel_agents::project_root(&cwd);
-        let mut prompt = system_prompt(&keel_agents::project_context(&root, &cwd));
+        // The slow reads run side by side, about a millisecond off every start: the project's
+        // context (instruction files, libgit2's status) and the task store (SQLite, recovery)
+        // on threads of their own, the snapshot store on this one.
+        #[cfg(feature = "tasks")]
+        let task_options = self.tasks.as_ref().filter(|_| self.delegation);
+        let (context, opened) = std::thread::scope(|scope| {
+            let context = scope.spawn(|| keel_agents::project_context(&root, &cwd));
+            #[cfg(feature = "tasks")]
+            let tasks = task_options
+                .map(|options| scope.spawn(|| open_tasks(options, &cwd, &home, &policies)));
+            let opened = Opened {
+                #[cfg(feature = "snapshots")]
+                snapshots: open_snapshots(self.snapshots, &home, &cwd),
+                #[cfg(feature = "tasks")]
+                tasks: tasks.map(|handle| {
+                    handle
+                        .join()
+                        .map_err(|_| "opening the task store failed".to_owned())
+                        .and_then(|opened| opened)
+                }),
+            };
+            // A thread that died leaves its work to this one.
+            let context = context
+                .join()
+                .unwrap_or_else(|_| keel_agents::project_context(&root, &cwd));
+            (context, opened)
+        });
+        let mut prompt = system_prompt(&context);
 
         #[cfg(feature = "snapshots")]
-        let snapshots = match self.snapshots {
-            Some(limits) => {
-                match keel_snapshot::ShadowSnapshots::open(Home(&home).snapshots(), &cwd, limits) {
-                    Ok(snapshots) => Some(Arc::new(snapshots)),
-                    Err(err) => {
-                        warnings.push(format!(
-                            "no snapshots, so changes cannot be rewound: snapshots of {}: {err}",
-                            cwd.display()
-                        ));
-                        None
-                    }
-                }
-            }
-            None => None,
-        };
+        let snapshots = opened.snapshots.unwrap_or_else(|warning| {
+            warnings.push(warning);
+            None
+        });
+        #[cfg(feature = "tasks")]
+        let tasks = opened.tasks.and_then(|opened| {
+            opened
+                .map_err(|err| warnings.push(format!("background tasks are off: {err}")))
+                .ok()
+        });
+        #[cfg(not(any(feature = "snapshots", feature = "tasks")))]
+        let Opened {} = opened;
 
         #[cfg(not(feature = "delegation"))]
         let (tools, delegates) = {
@@ -355,18 +379,6 @@ impl CodingAgentBuilder {
             if let Some(snapshots) = &snapshots {
                 delegation = delegation.snapshots(snapshots.clone());
             }
-            #[cfg(feature = "tasks")]
-            let tasks = match &self.tasks {
-                Some(options) => keel_tasks::TaskSettings::from_policies(&cwd, &policies)
-                    .map_err(|err| err.to_string())
-                    .and_then(|settings| options.launcher(&home, settings))
-                    .map(|launcher| Some((launcher, options.allowed().to_vec())))
-                    .unwrap_or_else(|err| {
-                        warnings.push(format!("background tasks are off: {err}"));
-                        None
-                    }),
-                None => None,
-            };
             let code = CodeTool::new(delegation.clone(), &cwd, Home(&home).logs())
                 .max_iterations(self.max_iterations);
             let delegates = Delegates::discover(
@@ -433,6 +445,52 @@ impl CodingAgentBuilder {
             snapshots,
         }))
     }
+}
+
+/// What the builder opens beside the project's context.
+struct Opened {
+    /// The snapshot store, or the warning saying why there is none.
+    #[cfg(feature = "snapshots")]
+    snapshots: Result<Option<Arc<keel_snapshot::ShadowSnapshots>>, String>,
+    /// The task launcher and the sub-agents that may start tasks, when tasks are on.
+    #[cfg(feature = "tasks")]
+    tasks: Option<Result<(crate::tasks::TaskLauncher, Vec<String>), String>>,
+}
+
+/// The snapshot store of `cwd` under `home` (`None` when snapshots are off), or the warning
+/// saying why it could not be opened.
+#[cfg(feature = "snapshots")]
+fn open_snapshots(
+    limits: Option<keel_snapshot::SnapshotLimits>,
+    home: &std::path::Path,
+    cwd: &std::path::Path,
+) -> Result<Option<Arc<keel_snapshot::ShadowSnapshots>>, String> {
+    let Some(limits) = limits else {
+        return Ok(None);
+    };
+    keel_snapshot::ShadowSnapshots::open(Home(home).snapshots(), cwd, limits)
+        .map(|snapshots| Some(Arc::new(snapshots)))
+        .map_err(|err| {
+            format!(
+                "no snapshots, so changes cannot be rewound: snapshots of {}: {err}",
+                cwd.display()
+            )
+        })
+}
+
+/// The task launcher for `options`, every task under `policies`, and the sub-agents that
+/// may start tasks.
+#[cfg(feature = "tasks")]
+fn open_tasks(
+    options: &BackgroundTasks,
+    cwd: &std::path::Path,
+    home: &std::path::Path,
+    policies: &Policies,
+) -> Result<(crate::tasks::TaskLauncher, Vec<String>), String> {
+    let settings =
+        keel_tasks::TaskSettings::from_policies(cwd, policies).map_err(|err| err.to_string())?;
+    let launcher = options.launcher(home, settings)?;
+    Ok((launcher, options.allowed().to_vec()))
 }
 
 /// The usual model of a provider named `name`.

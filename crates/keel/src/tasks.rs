@@ -81,7 +81,8 @@ impl BackgroundTasks {
         &self.allowed_agents
     }
 
-    /// The launcher: the store in `keel_home`, these runners, `settings` for every task.
+    /// The launcher: the store in `keel_home` (tasks whose supervisor died marked interrupted),
+    /// these runners, `settings` for every task.
     pub(crate) fn launcher(
         &self,
         keel_home: &Path,
@@ -103,6 +104,16 @@ impl BackgroundTasks {
             settings,
         )
         .limits(self.limits);
+        // Tasks whose supervisor died (keel killed, the machine restarted) are marked
+        // interrupted, so their sessions are told and `list_tasks` shows the truth.
+        match launcher.recover() {
+            Ok(marked) => {
+                for record in marked {
+                    tracing::info!(task = %record.id, "marked interrupted");
+                }
+            }
+            Err(err) => tracing::warn!("task recovery: {err}"),
+        }
         Ok(launcher)
     }
 }

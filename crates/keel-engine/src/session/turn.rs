@@ -62,7 +62,10 @@ impl Session {
                 cost_usd: Some(0.0),
                 ..RunState::default()
             };
-            self.sync();
+            // The prompt is in the file (one write) but not synced before the request: a
+            // crashed process loses nothing written, and the `fdatasync` after the first
+            // round of tool results (or at the end) covers it, off the path to the first
+            // request.
             let stop = self.iterate(&cancel, &sink, &mut state).await;
             // Whatever happened, the history keeps its invariants for the next prompt.
             self.canonicalize_history();

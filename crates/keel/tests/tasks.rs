@@ -1,0 +1,67 @@
+//! Background tasks through the facade: what building the agent does to the task store.
+
+// Tests report failures by panicking.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use std::sync::Arc;
+
+use keel::{BackgroundTasks, CodingAgent};
+use keel_tasks::{NewTask, TaskStatus, start_time};
+use keel_test_support::git::TempRepo;
+use keel_test_support::scripted::ScriptedProvider;
+
+fn agent(repo: &TempRepo, home: &std::path::Path) -> CodingAgent {
+    CodingAgent::builder(Arc::new(ScriptedProvider::new()))
+        .cwd(repo.path())
+        .home(home)
+        .snapshots(None)
+        .background_tasks(Some(BackgroundTasks::in_process("/bin/true")))
+        .build()
+        .unwrap()
+}
+
+#[test]
+fn building_the_agent_marks_tasks_whose_supervisor_died_interrupted() {
+    let repo = TempRepo::new();
+    let home = tempfile::tempdir().unwrap();
+    // A task left running by a keel that was killed: its supervisor's pid is gone.
+    let first = agent(&repo, home.path());
+    let launcher = first.tasks().unwrap();
+    let record = launcher
+        .store()
+        .create(
+            &NewTask {
+                parent_session: Some("s1".into()),
+                agent: "main".into(),
+                runner: "keel".into(),
+                task_prompt: "fix it".into(),
+                workdir: repo.path().canonicalize().unwrap(),
+                timeout_secs: 60,
+            },
+            launcher.settings(),
+            &home.path().join("task-logs"),
+        )
+        .unwrap();
+    let mut child = std::process::Command::new("true").spawn().unwrap();
+    let pid = child.id();
+    let started = start_time(pid).unwrap_or(1);
+    child.wait().unwrap();
+    assert!(
+        launcher
+            .store()
+            .mark_running(&record.id, pid, started)
+            .unwrap()
+    );
+    drop(first);
+
+    // The next agent built on this home finds it.
+    let second = agent(&repo, home.path());
+    let found = second
+        .tasks()
+        .unwrap()
+        .store()
+        .get(&record.id)
+        .unwrap()
+        .unwrap();
+    assert_eq!(found.status, TaskStatus::Interrupted, "{found:?}");
+}
