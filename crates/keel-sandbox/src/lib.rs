@@ -50,6 +50,7 @@ pub mod classify;
 mod confine;
 mod env;
 mod error;
+#[cfg(feature = "git")]
 pub mod git;
 mod path;
 mod policy;
@@ -62,6 +63,7 @@ pub use classify::classify;
 pub use confine::{CommandSandbox, NO_NAMESPACES_VAR};
 pub use env::{is_hidden_var, is_session_var, scrub_env, scrub_std_env};
 pub use error::SandboxError;
+#[cfg(feature = "git")]
 pub use git::{GitError, GitSession, UndoneCommit};
 pub use path::{Access, PathSandbox, ResolvedPath, WriteReport};
 pub use policy::{SandboxMode, SandboxPolicy};
@@ -74,14 +76,18 @@ use keel_tool::{RegistryError, ToolRegistry};
 
 /// The built-in tools for a workspace: `read_file`, `list_directory`, `grep`, `glob`,
 /// `run_command`, `git_status` and `git_diff`, plus the tools that write — `write_file`,
-/// `patch_file` and `git_commit` — unless `policy` is [`SandboxMode::ReadOnly`].
+/// `patch_file` and `git_commit` — unless `policy` is [`SandboxMode::ReadOnly`]: 10 tools,
+/// 7 read-only.
+///
+/// Built without the `git` feature there are no git tools: `read_file`, `list_directory`,
+/// `grep`, `glob`, `run_command`, `write_file` and `patch_file` (7 tools; 5 read-only).
 ///
 /// ```
 /// use keel_sandbox::{PathSandbox, SandboxPolicy, default_tools};
 ///
 /// let dir = tempfile::tempdir()?;
 /// let registry = default_tools(&PathSandbox::new(dir.path())?, &SandboxPolicy::default())?;
-/// assert_eq!(registry.len(), 10);
+/// assert_eq!(registry.len(), if cfg!(feature = "git") { 10 } else { 7 });
 /// assert!(registry.get("patch_file").is_some());
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
@@ -95,15 +101,19 @@ pub fn default_tools(
         .with(tools::ListDirectory::new(shared.clone()))?
         .with(tools::Grep::new(shared.clone()))?
         .with(tools::Glob::new(shared.clone()))?
-        .with(tools::RunCommand::new(sandbox.root(), policy.clone()))?
-        .with(tools::GitStatus::new(shared.clone()))?
-        .with(tools::GitDiff::new(shared.clone()))?;
+        .with(tools::RunCommand::new(sandbox.root(), policy.clone()))?;
+    #[cfg(feature = "git")]
+    {
+        registry.register(tools::GitStatus::new(shared.clone()))?;
+        registry.register(tools::GitDiff::new(shared.clone()))?;
+    }
     if policy.mode != SandboxMode::ReadOnly {
         let protected = policy.protected_paths.clone();
         registry.register(
             tools::WriteFile::new(shared.clone()).with_protected_paths(protected.clone()),
         )?;
         registry.register(tools::PatchFile::new(shared.clone()).with_protected_paths(protected))?;
+        #[cfg(feature = "git")]
         registry.register(tools::GitCommit::new(shared))?;
     }
     Ok(registry)
