@@ -25,6 +25,24 @@
 //!   escaped processes after each command, [`reaper::kill_descendants`] at exit.
 //! - The built-in tools in [`tools`], each an ordinary [`keel_tool::Tool`].
 //!
+//! # Features
+//!
+//! Both on by default; a host that turns them off links neither libgit2 nor the Landlock
+//! and seccomp crates.
+//!
+//! - `confine`: kernel confinement of commands (Landlock, seccomp, namespaces). Without it,
+//!   [`CommandSandbox`] keeps its API but cannot confine: full access runs as always, while
+//!   workspace-write and read-only REFUSE to run a command ([`SandboxError::Unenforceable`],
+//!   naming the missing feature) unless the policy's `allow_unconfined_fallback` is set, in
+//!   which case commands run unconfined — network and files open — with a note in every
+//!   result saying so. Protected paths are still detected and restored after each command,
+//!   and environments still scrubbed.
+//! - `git`: the git tools (`git_status`, `git_diff`, `git_commit`) and the `git` module
+//!   (`GitSession`, `GitError`, `UndoneCommit`, the session trailer), through libgit2.
+//!   Without it, [`default_tools`] registers 7 tools instead of 10. The classification of
+//!   `git ...` command lines ([`classify()`]) and the protection of `.git` and of the
+//!   `core.hooksPath` directory do not need it.
+//!
 //! Not covered: pathname Unix sockets outside the hidden directories can still be connected
 //! to (Landlock ABI 7 cannot restrict them); without user namespaces, protected paths are
 //! only restored after a command (a process that escaped and outlived the sweep could change

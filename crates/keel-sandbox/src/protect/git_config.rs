@@ -570,6 +570,12 @@ mod tests {
     }
 
     #[test]
+    fn a_broken_header_never_hides_the_next_line() {
+        assert_eq!(hooks("[core\n[core]\nhooksPath = x\n"), ["x"]);
+        assert_eq!(hooks("[core \"sub\n[core]\nhooksPath = y\n"), ["y"]);
+    }
+
+    #[test]
     fn dotted_keys_from_the_environment() {
         let key = |k: &str| Entry::from_key(k.as_bytes(), Some(b"v".to_vec()));
         assert!(key("core.hooksPath").is_hooks_path());

@@ -78,6 +78,11 @@ impl Protected {
     /// The protected paths for workspace `root` (resolved) and the policy's `extra` paths
     /// (relative ones are taken from the root).
     pub(crate) fn discover(root: &Path, extra: &[PathBuf]) -> Self {
+        Self::discover_in(root, extra, &GitEnv::from_process())
+    }
+
+    /// [`discover`](Self::discover) with git's environment given.
+    fn discover_in(root: &Path, extra: &[PathBuf], env: &GitEnv) -> Self {
         let root = resolve(root);
         let mut found = Self {
             root: root.clone(),
@@ -97,7 +102,7 @@ impl Protected {
             }
         }
         let repo_root = repo.unwrap_or_else(|| root.clone());
-        found.add_git(&repo_root);
+        found.add_git(&repo_root, env);
         for path in extra {
             let absolute = if path.is_absolute() {
                 path.clone()
@@ -162,7 +167,7 @@ impl Protected {
     /// The repository at `repo_root`: its `.git` (whole, protected), and what runs later from
     /// it: config, hooks and info of its git dir (also when `.git` is a file pointing
     /// elsewhere), and the `core.hooksPath` directory when it lies inside the workspace.
-    fn add_git(&mut self, repo_root: &Path) {
+    fn add_git(&mut self, repo_root: &Path, env: &GitEnv) {
         let dot_git = repo_root.join(".git");
         self.rule(dot_git.clone(), Why::Git, true);
         let (git_dir, common_dir) = git_dirs(&dot_git);
@@ -194,8 +199,7 @@ impl Protected {
                 }
             }
         }
-        let env = GitEnv::from_process();
-        for hooks in hooks_paths(repo_root, git_dir.as_deref(), common_dir.as_deref(), &env) {
+        for hooks in hooks_paths(repo_root, git_dir.as_deref(), common_dir.as_deref(), env) {
             if hooks.starts_with(&self.root) && hooks != self.root {
                 self.add_absolute(&hooks, Why::Hooks, true);
             }
@@ -401,6 +405,65 @@ mod tests {
             nosystem: true,
             ..GitEnv::default()
         }
+    }
+
+    fn hooks_reason(protected: &Protected, path: &Path) -> bool {
+        protected
+            .reason(path)
+            .is_some_and(|reason| reason.contains("git hooks directory"))
+    }
+
+    #[test]
+    fn a_hooks_path_set_only_in_an_included_file_is_protected() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = resolve(dir.path());
+        std::fs::create_dir_all(root.join(".git")).unwrap();
+        std::fs::write(
+            root.join(".git/config"),
+            "[includeIf \"gitdir:/elsewhere/\"]\n\tpath = ../team.gitconfig\n",
+        )
+        .unwrap();
+        std::fs::write(
+            root.join("team.gitconfig"),
+            "[Core]\n\tHooksPath = ci/hooks\n",
+        )
+        .unwrap();
+        let env = isolated(&root.join("home"));
+        let protected = Protected::discover_in(&root, &[], &env);
+        assert!(hooks_reason(&protected, &root.join("ci/hooks/pre-commit")));
+        assert!(!hooks_reason(&protected, &root.join("ci/other")));
+    }
+
+    #[test]
+    fn a_hooks_path_set_through_git_config_count_is_protected() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = resolve(dir.path());
+        std::fs::create_dir_all(root.join(".git")).unwrap();
+        let home = root.join("home");
+        let env = GitEnv::from_vars(|name| {
+            let value = match name {
+                "GIT_CONFIG_COUNT" => "2".into(),
+                "GIT_CONFIG_KEY_0" => "user.name".into(),
+                "GIT_CONFIG_VALUE_0" => "someone".into(),
+                "GIT_CONFIG_KEY_1" => "core.hooksPath".into(),
+                "GIT_CONFIG_VALUE_1" => "env/hooks".into(),
+                "GIT_CONFIG_NOSYSTEM" => "1".into(),
+                "HOME" => home.clone().into_os_string(),
+                _ => return None,
+            };
+            Some(value)
+        });
+        let protected = Protected::discover_in(&root, &[], &env);
+        assert!(hooks_reason(
+            &protected,
+            &root.join("env/hooks/post-checkout")
+        ));
+        // Without the pair, nothing there is protected.
+        let protected = Protected::discover_in(&root, &[], &isolated(&home));
+        assert!(!hooks_reason(
+            &protected,
+            &root.join("env/hooks/post-checkout")
+        ));
     }
 
     #[test]
