@@ -13,8 +13,8 @@
 //! git refuses such a file altogether, so no reading of it misses a hook git would run.
 //!
 //! Files are read up to [`MAX_FILE_BYTES`]; missing or unreadable ones are skipped; includes
-//! are followed [`MAX_INCLUDE_DEPTH`] deep, each file read once. Nothing here panics, on any
-//! input.
+//! are followed [`MAX_INCLUDE_DEPTH`] deep, each file read once, at most 256 from each
+//! starting file. Nothing here panics, on any input.
 
 use std::ffi::OsString;
 use std::io::Read;
@@ -25,7 +25,8 @@ use std::path::{Path, PathBuf};
 pub(crate) const MAX_FILE_BYTES: u64 = 1 << 20;
 /// How deep includes are followed (git's own limit).
 pub(crate) const MAX_INCLUDE_DEPTH: usize = 10;
-/// The most files read for one question.
+/// The most files read from one starting file (itself and what it includes), so that one
+/// file's includes cannot keep the others from being read.
 const MAX_FILES: usize = 256;
 /// The most `GIT_CONFIG_KEY_<n>` / `GIT_CONFIG_VALUE_<n>` pairs read.
 const MAX_ENV_PAIRS: usize = 1024;
@@ -136,12 +137,15 @@ pub(crate) fn hooks_path_values(repo_files: &[PathBuf], env: &GitEnv) -> Vec<Pat
     let mut reader = Reader {
         env,
         seen: Vec::new(),
+        budget: MAX_FILES,
         values: Vec::new(),
     };
     for file in repo_files.iter().chain(env.files().iter()) {
+        reader.budget = MAX_FILES;
         reader.read_file(file, 0);
     }
     for (key, value) in &env.pairs {
+        reader.budget = MAX_FILES;
         let entry = Entry::from_key(key.as_bytes(), Some(value.as_bytes().to_vec()));
         // Include paths from the environment have no file to be relative to: git takes only
         // absolute ones (and `~/`).
@@ -155,13 +159,15 @@ struct Reader<'a> {
     env: &'a GitEnv,
     /// Files already read (resolved): each is read once, so include cycles end.
     seen: Vec<PathBuf>,
+    /// How many more files may be read from the current starting file.
+    budget: usize,
     values: Vec<PathBuf>,
 }
 
 impl Reader<'_> {
     /// Reads `path` (included `depth` deep), if it can be read.
     fn read_file(&mut self, path: &Path, depth: usize) {
-        if depth > MAX_INCLUDE_DEPTH || self.seen.len() >= MAX_FILES {
+        if depth > MAX_INCLUDE_DEPTH || self.budget == 0 {
             return;
         }
         let Ok(real) = std::fs::canonicalize(path) else {
@@ -171,6 +177,7 @@ impl Reader<'_> {
             return;
         }
         self.seen.push(real.clone());
+        self.budget -= 1;
         let Some(text) = read_capped(&real) else {
             return;
         };
@@ -739,6 +746,20 @@ mod tests {
         }
         let found = values(&[d.join("chain/0")], &isolated(d));
         assert_eq!(found.len(), MAX_INCLUDE_DEPTH + 1, "{found:?}");
+    }
+
+    #[test]
+    fn many_includes_in_one_file_do_not_hide_the_others() {
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path();
+        let mut text = String::from("[include]\n");
+        for n in 0..400 {
+            write(d, &format!("many/{n}"), "[user]\nname = x\n");
+            text.push_str(&format!("path = many/{n}\n"));
+        }
+        let repo = write(d, "config", &text);
+        write(d, "home/.gitconfig", "[core]\nhooksPath = global\n");
+        assert_eq!(values(&[repo], &isolated(d)), ["global"]);
     }
 
     #[test]
