@@ -25,6 +25,24 @@
 //!   escaped processes after each command, [`reaper::kill_descendants`] at exit.
 //! - The built-in tools in [`tools`], each an ordinary [`keel_tool::Tool`].
 //!
+//! # Features
+//!
+//! Both on by default; a host that turns them off links neither libgit2 nor the Landlock
+//! and seccomp crates.
+//!
+//! - `confine`: kernel confinement of commands (Landlock, seccomp, namespaces). Without it,
+//!   [`CommandSandbox`] keeps its API but cannot confine: full access runs as always, while
+//!   workspace-write and read-only REFUSE to run a command ([`SandboxError::Unenforceable`],
+//!   naming the missing feature) unless the policy's `allow_unconfined_fallback` is set, in
+//!   which case commands run unconfined — network and files open — with a note in every
+//!   result saying so. Protected paths are still detected and restored after each command,
+//!   and environments still scrubbed.
+//! - `git`: the git tools (`git_status`, `git_diff`, `git_commit`) and the `git` module
+//!   (`GitSession`, `GitError`, `UndoneCommit`, the session trailer), through libgit2.
+//!   Without it, [`default_tools`] registers 7 tools instead of 10. The classification of
+//!   `git ...` command lines ([`classify()`]) and the protection of `.git` and of the
+//!   `core.hooksPath` directory do not need it.
+//!
 //! Not covered: pathname Unix sockets outside the hidden directories can still be connected
 //! to (Landlock ABI 7 cannot restrict them); without user namespaces, protected paths are
 //! only restored after a command (a process that escaped and outlived the sweep could change
@@ -50,6 +68,7 @@ pub mod classify;
 mod confine;
 mod env;
 mod error;
+#[cfg(feature = "git")]
 pub mod git;
 mod path;
 mod policy;
@@ -62,6 +81,7 @@ pub use classify::classify;
 pub use confine::{CommandSandbox, NO_NAMESPACES_VAR};
 pub use env::{is_hidden_var, is_session_var, scrub_env, scrub_std_env};
 pub use error::SandboxError;
+#[cfg(feature = "git")]
 pub use git::{GitError, GitSession, UndoneCommit};
 pub use path::{Access, PathSandbox, ResolvedPath, WriteReport};
 pub use policy::{SandboxMode, SandboxPolicy};
@@ -74,14 +94,18 @@ use keel_tool::{RegistryError, ToolRegistry};
 
 /// The built-in tools for a workspace: `read_file`, `list_directory`, `grep`, `glob`,
 /// `run_command`, `git_status` and `git_diff`, plus the tools that write — `write_file`,
-/// `patch_file` and `git_commit` — unless `policy` is [`SandboxMode::ReadOnly`].
+/// `patch_file` and `git_commit` — unless `policy` is [`SandboxMode::ReadOnly`]: 10 tools,
+/// 7 read-only.
+///
+/// Built without the `git` feature there are no git tools: `read_file`, `list_directory`,
+/// `grep`, `glob`, `run_command`, `write_file` and `patch_file` (7 tools; 5 read-only).
 ///
 /// ```
 /// use keel_sandbox::{PathSandbox, SandboxPolicy, default_tools};
 ///
 /// let dir = tempfile::tempdir()?;
 /// let registry = default_tools(&PathSandbox::new(dir.path())?, &SandboxPolicy::default())?;
-/// assert_eq!(registry.len(), 10);
+/// assert_eq!(registry.len(), if cfg!(feature = "git") { 10 } else { 7 });
 /// assert!(registry.get("patch_file").is_some());
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
@@ -95,15 +119,19 @@ pub fn default_tools(
         .with(tools::ListDirectory::new(shared.clone()))?
         .with(tools::Grep::new(shared.clone()))?
         .with(tools::Glob::new(shared.clone()))?
-        .with(tools::RunCommand::new(sandbox.root(), policy.clone()))?
-        .with(tools::GitStatus::new(shared.clone()))?
-        .with(tools::GitDiff::new(shared.clone()))?;
+        .with(tools::RunCommand::new(sandbox.root(), policy.clone()))?;
+    #[cfg(feature = "git")]
+    {
+        registry.register(tools::GitStatus::new(shared.clone()))?;
+        registry.register(tools::GitDiff::new(shared.clone()))?;
+    }
     if policy.mode != SandboxMode::ReadOnly {
         let protected = policy.protected_paths.clone();
         registry.register(
             tools::WriteFile::new(shared.clone()).with_protected_paths(protected.clone()),
         )?;
         registry.register(tools::PatchFile::new(shared.clone()).with_protected_paths(protected))?;
+        #[cfg(feature = "git")]
         registry.register(tools::GitCommit::new(shared))?;
     }
     Ok(registry)

@@ -54,7 +54,10 @@ fn repo() -> tempfile::TempDir {
     dir
 }
 
-async fn run(root: &Path, policy: SandboxPolicy, command: &str) -> ToolOutput {
+/// Runs `command` under `policy`; built without the `confine` feature, unconfined (detect-
+/// and-restore must hold all the same).
+async fn run(root: &Path, mut policy: SandboxPolicy, command: &str) -> ToolOutput {
+    policy.allow_unconfined_fallback |= !cfg!(feature = "confine");
     let tool = RunCommand::new(root, policy);
     let ctx = ToolContext::new(root, "protected-test");
     let args = RunCommandArgs {

@@ -10,15 +10,20 @@
 //! environment through `/proc`, make devices or override file permissions), then
 //! `prctl(PR_SET_NO_NEW_PRIVS)`, the seccomp filter and `landlock_restrict_self`. Landlock forbids mount changes from then on, which is
 //! what keeps the command from undoing the mounts.
+//!
+//! Built without the `confine` feature, the plan is empty and the child only calls `setsid`.
 
 #![allow(unsafe_code)]
 
+#[cfg(feature = "confine")]
 use std::ffi::CString;
 use std::io;
+#[cfg(feature = "confine")]
 use std::os::fd::{AsRawFd, OwnedFd};
 use std::sync::Arc;
 
 /// One `mount(2)` call.
+#[cfg(feature = "confine")]
 #[derive(Debug)]
 pub(crate) struct MountOp {
     pub(crate) source: Option<CString>,
@@ -31,6 +36,7 @@ pub(crate) struct MountOp {
 }
 
 /// The namespaces a child enters and what it mounts in them.
+#[cfg(feature = "confine")]
 #[derive(Debug)]
 pub(crate) struct NamespacePlan {
     /// Namespaces joined first (`setns`): descriptors the parent keeps open, and their types.
@@ -50,13 +56,18 @@ pub(crate) struct NamespacePlan {
 /// Everything the child does before `exec`, prepared in the parent.
 #[derive(Debug, Default)]
 pub(crate) struct ChildPlan {
+    #[cfg(feature = "confine")]
     pub(crate) namespaces: Option<NamespacePlan>,
     /// The highest capability number of this kernel: every capability up to it is dropped
     /// from the bounding set. `None`: none is dropped.
+    #[cfg(feature = "confine")]
     pub(crate) last_capability: Option<libc::c_int>,
+    #[cfg(feature = "confine")]
     pub(crate) no_new_privs: bool,
     /// A seccomp program; its length fits `u16` (checked when it was built).
+    #[cfg(feature = "confine")]
     pub(crate) seccomp: Option<Vec<libc::sock_filter>>,
+    #[cfg(feature = "confine")]
     pub(crate) landlock: Option<OwnedFd>,
 }
 
@@ -92,6 +103,16 @@ fn run(plan: &ChildPlan) -> io::Result<()> {
             return Err(err);
         }
     }
+    #[cfg(feature = "confine")]
+    confine(plan)?;
+    #[cfg(not(feature = "confine"))]
+    let _ = plan;
+    Ok(())
+}
+
+/// The confinement steps, after `setsid`.
+#[cfg(feature = "confine")]
+fn confine(plan: &ChildPlan) -> io::Result<()> {
     if let Some(namespaces) = &plan.namespaces {
         enter_namespaces(namespaces)?;
     }
@@ -153,6 +174,7 @@ fn run(plan: &ChildPlan) -> io::Result<()> {
 
 /// The highest capability number the kernel knows (`/proc/sys/kernel/cap_last_cap`), read in
 /// the parent; the newest this crate knows when the file cannot be read.
+#[cfg(feature = "confine")]
 pub(crate) fn last_capability() -> Option<libc::c_int> {
     const KNOWN_LAST: libc::c_int = 40; // CAP_CHECKPOINT_RESTORE
     let read = std::fs::read_to_string("/proc/sys/kernel/cap_last_cap")
@@ -165,6 +187,7 @@ pub(crate) fn last_capability() -> Option<libc::c_int> {
 /// that after `exec` the command holds none, even as root (`no_new_privs` keeps setuid and
 /// file capabilities from giving them back). Failures are ignored: a process without
 /// `CAP_SETPCAP` (any non-root user outside a user namespace) has no capabilities to drop.
+#[cfg(feature = "confine")]
 fn drop_capabilities(last: libc::c_int) {
     let zero = libc::c_ulong::from(0u8);
     for cap in 0..=last {
@@ -188,6 +211,7 @@ fn drop_capabilities(last: libc::c_int) {
     }
 }
 
+#[cfg(feature = "confine")]
 fn enter_namespaces(plan: &NamespacePlan) -> io::Result<()> {
     for &(fd, kind) in &plan.join {
         // SAFETY: setns takes a descriptor number (kept open by the parent) and a type. The
@@ -249,6 +273,7 @@ fn enter_namespaces(plan: &NamespacePlan) -> io::Result<()> {
 }
 
 /// Writes `bytes` to the existing file `path` in one `write`.
+#[cfg(feature = "confine")]
 fn write_file(path: &CString, bytes: &[u8]) -> io::Result<()> {
     // SAFETY: open reads the NUL-terminated path prepared in the parent.
     let fd = unsafe { libc::open(path.as_ptr(), libc::O_WRONLY | libc::O_CLOEXEC) };

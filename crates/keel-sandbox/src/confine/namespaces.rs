@@ -19,11 +19,8 @@ use std::sync::{Arc, OnceLock};
 
 use rustix::fs::{Mode, OFlags, StatVfsMountFlags};
 
+use super::NO_NAMESPACES_VAR;
 use super::child::{self, ChildPlan, MountOp, NamespacePlan};
-
-/// The environment variable that, set to `1` in keel's environment, turns namespaces off (read once):
-/// protected paths are then guarded by detect-and-restore alone.
-pub const NO_NAMESPACES_VAR: &str = "KEEL_SANDBOX_NO_NAMESPACES";
 
 /// How commands get their namespaces on this machine, probed once per process.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -4,8 +4,9 @@
 //! Built in: the repository (`.git`, whole), the configuration files that grant keel powers
 //! (`.keel/config.toml`, `.claude/settings.json`, `.claude/settings.local.json`, `.mcp.json`)
 //! relative to the workspace root and, if different, the repository root, and the directory
-//! `core.hooksPath` names when it lies inside the workspace. Plus the policy's
-//! `protected_paths`.
+//! `core.hooksPath` names when it lies inside the workspace (every value of it in any config
+//! file git could read for the repository, found by a small reader of git config files,
+//! `git_config.rs`). Plus the policy's `protected_paths`.
 //!
 //! - The file tools never write under `.git/` ([`PathSandbox`](crate::PathSandbox)); a write
 //!   to another protected path has the effect [`Effect::Protected`](keel_tool::Effect), which
@@ -16,12 +17,14 @@
 //!   restored after it ([`ProtectedSnapshot`]): the git config, hooks and info files and the
 //!   protected files, with their mode and existence.
 
+mod git_config;
 mod snapshot;
 
 use std::path::{Path, PathBuf};
 
 use keel_tool::Effect;
 
+use self::git_config::GitEnv;
 use crate::path::{Access, PathSandbox};
 
 pub use snapshot::{ProtectedSnapshot, RestoreReport};
@@ -75,6 +78,11 @@ impl Protected {
     /// The protected paths for workspace `root` (resolved) and the policy's `extra` paths
     /// (relative ones are taken from the root).
     pub(crate) fn discover(root: &Path, extra: &[PathBuf]) -> Self {
+        Self::discover_in(root, extra, &GitEnv::from_process())
+    }
+
+    /// [`discover`](Self::discover) with git's environment given.
+    fn discover_in(root: &Path, extra: &[PathBuf], env: &GitEnv) -> Self {
         let root = resolve(root);
         let mut found = Self {
             root: root.clone(),
@@ -94,7 +102,7 @@ impl Protected {
             }
         }
         let repo_root = repo.unwrap_or_else(|| root.clone());
-        found.add_git(&repo_root);
+        found.add_git(&repo_root, env);
         for path in extra {
             let absolute = if path.is_absolute() {
                 path.clone()
@@ -159,7 +167,7 @@ impl Protected {
     /// The repository at `repo_root`: its `.git` (whole, protected), and what runs later from
     /// it: config, hooks and info of its git dir (also when `.git` is a file pointing
     /// elsewhere), and the `core.hooksPath` directory when it lies inside the workspace.
-    fn add_git(&mut self, repo_root: &Path) {
+    fn add_git(&mut self, repo_root: &Path, env: &GitEnv) {
         let dot_git = repo_root.join(".git");
         self.rule(dot_git.clone(), Why::Git, true);
         let (git_dir, common_dir) = git_dirs(&dot_git);
@@ -191,11 +199,10 @@ impl Protected {
                 }
             }
         }
-        if let Some(hooks) = hooks_path(repo_root, common_dir.as_deref())
-            && hooks.starts_with(&self.root)
-            && hooks != self.root
-        {
-            self.add_absolute(&hooks, Why::Hooks, true);
+        for hooks in hooks_paths(repo_root, git_dir.as_deref(), common_dir.as_deref(), env) {
+            if hooks.starts_with(&self.root) && hooks != self.root {
+                self.add_absolute(&hooks, Why::Hooks, true);
+            }
         }
     }
 
@@ -227,6 +234,7 @@ impl Protected {
 
     /// The existing protected paths (resolved), for read-only bind mounts: never `/` nor the
     /// workspace or one of its ancestors.
+    #[cfg(feature = "confine")]
     pub(crate) fn existing(&self) -> Vec<PathBuf> {
         self.rules
             .iter()
@@ -329,19 +337,38 @@ fn module_dirs(common: &Path) -> Vec<PathBuf> {
     found
 }
 
-/// The directory `core.hooksPath` names for the repository at `repo_root`, resolved (relative
-/// values are taken from the repository root).
-fn hooks_path(repo_root: &Path, common_dir: Option<&Path>) -> Option<PathBuf> {
-    common_dir?;
-    let repo = git2::Repository::open(repo_root).ok()?;
-    let config = repo.config().ok()?.snapshot().ok()?;
-    let value = config.get_path("core.hooksPath").ok()?;
-    let absolute = if value.is_absolute() {
-        value
-    } else {
-        repo_root.join(value)
-    };
-    Some(resolve(&absolute))
+/// Every directory `core.hooksPath` may name for the repository at `repo_root` (git dir
+/// `git_dir`, common dir `common_dir`; `None` without a repository, when only the global and
+/// system files count), resolved: the values of every config file git could read and of
+/// `env`'s pairs ([`git_config`]). `~/` is taken from `$HOME`, relative values from the
+/// repository root.
+fn hooks_paths(
+    repo_root: &Path,
+    git_dir: Option<&Path>,
+    common_dir: Option<&Path>,
+    env: &GitEnv,
+) -> Vec<PathBuf> {
+    let mut files = Vec::new();
+    if let Some(common) = common_dir {
+        files.push(common.join("config"));
+        files.push(common.join("config.worktree"));
+    }
+    if let Some(git_dir) = git_dir
+        && Some(git_dir) != common_dir
+    {
+        files.push(git_dir.join("config.worktree"));
+    }
+    let mut found: Vec<PathBuf> = Vec::new();
+    for value in git_config::hooks_path_values(&files, env) {
+        let Some(value) = env.expand_home(&value) else {
+            continue;
+        };
+        let resolved = resolve(&repo_root.join(value));
+        if !found.contains(&resolved) {
+            found.push(resolved);
+        }
+    }
+    found
 }
 
 #[cfg(test)]
@@ -369,5 +396,141 @@ mod tests {
         }
         assert_eq!(protected.reason(&root.join("sub/src/lib.rs")), None);
         assert_eq!(protected.reason(&root.join("sub/.keel/other.toml")), None);
+    }
+
+    /// An environment with no global or system file of the machine's.
+    fn isolated(home: &Path) -> GitEnv {
+        GitEnv {
+            home: Some(home.to_path_buf()),
+            nosystem: true,
+            ..GitEnv::default()
+        }
+    }
+
+    fn hooks_reason(protected: &Protected, path: &Path) -> bool {
+        protected
+            .reason(path)
+            .is_some_and(|reason| reason.contains("git hooks directory"))
+    }
+
+    #[test]
+    fn a_hooks_path_set_only_in_an_included_file_is_protected() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = resolve(dir.path());
+        std::fs::create_dir_all(root.join(".git")).unwrap();
+        std::fs::write(
+            root.join(".git/config"),
+            "[includeIf \"gitdir:/elsewhere/\"]\n\tpath = ../team.gitconfig\n",
+        )
+        .unwrap();
+        std::fs::write(
+            root.join("team.gitconfig"),
+            "[Core]\n\tHooksPath = ci/hooks\n",
+        )
+        .unwrap();
+        let env = isolated(&root.join("home"));
+        let protected = Protected::discover_in(&root, &[], &env);
+        assert!(hooks_reason(&protected, &root.join("ci/hooks/pre-commit")));
+        assert!(!hooks_reason(&protected, &root.join("ci/other")));
+    }
+
+    #[test]
+    fn a_hooks_path_set_through_git_config_count_is_protected() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = resolve(dir.path());
+        std::fs::create_dir_all(root.join(".git")).unwrap();
+        let home = root.join("home");
+        let env = GitEnv::from_vars(|name| {
+            let value = match name {
+                "GIT_CONFIG_COUNT" => "2".into(),
+                "GIT_CONFIG_KEY_0" => "user.name".into(),
+                "GIT_CONFIG_VALUE_0" => "someone".into(),
+                "GIT_CONFIG_KEY_1" => "core.hooksPath".into(),
+                "GIT_CONFIG_VALUE_1" => "env/hooks".into(),
+                "GIT_CONFIG_NOSYSTEM" => "1".into(),
+                "HOME" => home.clone().into_os_string(),
+                _ => return None,
+            };
+            Some(value)
+        });
+        let protected = Protected::discover_in(&root, &[], &env);
+        assert!(hooks_reason(
+            &protected,
+            &root.join("env/hooks/post-checkout")
+        ));
+        // Without the pair, nothing there is protected.
+        let protected = Protected::discover_in(&root, &[], &isolated(&home));
+        assert!(!hooks_reason(
+            &protected,
+            &root.join("env/hooks/post-checkout")
+        ));
+    }
+
+    #[test]
+    fn hooks_paths_come_from_every_source_resolved() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = resolve(dir.path());
+        let repo = root.join("repo");
+        let git = repo.join(".git");
+        std::fs::create_dir_all(&git).unwrap();
+        std::fs::write(
+            git.join("config"),
+            "[core]\n\thooksPath = rel/hooks\n[include]\n\tpath = ../extra.inc\n",
+        )
+        .unwrap();
+        std::fs::write(repo.join("extra.inc"), "[core]\nhooksPath = /abs/hooks\n").unwrap();
+        std::fs::write(
+            git.join("config.worktree"),
+            "[core]\nhooksPath = ~/home-hooks\n",
+        )
+        .unwrap();
+        let env = GitEnv {
+            pairs: vec![("core.hooksPath".into(), "env-hooks".into())],
+            ..isolated(&root.join("home"))
+        };
+        let (git_dir, common) = git_dirs(&git);
+        assert_eq!(
+            hooks_paths(&repo, git_dir.as_deref(), common.as_deref(), &env),
+            [
+                repo.join("rel/hooks"),
+                PathBuf::from("/abs/hooks"),
+                root.join("home/home-hooks"),
+                repo.join("env-hooks"),
+            ]
+        );
+        // Without a repository, only the global files and the environment count.
+        assert_eq!(
+            hooks_paths(&repo, None, None, &env),
+            [repo.join("env-hooks")]
+        );
+    }
+
+    #[test]
+    fn a_linked_worktree_reads_the_common_config_and_its_own_config_worktree() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = resolve(dir.path());
+        let main_git = root.join("main/.git");
+        let wt_git = main_git.join("worktrees/wt");
+        std::fs::create_dir_all(&wt_git).unwrap();
+        std::fs::write(
+            main_git.join("config"),
+            "[core]\nhooksPath = common-hooks\n",
+        )
+        .unwrap();
+        std::fs::write(wt_git.join("commondir"), "../..\n").unwrap();
+        std::fs::write(
+            wt_git.join("config.worktree"),
+            "[core]\nhooksPath = wt-hooks\n",
+        )
+        .unwrap();
+        let wt = root.join("wt");
+        std::fs::create_dir_all(&wt).unwrap();
+        std::fs::write(wt.join(".git"), format!("gitdir: {}\n", wt_git.display())).unwrap();
+        let (git_dir, common) = git_dirs(&wt.join(".git"));
+        assert_eq!(common.as_deref(), Some(main_git.as_path()));
+        assert_eq!(
+            hooks_paths(&wt, git_dir.as_deref(), common.as_deref(), &isolated(&root)),
+            [wt.join("common-hooks"), wt.join("wt-hooks")]
+        );
     }
 }

@@ -20,6 +20,8 @@ pub use list_directory::{ListDirectory, ListDirectoryArgs};
 mod run_command;
 pub use run_command::{RunCommand, RunCommandArgs};
 
-// Git tools.
+// Git tools (the `git` feature).
+#[cfg(feature = "git")]
 mod git;
+#[cfg(feature = "git")]
 pub use git::{GitCommit, GitCommitArgs, GitDiff, GitDiffArgs, GitStatus, GitStatusArgs};
