@@ -6,7 +6,6 @@ use std::path::{Path, PathBuf};
 
 #[cfg(feature = "git")]
 use git2::{ErrorCode, Repository, Status, StatusOptions};
-#[cfg(feature = "git")]
 use keel_engine::GitSummary;
 #[cfg(feature = "git")]
 use keel_engine::prompt::RECENT_COMMITS;
@@ -20,17 +19,28 @@ pub fn project_root(cwd: &Path) -> PathBuf {
     keel_sandbox::repository_root(cwd).unwrap_or_else(|| cwd.to_path_buf())
 }
 
-/// The engine's [`gather_context`] (instruction files, date) with, under the `git` feature,
-/// the git state of the repository containing `root` (branch, HEAD, status counts, the last
-/// `RECENT_COMMITS` subjects), `None` outside one or without the feature. Never fails: what
-/// cannot be read is left out.
+/// The engine's [`gather_context`] (instruction files, date) with the git state of the
+/// repository containing `root` (branch, HEAD, status counts, the last `RECENT_COMMITS`
+/// subjects), `None` outside one. Without the `git` feature the state is not read: a
+/// repository is said to be one whose state is unknown. Never fails: what cannot be read is
+/// left out.
 pub fn project_context(root: &Path, cwd: &Path) -> ProjectContext {
+    #[cfg(feature = "git")]
+    let git = git_summary(root, RECENT_COMMITS);
+    #[cfg(not(feature = "git"))]
+    let git = keel_sandbox::repository_root(root).map(|_| GitSummary {
+        status: UNREAD_STATE.to_owned(),
+        ..GitSummary::default()
+    });
     ProjectContext {
-        #[cfg(feature = "git")]
-        git: git_summary(root, RECENT_COMMITS),
+        git,
         ..gather_context(root, cwd)
     }
 }
+
+/// The state of a repository keel was built without reading (no `git` feature).
+#[cfg(not(feature = "git"))]
+const UNREAD_STATE: &str = "state not read (keel was built without its `git` feature)";
 
 #[cfg(feature = "git")]
 /// The state of the repository containing `root` (branch, HEAD, status counts, the subjects

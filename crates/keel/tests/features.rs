@@ -1,0 +1,129 @@
+//! What each facade feature adds, checked in whatever build runs this file: CI runs it with
+//! the default features and again with `--no-default-features`, so both sides of every
+//! switch are seen.
+
+// Tests report failures by panicking.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use std::sync::Arc;
+
+use keel::prelude::*;
+use keel_provider::ContentBlock;
+use keel_test_support::git::TempRepo;
+use keel_test_support::scripted::ScriptedProvider;
+use serde_json::json;
+
+fn build(provider: Arc<ScriptedProvider>, repo: &TempRepo, home: &std::path::Path) -> CodingAgent {
+    CodingAgent::builder(provider)
+        .cwd(repo.path())
+        .home(home)
+        .approver(AllowAll)
+        .build()
+        .unwrap()
+}
+
+#[test]
+fn the_tools_offered_are_the_features_built() {
+    let repo = TempRepo::new();
+    let home = tempfile::tempdir().unwrap();
+    let agent = build(Arc::new(ScriptedProvider::new()), &repo, home.path());
+    let names = agent.agent().tools().names();
+    for tool in ["git_status", "git_diff", "git_commit"] {
+        assert_eq!(
+            names.contains(&tool),
+            cfg!(feature = "git"),
+            "{tool}: {names:?}"
+        );
+    }
+    for tool in ["code", "spawn_agent", "run_team"] {
+        assert_eq!(
+            names.contains(&tool),
+            cfg!(feature = "delegation"),
+            "{tool}: {names:?}"
+        );
+    }
+    // What every build has: the file, search and shell tools, and skills.
+    for tool in [
+        "read_file",
+        "list_directory",
+        "grep",
+        "glob",
+        "run_command",
+        "write_file",
+        "patch_file",
+        "use_skill",
+    ] {
+        assert!(names.contains(&tool), "{tool}: {names:?}");
+    }
+    #[cfg(feature = "snapshots")]
+    assert!(agent.snapshots().is_some(), "{:?}", agent.warnings());
+}
+
+#[tokio::test]
+async fn the_prompt_tells_the_git_state_only_when_it_was_read() {
+    let repo = TempRepo::new();
+    let home = tempfile::tempdir().unwrap();
+    let provider = Arc::new(ScriptedProvider::new().then_text("ok"));
+    let agent = build(provider.clone(), &repo, home.path());
+    let mut session = agent.session().unwrap();
+    assert_eq!(session.run("hello").await.stop, Stop::Completed);
+    let system = provider.requests()[0].system.clone().unwrap();
+    let git_line = system
+        .lines()
+        .find(|line| line.starts_with("- Git: "))
+        .unwrap()
+        .to_owned();
+    if cfg!(feature = "git") {
+        assert!(git_line.starts_with("- Git: branch "), "{git_line}");
+    } else {
+        // Never "not a git repository" for a repository whose state was not read.
+        assert_eq!(
+            git_line,
+            "- Git: HEAD unknown; state not read (keel was built without its `git` feature)"
+        );
+    }
+}
+
+#[tokio::test]
+async fn a_command_runs_confined_or_not_at_all() {
+    let repo = TempRepo::new();
+    let home = tempfile::tempdir().unwrap();
+    let provider = Arc::new(
+        ScriptedProvider::new()
+            .then_tool_call(
+                "call_1",
+                "run_command",
+                json!({"command": "touch made.txt"}),
+            )
+            .then_text("done"),
+    );
+    let agent = build(provider.clone(), &repo, home.path());
+    assert_eq!(agent.policies().sandbox().mode, SandboxMode::WorkspaceWrite);
+    let mut session = agent.session().unwrap();
+    assert_eq!(session.run("make a file").await.stop, Stop::Completed);
+    let result = provider.requests()[1]
+        .messages
+        .iter()
+        .flat_map(|message| &message.content)
+        .find_map(|block| match block {
+            ContentBlock::ToolResult {
+                content, is_error, ..
+            } => Some((content.clone(), *is_error)),
+            _ => None,
+        })
+        .unwrap();
+    let made = repo.path().join("made.txt").exists();
+    if cfg!(feature = "confine") {
+        assert!(made && !result.1, "{result:?}");
+    } else {
+        // Without Landlock and seccomp in the build the command is refused, never run bare.
+        assert!(!made && result.1, "{result:?}");
+        assert!(
+            result
+                .0
+                .contains("keel was built without kernel confinement"),
+            "{}",
+            result.0
+        );
+    }
+}
