@@ -15,6 +15,7 @@ use keel_sandbox::{PathSandbox, SandboxPolicy, default_tools};
 use keel_tool::{DynTool, Tool, ToolRegistry};
 
 use crate::agent::CodingAgent;
+use crate::beside::Beside;
 use crate::delegates::Delegates;
 use crate::home::Home;
 use crate::{BuildError, protected};
@@ -258,6 +259,20 @@ impl CodingAgentBuilder {
             Some(home) => home.clone(),
             None => crate::home_dir()?,
         };
+        // The slow reads start now on threads of their own and are joined where they are
+        // needed, overlapping the rest of the build (about a millisecond off every start):
+        // the project's context (instruction files, libgit2's status) and the task store
+        // (SQLite, with recovery). The snapshot store opens on this thread meanwhile.
+        let root = keel_agents::project_root(&cwd);
+        let context = Beside::start("keel-context", {
+            let (root, cwd) = (root.clone(), cwd.clone());
+            move || keel_agents::project_context(&root, &cwd)
+        });
+        #[cfg(feature = "tasks")]
+        let task_store = (self.delegation && self.tasks.is_some()).then(|| {
+            let path = Home(&home).tasks_db();
+            Beside::start("keel-task-store", move || crate::tasks::open_store(&path))
+        });
         let mut warnings = Vec::new();
         let mut allow_read = Vec::new();
         for path in &self.allow_read {
@@ -313,49 +328,21 @@ impl CodingAgentBuilder {
         let small = self
             .small_model
             .unwrap_or_else(|| Models::small_for(&model));
-        let root = keel_agents::project_root(&cwd);
-        // The slow reads run side by side, about a millisecond off every start: the project's
-        // context (instruction files, libgit2's status) and the task store (SQLite, recovery)
-        // on threads of their own, the snapshot store on this one.
-        #[cfg(feature = "tasks")]
-        let task_options = self.tasks.as_ref().filter(|_| self.delegation);
-        let (context, opened) = std::thread::scope(|scope| {
-            let context = scope.spawn(|| keel_agents::project_context(&root, &cwd));
-            #[cfg(feature = "tasks")]
-            let tasks = task_options
-                .map(|options| scope.spawn(|| open_tasks(options, &cwd, &home, &policies)));
-            let opened = Opened {
-                #[cfg(feature = "snapshots")]
-                snapshots: open_snapshots(self.snapshots, &home, &cwd),
-                #[cfg(feature = "tasks")]
-                tasks: tasks.map(|handle| {
-                    handle
-                        .join()
-                        .map_err(|_| "opening the task store failed".to_owned())
-                        .and_then(|opened| opened)
-                }),
-            };
-            // A thread that died leaves its work to this one.
-            let context = context
-                .join()
-                .unwrap_or_else(|_| keel_agents::project_context(&root, &cwd));
-            (context, opened)
-        });
-        let mut prompt = system_prompt(&context);
-
         #[cfg(feature = "snapshots")]
-        let snapshots = opened.snapshots.unwrap_or_else(|warning| {
+        let snapshots = open_snapshots(self.snapshots, &home, &cwd).unwrap_or_else(|warning| {
             warnings.push(warning);
             None
         });
+        let mut prompt = system_prompt(&context.wait());
         #[cfg(feature = "tasks")]
-        let tasks = opened.tasks.and_then(|opened| {
-            opened
+        let tasks = match (&self.tasks, task_store) {
+            (Some(options), Some(store)) => store
+                .wait()
+                .and_then(|store| open_tasks(options, store, &cwd, &home, &policies))
                 .map_err(|err| warnings.push(format!("background tasks are off: {err}")))
-                .ok()
-        });
-        #[cfg(not(any(feature = "snapshots", feature = "tasks")))]
-        let Opened {} = opened;
+                .ok(),
+            _ => None,
+        };
 
         #[cfg(not(feature = "delegation"))]
         let (tools, delegates) = {
@@ -447,16 +434,6 @@ impl CodingAgentBuilder {
     }
 }
 
-/// What the builder opens beside the project's context.
-struct Opened {
-    /// The snapshot store, or the warning saying why there is none.
-    #[cfg(feature = "snapshots")]
-    snapshots: Result<Option<Arc<keel_snapshot::ShadowSnapshots>>, String>,
-    /// The task launcher and the sub-agents that may start tasks, when tasks are on.
-    #[cfg(feature = "tasks")]
-    tasks: Option<Result<(crate::tasks::TaskLauncher, Vec<String>), String>>,
-}
-
 /// The snapshot store of `cwd` under `home` (`None` when snapshots are off), or the warning
 /// saying why it could not be opened.
 #[cfg(feature = "snapshots")]
@@ -478,18 +455,19 @@ fn open_snapshots(
         })
 }
 
-/// The task launcher for `options`, every task under `policies`, and the sub-agents that
-/// may start tasks.
+/// The task launcher for `options` on `store`, every task under `policies`, and the
+/// sub-agents that may start tasks.
 #[cfg(feature = "tasks")]
 fn open_tasks(
     options: &BackgroundTasks,
+    store: Arc<dyn keel_tasks::TaskStore>,
     cwd: &std::path::Path,
     home: &std::path::Path,
     policies: &Policies,
 ) -> Result<(crate::tasks::TaskLauncher, Vec<String>), String> {
     let settings =
         keel_tasks::TaskSettings::from_policies(cwd, policies).map_err(|err| err.to_string())?;
-    let launcher = options.launcher(home, settings)?;
+    let launcher = options.launcher(home, store, settings)?;
     Ok((launcher, options.allowed().to_vec()))
 }
 

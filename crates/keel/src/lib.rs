@@ -52,6 +52,7 @@
 //! - `tasks`: background tasks in a SQLite store (needs `delegation`).
 
 mod agent;
+mod beside;
 mod builder;
 mod delegates;
 mod error;

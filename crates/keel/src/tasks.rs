@@ -3,11 +3,14 @@
 //! ([`TaskSettings::from_policies`](keel_tasks::TaskSettings::from_policies)).
 
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::Duration;
 
 use keel_agents::SubAgentRunner;
 use keel_tasks::SubAgentTasks;
-use keel_tasks::{Runners, Spawner, SqliteTaskStore, TaskLimits, TaskSettings, task_tools};
+use keel_tasks::{
+    Runners, Spawner, SqliteTaskStore, TaskLimits, TaskSettings, TaskStore, task_tools,
+};
 use keel_tool::{RegistryError, ToolRegistry};
 
 pub use keel_tasks::{TaskLauncher, TaskNotifier};
@@ -81,15 +84,15 @@ impl BackgroundTasks {
         &self.allowed_agents
     }
 
-    /// The launcher: the store in `keel_home` (tasks whose supervisor died marked interrupted),
-    /// these runners, `settings` for every task.
+    /// The launcher: `store` (the one in `keel_home`, from [`open_store`]), these runners,
+    /// `settings` for every task.
     pub(crate) fn launcher(
         &self,
         keel_home: &Path,
+        store: Arc<dyn TaskStore>,
         settings: TaskSettings,
     ) -> Result<TaskLauncher, String> {
         let home = crate::home::Home(keel_home);
-        let store = SqliteTaskStore::open(&home.tasks_db()).map_err(|err| err.to_string())?;
         let mut runners = Runners::new(&self.keel_exe);
         for (name, command) in &self.runners {
             runners = runners
@@ -97,25 +100,30 @@ impl BackgroundTasks {
                 .map_err(|err| err.to_string())?;
         }
         let launcher = TaskLauncher::new(
-            std::sync::Arc::new(store),
+            store,
             runners,
             home.task_logs(),
             self.spawner.clone(),
             settings,
         )
         .limits(self.limits);
-        // Tasks whose supervisor died (keel killed, the machine restarted) are marked
-        // interrupted, so their sessions are told and `list_tasks` shows the truth.
-        match launcher.recover() {
-            Ok(marked) => {
-                for record in marked {
-                    tracing::info!(task = %record.id, "marked interrupted");
-                }
-            }
-            Err(err) => tracing::warn!("task recovery: {err}"),
-        }
         Ok(launcher)
     }
+}
+
+/// The task store at `path`, with the tasks whose supervisor died (keel killed, the machine
+/// restarted) marked interrupted, so their sessions are told and `list_tasks` shows the truth.
+pub(crate) fn open_store(path: &Path) -> Result<Arc<dyn TaskStore>, String> {
+    let store = SqliteTaskStore::open(path).map_err(|err| err.to_string())?;
+    match keel_tasks::recover(&store) {
+        Ok(marked) => {
+            for record in marked {
+                tracing::info!(task = %record.id, "marked interrupted");
+            }
+        }
+        Err(err) => tracing::warn!("task recovery: {err}"),
+    }
+    Ok(Arc::new(store))
 }
 
 /// `runner` with the sub-agents named in `allowed` able to start tasks.

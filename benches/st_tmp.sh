@@ -1,0 +1,123 @@
+#!/usr/bin/env bash
+# Start-up of the built `keel` binary: time from exec to the first model request arriving at
+# a loopback HTTP server (a tiny Python server that answers with a short Anthropic stream),
+# median of N runs (default 20). With strace installed, also counts the files one run opens
+# under the system certificate directories (expected: 0 for an http:// endpoint).
+#
+#   cargo build --release -p keel-cli && benches/startup.sh [path/to/keel] [runs]
+#
+# Target: <= 5 ms from exec to the first request.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+keel=${1:-${CARGO_TARGET_DIR:-target}/release/keel}
+runs=${2:-20}
+[ -x "$keel" ] || { echo "no keel binary at $keel: cargo build --release -p keel-cli" >&2; exit 2; }
+keel=$(realpath "$keel")
+
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+mkdir -p "$work/repo" "$work/home/keel"
+git -C "$work/repo" init -q
+printf 'hello\n' >"$work/repo/README.md"
+
+python3 - "$keel" "$runs" "$work" <<'PY'
+import os, socket, statistics, subprocess, sys, threading, time, shutil
+
+keel, runs, work = sys.argv[1], int(sys.argv[2]), sys.argv[3]
+events = [
+    ("message_start", '{"type":"message_start","message":{"id":"msg_1","type":"message","role":"assistant","model":"claude-sonnet-4-5","content":[],"usage":{"input_tokens":1,"output_tokens":1}}}'),
+    ("content_block_start", '{"type":"content_block_start","index":0,"content_block":{"type":"text","text":""}}'),
+    ("content_block_delta", '{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"ok"}}'),
+    ("content_block_stop", '{"type":"content_block_stop","index":0}'),
+    ("message_delta", '{"type":"message_delta","delta":{"stop_reason":"end_turn"},"usage":{"output_tokens":1}}'),
+    ("message_stop", '{"type":"message_stop"}'),
+]
+body = "".join(f"event: {name}\ndata: {data}\n\n" for name, data in events).encode()
+reply = (b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ncontent-length: "
+         + str(len(body)).encode() + b"\r\nconnection: close\r\n\r\n" + body)
+
+listener = socket.socket()
+listener.bind(("127.0.0.1", 0))
+listener.listen(16)
+port = listener.getsockname()[1]
+arrivals = []
+
+def serve():
+    while True:
+        conn, _ = listener.accept()
+        conn.settimeout(5)
+        data = b""
+        try:
+            first = None
+            while b"\r\n\r\n" not in data:
+                chunk = conn.recv(65536)
+                if not chunk:
+                    break
+                if first is None:
+                    first = time.monotonic()
+                data += chunk
+            head, _, rest = data.partition(b"\r\n\r\n")
+            length = 0
+            for line in head.split(b"\r\n"):
+                if line.lower().startswith(b"content-length:"):
+                    length = int(line.split(b":")[1])
+            while len(rest) < length:
+                chunk = conn.recv(65536)
+                if not chunk:
+                    break
+                rest += chunk
+            if first is not None:
+                arrivals.append(first)
+            conn.sendall(reply)
+        finally:
+            conn.close()
+
+threading.Thread(target=serve, daemon=True).start()
+env = {
+    "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+    "HOME": os.path.join(work, "home"),
+    "KEEL_HOME": os.path.join(work, "home", "keel"),
+    "GIT_CONFIG_NOSYSTEM": "1",
+    "NO_COLOR": "1",
+    "ANTHROPIC_API_KEY": "sk-ant-startup-bench",
+    "ANTHROPIC_BASE_URL": f"http://127.0.0.1:{port}",
+}
+argv = [keel, "exec", "Say ok."]
+repo = os.path.join(work, "repo")
+
+def one(cmd):
+    count = len(arrivals)
+    start = time.monotonic()
+    proc = subprocess.run(cmd, cwd=repo, env=env, stdin=subprocess.DEVNULL,
+                          stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    if proc.returncode != 0 or len(arrivals) != count + 1:
+        sys.exit(f"keel exec failed ({proc.returncode}): {proc.stderr.decode()}")
+    return (arrivals[count] - start) * 1000
+
+one(argv)
+import collections
+acc=collections.defaultdict(list)
+for i in range(40):
+    count=len(arrivals)
+    t0=time.time(); m0=time.monotonic()
+    proc=subprocess.run(argv,cwd=repo,env=env,stdin=subprocess.DEVNULL,stdout=subprocess.PIPE,stderr=subprocess.PIPE)
+    for line in proc.stderr.decode().splitlines():
+        if line.startswith("T "):
+            _,l,us=line.split(); acc[l].append(int(us)/1000-t0*1000)
+    acc["ARRIVE"].append((arrivals[count]-m0)*1000)
+for l,v in sorted(acc.items(), key=lambda kv: statistics.median(kv[1])):
+    print(f"{l:12} med {statistics.median(v):7.2f}  p10 {sorted(v)[len(v)//10]:7.2f}")
+sys.exit(0)
+times = sorted(one(argv) for _ in range(runs))
+print(f"exec -> first request: median {statistics.median(times):.2f} ms, "
+      f"min {times[0]:.2f} ms, max {times[-1]:.2f} ms over {runs} runs")
+
+if shutil.which("strace"):
+    trace = os.path.join(work, "trace")
+    one(["strace", "-f", "-qq", "-e", "trace=openat,open", "-o", trace] + argv)
+    with open(trace) as f:
+        lines = f.readlines()
+    certs = [l for l in lines if "/etc/ssl" in l or "/certs" in l or "ca-certificates" in l]
+    print(f"files opened in one run: {len(lines)}, of them in certificate stores: {len(certs)}")
+PY
