@@ -22,9 +22,15 @@ pub const TEST_EMAIL: &str = "test@example.com";
 pub fn isolate_config() {
     static EMPTY: OnceLock<PathBuf> = OnceLock::new();
     EMPTY.get_or_init(|| {
-        let empty =
-            std::env::temp_dir().join(format!("keel-test-git-config-{}", std::process::id()));
+        // One directory for every test process of this user, holding nothing: a directory per
+        // process would be left behind by each (a static is never dropped).
+        let uid = std::os::unix::fs::MetadataExt::uid(&std::fs::metadata("/proc/self").unwrap());
+        let empty = std::env::temp_dir().join(format!("keel-test-git-config-empty-{uid}"));
         std::fs::create_dir_all(&empty).unwrap();
+        for entry in std::fs::read_dir(&empty).unwrap() {
+            let path = entry.unwrap().path();
+            panic!("{} must be empty (found {})", empty.display(), path.display());
+        }
         for level in [
             git2::ConfigLevel::System,
             git2::ConfigLevel::XDG,

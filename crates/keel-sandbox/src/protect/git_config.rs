@@ -209,9 +209,15 @@ impl Reader<'_> {
     }
 }
 
-/// The first [`MAX_FILE_BYTES`] of the regular file at `path`.
+/// The first [`MAX_FILE_BYTES`] of the regular file at `path`. Opened without blocking: an
+/// include naming a FIFO (or a terminal) must not hang keel's start; it is skipped.
 fn read_capped(path: &Path) -> Option<Vec<u8>> {
-    let file = std::fs::File::open(path).ok()?;
+    use std::os::unix::fs::OpenOptionsExt as _;
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK)
+        .open(path)
+        .ok()?;
     if !file.metadata().ok()?.is_file() {
         return None;
     }
@@ -723,6 +729,28 @@ mod tests {
         write(d, "inc/nested/three", "[core]\nhooksPath = three\n");
         write(d, "home/two", "[core]\nhooksPath = two\n");
         assert_eq!(values(&[repo], &isolated(d)), ["one", "three", "two"]);
+    }
+
+    #[test]
+    fn an_include_naming_a_fifo_is_skipped_without_blocking() {
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path();
+        let fifo = d.join("fifo");
+        let made = std::process::Command::new("mkfifo").arg(&fifo).status().unwrap();
+        assert!(made.success());
+        let repo = write(
+            d,
+            "repo/config",
+            "[include]\npath = ../fifo\n[core]\nhooksPath = after\n",
+        );
+        // A blocking open of the FIFO would wait for a writer forever.
+        let (done, finished) = std::sync::mpsc::channel();
+        let env = isolated(d);
+        std::thread::spawn(move || done.send(values(&[repo], &env)).unwrap());
+        let found = finished
+            .recv_timeout(std::time::Duration::from_secs(10))
+            .expect("reading the config blocked on the FIFO");
+        assert_eq!(found, ["after"]);
     }
 
     #[test]
