@@ -27,9 +27,13 @@ pub fn isolate_config() {
         let uid = std::os::unix::fs::MetadataExt::uid(&std::fs::metadata("/proc/self").unwrap());
         let empty = std::env::temp_dir().join(format!("keel-test-git-config-empty-{uid}"));
         std::fs::create_dir_all(&empty).unwrap();
-        for entry in std::fs::read_dir(&empty).unwrap() {
+        if let Some(entry) = std::fs::read_dir(&empty).unwrap().next() {
             let path = entry.unwrap().path();
-            panic!("{} must be empty (found {})", empty.display(), path.display());
+            panic!(
+                "{} must be empty (found {})",
+                empty.display(),
+                path.display()
+            );
         }
         for level in [
             git2::ConfigLevel::System,

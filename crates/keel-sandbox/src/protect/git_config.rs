@@ -736,7 +736,10 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let d = dir.path();
         let fifo = d.join("fifo");
-        let made = std::process::Command::new("mkfifo").arg(&fifo).status().unwrap();
+        let made = std::process::Command::new("mkfifo")
+            .arg(&fifo)
+            .status()
+            .unwrap();
         assert!(made.success());
         let repo = write(
             d,
