@@ -30,13 +30,6 @@ use crate::setup::{CliError, SessionChoice};
 
 async fn dispatch(cli: Cli) -> Result<u8, CliError> {
     signals::install();
-    // Tasks whose supervisor died are marked interrupted before `keel tasks` shows the store;
-    // an agent with background tasks does it when it opens the store (keel::BackgroundTasks).
-    if matches!(cli.command, Some(Command::Tasks { .. }))
-        && let Ok(home) = setup::keel_home()
-    {
-        tasks::recover(&home);
-    }
     match cli.command {
         Some(Command::Exec(args)) => exec::run(&cli.options, args).await,
         Some(Command::Sessions { limit }) => {

@@ -1,5 +1,6 @@
 //! Background tasks in the CLI: the store under `$KEEL_HOME`, the runners from the config,
-//! recovery at start, `keel tasks ...`, and the hidden `keel task-run <id>` supervisor.
+//! `keel tasks ...` (after recovery, through `keel::open_task_store`), and the hidden
+//! `keel task-run <id>` supervisor.
 
 use std::io::{Read, Seek, Write};
 use std::path::Path;
@@ -17,22 +18,6 @@ pub(crate) fn open_store(keel_home: &Path) -> Result<Arc<dyn TaskStore>, CliErro
     let store = SqliteTaskStore::open(&keel::Home(keel_home).tasks_db())
         .map_err(|err| CliError::Run(err.to_string()))?;
     Ok(Arc::new(store))
-}
-
-/// Marks interrupted the tasks whose supervisor died; run at every start. Problems are
-/// logged: they never stop keel.
-pub(crate) fn recover(keel_home: &Path) {
-    let marked = open_store(keel_home)
-        .map_err(|err| err.to_string())
-        .and_then(|store| tasks::recover(store.as_ref()).map_err(|err| err.to_string()));
-    match marked {
-        Ok(marked) => {
-            for record in marked {
-                tracing::info!(task = %record.id, "marked interrupted");
-            }
-        }
-        Err(err) => tracing::warn!("task recovery: {err}"),
-    }
 }
 
 /// `keel task-run <id>`: the detached supervisor of one task.
@@ -84,7 +69,8 @@ pub(crate) fn task_line(record: &TaskRecord) -> String {
 pub(crate) async fn command(action: Option<crate::cli::TasksAction>) -> Result<u8, CliError> {
     use crate::cli::TasksAction;
     let home = keel_home()?;
-    let store = open_store(&home)?;
+    // Tasks whose supervisor died are shown interrupted, not running.
+    let store = keel::open_task_store(&home).map_err(|err| CliError::Run(err.to_string()))?;
     let run = |err: keel_tasks::TaskError| CliError::Run(err.to_string());
     let get = |id: &str| -> Result<TaskRecord, CliError> {
         store

@@ -270,8 +270,10 @@ impl CodingAgentBuilder {
         });
         #[cfg(feature = "tasks")]
         let task_store = (self.delegation && self.tasks.is_some()).then(|| {
-            let path = Home(&home).tasks_db();
-            Beside::start("keel-task-store", move || crate::tasks::open_store(&path))
+            let home = home.clone();
+            Beside::start("keel-task-store", move || {
+                crate::tasks::open_task_store(&home).map_err(|err| err.to_string())
+            })
         });
         let mut warnings = Vec::new();
         let mut allow_read = Vec::new();

@@ -67,7 +67,7 @@ pub use delegates::Delegates;
 pub use error::BuildError;
 pub use home::{Home, home_dir, home_dir_from};
 #[cfg(feature = "tasks")]
-pub use tasks::{BackgroundTasks, TaskLauncher, TaskNotifier};
+pub use tasks::{BackgroundTasks, TaskLauncher, TaskNotifier, open_task_store};
 
 pub use keel_agents::Policies;
 

@@ -84,7 +84,7 @@ impl BackgroundTasks {
         &self.allowed_agents
     }
 
-    /// The launcher: `store` (the one in `keel_home`, from [`open_store`]), these runners,
+    /// The launcher: `store` (the one in `keel_home`, from [`open_task_store`]), these runners,
     /// `settings` for every task.
     pub(crate) fn launcher(
         &self,
@@ -111,10 +111,12 @@ impl BackgroundTasks {
     }
 }
 
-/// The task store at `path`, with the tasks whose supervisor died (keel killed, the machine
-/// restarted) marked interrupted, so their sessions are told and `list_tasks` shows the truth.
-pub(crate) fn open_store(path: &Path) -> Result<Arc<dyn TaskStore>, String> {
-    let store = SqliteTaskStore::open(path).map_err(|err| err.to_string())?;
+/// The task store under `keel_home` (its `tasks.db`), with the tasks whose supervisor died
+/// (keel killed, the machine restarted) marked interrupted, so their sessions are told and
+/// listings show the truth. A failed recovery is logged; only a store that cannot be opened
+/// is an error.
+pub fn open_task_store(keel_home: &Path) -> Result<Arc<dyn TaskStore>, keel_tasks::TaskError> {
+    let store = SqliteTaskStore::open(&crate::home::Home(keel_home).tasks_db())?;
     match keel_tasks::recover(&store) {
         Ok(marked) => {
             for record in marked {
