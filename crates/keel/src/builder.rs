@@ -306,7 +306,8 @@ impl CodingAgentBuilder {
             sandbox = sandbox.allow_read(path)?;
         }
         let user_skills = Home(&home).skills();
-        let skills = self.skills && (self.delegation || cfg!(not(feature = "delegation")));
+        // (Without the `delegation` feature there is no switch: `delegation` stays on.)
+        let skills = self.delegation && self.skills;
         if skills && user_skills.is_dir() {
             sandbox = sandbox.allow_read(&user_skills)?;
         }
@@ -349,12 +350,7 @@ impl CodingAgentBuilder {
         #[cfg(not(feature = "delegation"))]
         let (tools, delegates) = {
             let delegates = Delegates::discover(&root, &home, skills, &mut warnings);
-            let tools = delegates.register(base)?;
-            if skills && let Some(section) = delegates.skills().prompt_section() {
-                prompt.push_str("\n\n");
-                prompt.push_str(&section);
-            }
-            (tools, Some(Arc::new(delegates)))
+            (delegates.register(base)?, Some(Arc::new(delegates)))
         };
         #[cfg(feature = "delegation")]
         let (tools, delegates) = if self.delegation {
@@ -380,15 +376,16 @@ impl CodingAgentBuilder {
                 tasks,
                 &mut warnings,
             );
-            let tools = delegates.register(base, code)?;
-            if skills && let Some(section) = delegates.skills().prompt_section() {
-                prompt.push_str("\n\n");
-                prompt.push_str(&section);
-            }
-            (tools, Some(Arc::new(delegates)))
+            (delegates.register(base, code)?, Some(Arc::new(delegates)))
         } else {
             (base, None)
         };
+        if skills
+            && let Some(section) = delegates.as_ref().and_then(|d| d.skills().prompt_section())
+        {
+            prompt.push_str("\n\n");
+            prompt.push_str(&section);
+        }
         let mut tools: ToolRegistry = tools;
         for tool in self.tools {
             tools.register_dyn(tool)?;

@@ -85,6 +85,28 @@ async fn the_prompt_tells_the_git_state_only_when_it_was_read() {
 }
 
 #[tokio::test]
+async fn skills_are_offered_and_indexed_in_the_prompt_in_every_build() {
+    let repo = TempRepo::new();
+    let home = tempfile::tempdir().unwrap();
+    let skill = home.path().join("skills/release/SKILL.md");
+    std::fs::create_dir_all(skill.parent().unwrap()).unwrap();
+    std::fs::write(
+        &skill,
+        "---\nname: release\ndescription: Cut a release.\n---\nTag it.\n",
+    )
+    .unwrap();
+    let provider = Arc::new(ScriptedProvider::new().then_text("ok"));
+    let agent = build(provider.clone(), &repo, home.path());
+    let mut session = agent.session().unwrap();
+    assert_eq!(session.run("hello").await.stop, Stop::Completed);
+    let request = &provider.requests()[0];
+    let system = request.system.clone().unwrap();
+    assert!(system.contains("\n\n# Skills\n"), "{system}");
+    assert!(system.contains("- release: Cut a release."), "{system}");
+    assert!(request.tools.iter().any(|tool| tool.name == "use_skill"));
+}
+
+#[tokio::test]
 async fn a_command_runs_confined_or_not_at_all() {
     let repo = TempRepo::new();
     let home = tempfile::tempdir().unwrap();
