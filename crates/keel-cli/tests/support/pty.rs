@@ -23,6 +23,21 @@ pub(crate) struct Pty {
     session: expectrl::Session,
     /// Everything read so far, escape sequences removed.
     transcript: String,
+    /// Everything read so far, as keel wrote it (for [`Pty::screen`]).
+    raw: Vec<u8>,
+}
+
+/// The terminal's size: what ptyprocess gives a new pseudo-terminal.
+pub(crate) const COLUMNS: u16 = 80;
+/// The terminal's height.
+pub(crate) const ROWS: u16 = 24;
+
+/// A terminal emulator of the pseudo-terminal's size, fed `raw`.
+fn emulate(raw: &[u8]) -> vt100::Parser {
+    let size = |n| std::num::NonZeroU16::new(n).unwrap();
+    let mut parser = vt100::Parser::new(size(ROWS), size(COLUMNS), 0);
+    parser.process(raw);
+    parser
 }
 
 /// `text` without ANSI escape sequences and carriage returns: what a person would read.
@@ -46,6 +61,7 @@ impl Pty {
         Self {
             session,
             transcript: String::new(),
+            raw: Vec::new(),
         }
     }
 
@@ -54,6 +70,7 @@ impl Pty {
         match self.session.check(Regex("(?s).+")) {
             Ok(found) => {
                 if let Some(bytes) = found.get(0) {
+                    self.raw.extend_from_slice(bytes);
                     self.transcript
                         .push_str(&plain(&String::from_utf8_lossy(bytes)));
                 }
@@ -73,6 +90,8 @@ impl Pty {
         loop {
             match self.session.check(text) {
                 Ok(found) if found.get(0).is_some() => {
+                    self.raw.extend_from_slice(found.before());
+                    self.raw.extend_from_slice(text.as_bytes());
                     let before = plain(&String::from_utf8_lossy(found.before()));
                     self.transcript.push_str(&before);
                     self.transcript.push_str(text);
@@ -126,6 +145,34 @@ impl Pty {
     /// Everything printed so far, escape sequences removed.
     pub(crate) fn transcript(&self) -> &str {
         &self.transcript
+    }
+
+    /// The screen a person would see now (up to what was last read): the 80×24 terminal's
+    /// visible rows as a terminal emulator draws keel's output, trailing blanks trimmed.
+    /// Colours and cursor moves are applied, not shown; for snapshots of what is on screen.
+    pub(crate) fn screen(&self) -> String {
+        let parser = emulate(&self.raw);
+        let rows: Vec<String> = parser
+            .screen()
+            .rows(0, COLUMNS)
+            .map(|row| row.trim_end().to_owned())
+            .collect();
+        rows.join("\n").trim_end().to_owned() + "\n"
+    }
+
+    /// The screen's cells with their attributes: whether the text `needle` is drawn bold,
+    /// in a colour, etc. is read from here. `None` if `needle` is not on screen.
+    pub(crate) fn screen_cell_of(&self, needle: &str) -> Option<vt100::Cell> {
+        let parser = emulate(&self.raw);
+        let screen = parser.screen();
+        for (row, text) in screen.rows(0, COLUMNS).enumerate() {
+            if let Some(byte) = text.find(needle) {
+                let col = text[..byte].chars().count();
+                let cell = screen.cell(u16::try_from(row).ok()?, u16::try_from(col).ok()?)?;
+                return Some(cell.clone());
+            }
+        }
+        None
     }
 
     /// Waits for keel to exit; returns its exit code and everything it printed.
