@@ -5,12 +5,15 @@
 //! [`turn`] runs one prompt, printing its events, Ctrl-C cancelling it; [`commands`] holds the
 //! slash commands; [`view`] prints, with colours and the spinner, and [`diff`] paints diffs;
 //! [`snapshot`] keeps files' contents from before a write, for its diff; [`worktree`] is
-//! `/diff` and [`totals`] is `/cost`.
+//! `/diff` and [`totals`] is `/cost`; [`status`] is the banner's second line, the line after
+//! each turn and `/context`; [`commit`] lists what a `git_commit` would stage.
 
 mod commands;
+mod commit;
 mod diff;
 mod input;
 mod snapshot;
+mod status;
 mod totals;
 mod turn;
 mod view;
@@ -29,7 +32,7 @@ use self::snapshot::{SnapshotHook, Snapshots, WRITE_TOOLS};
 use self::totals::Totals;
 use self::view::{Style, View};
 use self::worktree::Baseline;
-use crate::approve::{Answer, ModeApprover, PreviewFn};
+use crate::approve::{Answer, ModeApprover, ModeSwitch, PreviewFn};
 use crate::cli::Options;
 use crate::config::Trust;
 use crate::setup::{CliError, Mode, SessionChoice, Setup};
@@ -68,6 +71,8 @@ struct Repl {
     persistence_warned: bool,
     /// Sub-agents, teams and skills (`None` with `--no-delegation`).
     delegates: Option<Arc<Delegates>>,
+    /// The approval mode the session (and what it delegates) runs in.
+    mode: ModeSwitch,
 }
 
 /// Runs the interactive session; returns the exit code.
@@ -93,13 +98,19 @@ pub(crate) async fn run(options: &Options, choice: SessionChoice) -> Result<u8, 
         .map_err(|err| CliError::Run(format!("the diff hook: {err}")))?;
     let preview: PreviewFn = {
         let (style, cwd) = (view.style(), setup.cwd.clone());
-        Arc::new(move |request| turn::proposed_change(style, &cwd, &request.tool, &request.input))
+        Arc::new(move |request| match request.tool.as_str() {
+            "git_commit" => {
+                commit::preview_lines(style, &cwd, &request.input, crate::wrap::terminal_width())
+            }
+            _ => turn::proposed_change(style, &cwd, &request.tool, &request.input),
+        })
     };
     let approver = ModeApprover::new(
         setup.approvals,
         Some(input.ask_fn(view.clone())),
         Some(preview),
     );
+    let mode = approver.switch();
     let coding = setup.agent(approver, hooks)?;
     let session = setup.session(coding.agent(), &choice)?;
     let delegates = coding.delegates().cloned();
@@ -115,6 +126,7 @@ pub(crate) async fn run(options: &Options, choice: SessionChoice) -> Result<u8, 
         baseline,
         persistence_warned: false,
         delegates,
+        mode,
     };
     repl.banner(choice != SessionChoice::New);
     for warning in repl.coding.warnings() {
@@ -164,7 +176,8 @@ async fn ask_trust(
 }
 
 impl Repl {
-    /// The first lines: version, model, provider, directory, session; then what to do.
+    /// The first lines: version, model, provider (kind and host), directory, session; the
+    /// approval mode, sandbox and network; then what to do.
     fn banner(&self, resumed: bool) {
         let style = self.view.style();
         let mut session = format!("session {}", self.session.id());
@@ -175,17 +188,28 @@ impl Repl {
                 if messages == 1 { "" } else { "s" }
             ));
         }
+        let (kind, base_url) = &self.setup.provider_endpoint;
         let banner = format!(
             "{} · {} · {} · {} · {session}",
             style.bold(&format!("keel {}", env!("CARGO_PKG_VERSION"))),
             self.session.model(),
-            self.setup.provider_name,
+            status::provider_label(&self.setup.provider_name, *kind, base_url),
             self.setup.cwd.display(),
         );
-        self.view.line(&banner);
-        self.view.notice(
+        // Wrapped on words: a path or a mode cut mid-word is hard to read.
+        let width = crate::wrap::terminal_width();
+        let wrap = |text: &str| crate::wrap::wrap_words(text, width, "  ");
+        self.view.lines(&wrap(&banner));
+        self.view.lines(&wrap(&status::powers_line(
+            self.mode.get(),
+            &self.setup.policy,
+        )));
+        let hint = wrap(
             "Type a request, or /help for commands. Ctrl-C cancels a running turn; Ctrl-D exits.",
         );
+        for line in hint {
+            self.view.notice(&line);
+        }
     }
 
     /// Reads and runs lines until the person leaves.
@@ -206,7 +230,10 @@ impl Repl {
             let woken = Arc::new(AtomicBool::new(false));
             let watcher = self.watch_tasks(woken.clone());
             let terminate = self.watch_termination();
-            let line = self.input.read_line(PROMPT).await;
+            let line = self
+                .input
+                .read_line(&status::prompt(PROMPT, self.mode.get()))
+                .await;
             terminate.abort();
             if let Some(watcher) = watcher {
                 watcher.abort();
@@ -214,6 +241,12 @@ impl Repl {
             let text = match line.map_err(CliError::Run)? {
                 Line::Text(text) => text,
                 Line::Eof => break,
+                // Shift-Tab: the next approval mode (what was typed is dropped).
+                Line::ShiftTab(_) => {
+                    let mode = self.mode.cycle();
+                    self.view.notice(&status::mode_line(mode));
+                    continue;
+                }
                 // A task ended while the prompt waited, or keel is terminating: the loop's
                 // top reacts to it.
                 Line::Interrupted if woken.load(Ordering::SeqCst) || signals::terminating() => {
@@ -297,9 +330,19 @@ impl Repl {
 
     /// Runs a prompt.
     async fn prompt(&mut self, text: &str) {
+        let started = std::time::Instant::now();
         let outcome = turn::run(&mut self.session, text, &self.view, &self.snapshots).await;
         match outcome {
-            Some(outcome) => self.totals.add(&outcome.usage, outcome.cost_usd),
+            Some(outcome) => {
+                self.totals.add(&outcome.usage, outcome.cost_usd);
+                self.view.notice(&status::turn_line(
+                    started.elapsed(),
+                    &outcome.usage,
+                    outcome.cost_usd,
+                    self.session.prompt_estimate(),
+                    self.session.context_window(),
+                ));
+            }
             None => self.view.error("the run ended without an outcome"),
         }
         if let Some(error) = self.session.persistence_error()
