@@ -189,23 +189,24 @@ impl Repl {
             ));
         }
         let (kind, base_url) = &self.setup.provider_endpoint;
-        let banner = format!(
-            "{} · {} · {} · {} · {session}",
-            style.bold(&format!("keel {}", env!("CARGO_PKG_VERSION"))),
-            self.session.model(),
-            status::provider_label(&self.setup.provider_name, *kind, base_url),
-            self.setup.cwd.display(),
-        );
-        // Wrapped on words: a path or a mode cut mid-word is hard to read.
+        // Wrapped between its parts: a path or a mode cut mid-word is hard to read.
         let width = crate::wrap::terminal_width();
-        let wrap = |text: &str| crate::wrap::wrap_words(text, width, "  ");
-        self.view.lines(&wrap(&banner));
-        self.view.lines(&wrap(&status::powers_line(
-            self.mode.get(),
-            &self.setup.policy,
-        )));
-        let hint = wrap(
+        let banner = [
+            style.bold(&format!("keel {}", env!("CARGO_PKG_VERSION"))),
+            self.session.model().to_owned(),
+            status::provider_label(&self.setup.provider_name, *kind, base_url),
+            self.setup.cwd.display().to_string(),
+            session,
+        ];
+        self.view.lines(&status::join_fitting(&banner, width));
+        self.view.lines(&status::join_fitting(
+            &status::powers(self.mode.get(), &self.setup.policy),
+            width,
+        ));
+        let hint = crate::wrap::wrap_words(
             "Type a request, or /help for commands. Ctrl-C cancels a running turn; Ctrl-D exits.",
+            width,
+            "  ",
         );
         for line in hint {
             self.view.notice(&line);

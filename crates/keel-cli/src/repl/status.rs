@@ -67,16 +67,42 @@ pub(super) fn provider_label(name: &str, kind: ProviderKind, base_url: &str) -> 
     }
 }
 
-/// The banner's line about what the session may do: the approval mode, the sandbox, the
+/// The banner's parts about what the session may do: the approval mode, the sandbox, the
 /// network.
-pub(super) fn powers_line(mode: LiveMode, policy: &SandboxPolicy) -> String {
+pub(super) fn powers(mode: LiveMode, policy: &SandboxPolicy) -> [String; 3] {
     let network = policy.network || policy.mode == SandboxMode::FullAccess;
-    format!(
-        "approvals: {} (Shift-Tab: next mode) · sandbox: {} · network: {}",
-        mode.name(),
-        sandbox_name(policy.mode),
-        if network { "on" } else { "off" }
-    )
+    [
+        format!("approvals: {} (Shift-Tab: next mode)", mode.name()),
+        format!("sandbox: {}", sandbox_name(policy.mode)),
+        format!("network: {}", if network { "on" } else { "off" }),
+    ]
+}
+
+/// `parts` joined with ` · ` into lines of at most `width` characters where they fit (a
+/// part is never cut; one longer than a line gets a line of its own); lines after the first
+/// are indented.
+pub(super) fn join_fitting(parts: &[String], width: usize) -> Vec<String> {
+    let mut lines: Vec<String> = Vec::new();
+    let mut line = String::new();
+    for part in parts {
+        if line.is_empty() {
+            line = if lines.is_empty() {
+                part.clone()
+            } else {
+                format!("  {part}")
+            };
+        } else if line.chars().count() + 3 + part.chars().count() <= width {
+            line.push_str(" · ");
+            line.push_str(part);
+        } else {
+            line.push_str(" ·");
+            lines.push(std::mem::replace(&mut line, format!("  {part}")));
+        }
+    }
+    if !line.is_empty() {
+        lines.push(line);
+    }
+    lines
 }
 
 /// The prompt: `base`, after the approval mode when it is not `ask` (`[read-only] keel> `).
@@ -241,6 +267,22 @@ mod tests {
         assert!(unknown.contains("cost unknown"), "{unknown}");
         assert!(!unknown.contains("$0.00"), "{unknown}");
         assert!(!unknown.contains("context"), "{unknown}");
+    }
+
+    #[test]
+    fn parts_are_joined_and_never_cut() {
+        let parts = ["keel 1".to_owned(), "a-model".to_owned(), "x".repeat(30)];
+        assert_eq!(
+            join_fitting(&parts, 80),
+            ["keel 1 · a-model · ".to_owned() + &"x".repeat(30)]
+        );
+        assert_eq!(
+            join_fitting(&parts, 20),
+            [
+                "keel 1 · a-model ·".to_owned(),
+                format!("  {}", "x".repeat(30))
+            ]
+        );
     }
 
     #[test]
