@@ -221,8 +221,8 @@ pub enum StagedChange {
 }
 
 /// What a `git_commit` would stage and commit now: the work tree (ignored files left out)
-/// against `HEAD`, as [`stage_all`] stages it. Read-only: nothing is hashed into the object
-/// database and the index is not written.
+/// against `HEAD`, as `git_commit` stages it (`git add -A`). Read-only: nothing is hashed
+/// into the object database and the index is not written.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct CommitPreview {

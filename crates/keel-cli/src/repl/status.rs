@@ -18,7 +18,7 @@ pub(super) fn thousands(n: u64) -> String {
     let digits = n.to_string();
     let mut out = String::new();
     for (i, c) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i) % 3 == 0 {
+        if i > 0 && (digits.len() - i).is_multiple_of(3) {
             out.push(',');
         }
         out.push(c);
@@ -28,9 +28,9 @@ pub(super) fn thousands(n: u64) -> String {
 
 /// A window size the short way: `200k`, `1M`, `8192`.
 fn window_size(tokens: u64) -> String {
-    if tokens >= 1_000_000 && tokens % 1_000_000 == 0 {
+    if tokens >= 1_000_000 && tokens.is_multiple_of(1_000_000) {
         format!("{}M", tokens / 1_000_000)
-    } else if tokens >= 1000 && tokens % 1000 == 0 {
+    } else if tokens >= 1000 && tokens.is_multiple_of(1000) {
         format!("{}k", tokens / 1000)
     } else {
         thousands(tokens)
