@@ -105,7 +105,11 @@ impl Approver for TerminalApprover {
         }
         // Wrapped on words here: the terminal would cut a long question mid-word.
         let width = crate::wrap::terminal_width().saturating_sub(4);
-        let asked = approval_question(request);
+        // The call's arguments are the model's: no control character reaches the terminal.
+        let asked: String = approval_question(request)
+            .chars()
+            .map(|c| if c.is_control() { '\u{FFFD}' } else { c })
+            .collect();
         question.push_str(&crate::wrap::wrap_words(asked.trim_end(), width, "  ").join("\n"));
         question.push(' ');
         let answer = self.ask(question).await;

@@ -423,3 +423,46 @@ async fn stream_json_has_a_system_line_for_the_iteration_warning() {
     // Nothing on stderr duplicates it in stream-json.
     assert!(!stderr(&output).contains("model calls used"));
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn escape_sequences_in_file_names_and_the_message_never_reach_the_terminal() {
+    let repo = TempRepo::new();
+    repo.write("evil\x1b[2J.txt", "x\n");
+    let home = Home::new();
+    let server = anthropic_server(&[
+        tool_call(
+            "toolu_1",
+            "git_commit",
+            json!({"message": "Clear\x1b[2J the screen\n\nBody\x1b[2J too"}),
+        ),
+        text("Left it."),
+    ])
+    .await;
+    let mut command = home.keel_anthropic(&server);
+    command.current_dir(repo.path());
+    let screen = blocking(|| {
+        let mut keel = Pty::spawn(command);
+        keel.prompt();
+        keel.send_line("commit");
+        keel.expect("[y/N/a(lways): this same message] ");
+        let screen = keel.screen();
+        keel.send_line("n");
+        keel.expect("Left it.");
+        keel.prompt();
+        keel.ctrl_d();
+        let (code, transcript) = keel.wait();
+        assert_eq!(code, 0, "{transcript}");
+        screen
+    });
+    // Had ESC [2J reached the terminal, the banner would be gone from the screen and no
+    // "[2J" would be drawn as text (the emulator draws no glyph for the replacement mark).
+    assert!(screen.contains("approvals: ask"), "{screen}");
+    for shown in [
+        r"\? evil.?\[2J\.txt  \(untracked\)",
+        r"Clear.?\[2J the screen",
+        r"Body.?\[2J too",
+    ] {
+        let shown = regex::Regex::new(shown).unwrap();
+        assert!(shown.is_match(&screen), "{shown}: {screen}");
+    }
+}
