@@ -425,6 +425,7 @@ impl CodingAgentBuilder {
             home,
             model,
             policies,
+            paths: sandbox,
             delegates,
             warnings,
             #[cfg(feature = "snapshots")]

@@ -5,14 +5,21 @@
 //! [`turn`] runs one prompt, printing its events, Ctrl-C cancelling it; [`commands`] holds the
 //! slash commands; [`view`] prints, with colours and the spinner, and [`diff`] paints diffs;
 //! [`snapshot`] keeps files' contents from before a write, for its diff; [`worktree`] is
-//! `/diff` and [`totals`] is `/cost`.
+//! `/diff` and [`totals`] is `/cost`. [`complete`] is Tab completion, [`mention`] attaches
+//! `@path` files, [`shell`] runs `!cmd`, [`typeahead`] queues what is typed while a turn runs,
+//! [`resume`] is `/resume` and the `keel resume <id>` line at exit.
 
 mod commands;
+mod complete;
 mod diff;
 mod input;
+mod mention;
+mod resume;
+mod shell;
 mod snapshot;
 mod totals;
 mod turn;
+mod typeahead;
 mod view;
 mod worktree;
 
@@ -27,7 +34,7 @@ use keel_engine::{HookEvent, Hooks, Session};
 use self::input::{Input, Line};
 use self::snapshot::{SnapshotHook, Snapshots, WRITE_TOOLS};
 use self::totals::Totals;
-use self::view::{Style, View};
+use self::view::{Style, View, printable};
 use self::worktree::Baseline;
 use crate::approve::{Answer, ModeApprover, PreviewFn};
 use crate::cli::Options;
@@ -68,6 +75,10 @@ struct Repl {
     persistence_warned: bool,
     /// Sub-agents, teams and skills (`None` with `--no-delegation`).
     delegates: Option<Arc<Delegates>>,
+    /// Blocks for the next prompt sent (`!!cmd` output).
+    attachments: Vec<String>,
+    /// The text the next prompt starts with (type-ahead, or a line that was not sent).
+    next_line: String,
 }
 
 /// Runs the interactive session; returns the exit code.
@@ -104,6 +115,8 @@ pub(crate) async fn run(options: &Options, choice: SessionChoice) -> Result<u8, 
     let session = setup.session(coding.agent(), &choice)?;
     let delegates = coding.delegates().cloned();
     let baseline = worktree::baseline(&setup.cwd);
+    let mut input = input;
+    input.set_completion(completion(&setup, &coding));
     let mut repl = Repl {
         setup,
         coding,
@@ -115,12 +128,49 @@ pub(crate) async fn run(options: &Options, choice: SessionChoice) -> Result<u8, 
         baseline,
         persistence_warned: false,
         delegates,
+        attachments: Vec::new(),
+        next_line: String::new(),
     };
     repl.banner(choice != SessionChoice::New);
     for warning in repl.coding.warnings() {
         repl.view.warning(&format!("warning: {warning}"));
     }
     repl.read_loop().await
+}
+
+/// What Tab completes: the commands `/help` lists, the delegates' names, the catalog's
+/// models, this directory's sessions and paths inside the file tools' read roots.
+fn completion(setup: &Setup, coding: &CodingAgent) -> complete::PromptHelper {
+    let commands = commands::HELP
+        .iter()
+        .flat_map(|(names, _)| names.split(", "))
+        .filter_map(|name| name.split_whitespace().next())
+        .map(str::to_owned)
+        .collect();
+    let owned = |names: &mut dyn Iterator<Item = &str>| names.map(str::to_owned).collect();
+    let mut vocabulary = complete::Vocabulary {
+        commands,
+        models: owned(&mut keel_provider::ModelCatalog::built_in().ids().into_iter()),
+        ..complete::Vocabulary::default()
+    };
+    if let Some(delegates) = coding.delegates() {
+        let agents = delegates.runner().definitions().all();
+        vocabulary.agents = owned(&mut agents.iter().map(|agent| agent.name.as_str()));
+        let teams = delegates.teams().all();
+        vocabulary.teams = owned(&mut teams.iter().map(|team| team.name.as_str()));
+        vocabulary.skills = owned(&mut delegates.skills().names());
+    }
+    let (store, cwd) = (setup.store.clone(), setup.cwd.clone());
+    let sessions: complete::SessionIds = Arc::new(move || {
+        crate::sessions::of_dir(store.as_ref(), &cwd, 50)
+            .map(|listed| listed.into_iter().map(|s| s.meta.id).collect())
+            .unwrap_or_default()
+    });
+    complete::PromptHelper {
+        vocabulary: Arc::new(vocabulary),
+        sessions,
+        paths: Some(Arc::new(coding.path_sandbox().clone())),
+    }
 }
 
 /// The first time an untrusted project's configuration sets keys only a trusted project may
@@ -206,7 +256,8 @@ impl Repl {
             let woken = Arc::new(AtomicBool::new(false));
             let watcher = self.watch_tasks(woken.clone());
             let terminate = self.watch_termination();
-            let line = self.input.read_line(PROMPT).await;
+            let initial = std::mem::take(&mut self.next_line);
+            let line = self.input.read_line(PROMPT, &initial).await;
             terminate.abort();
             if let Some(watcher) = watcher {
                 watcher.abort();
@@ -237,17 +288,50 @@ impl Repl {
             if let Some(problem) = self.input.remember(text) {
                 self.view.warning(&problem);
             }
+            if let Some((command, attach)) = shell::parse(text) {
+                self.shell(command, attach).await;
+                continue;
+            }
             match commands::parse(text) {
                 Some(command) => {
                     if self.command(command).await == Flow::Exit {
                         break;
                     }
                 }
-                None => self.prompt(text).await,
+                None => self.send(text).await,
             }
         }
         self.view.end_line();
+        self.leave_hint();
         Ok(0)
+    }
+
+    /// Sends what the person typed: the files it mentions attached (or, when a mention is
+    /// refused, nothing sent and the line put back at the prompt), and what `!!` kept.
+    async fn send(&mut self, text: &str) {
+        let mut prompt = match mention::attach(text, self.coding.path_sandbox()) {
+            Ok(attached) => {
+                for note in &attached.notes {
+                    self.view.notice(&printable(note));
+                }
+                attached.prompt
+            }
+            Err(refused) => {
+                for line in &refused {
+                    self.view.error(&printable(line));
+                }
+                self.view.notice(
+                    "nothing was sent: @ attaches files inside the workspace only; the line is \
+                     back at the prompt",
+                );
+                text.clone_into(&mut self.next_line);
+                return;
+            }
+        };
+        for block in self.attachments.drain(..) {
+            prompt.push_str(&block);
+        }
+        self.prompt(&prompt).await;
     }
 
     /// While the prompt waits: watches this session's tasks and wakes the prompt when one
@@ -295,9 +379,17 @@ impl Repl {
             .unwrap_or(false)
     }
 
-    /// Runs a prompt.
+    /// Runs a prompt; what is typed meanwhile is queued for the next one.
     async fn prompt(&mut self, text: &str) {
-        let outcome = turn::run(&mut self.session, text, &self.view, &self.snapshots).await;
+        let type_ahead = self.input.type_ahead();
+        let outcome = {
+            let _capturing = type_ahead.start(&self.view);
+            turn::run(&mut self.session, text, &self.view, &self.snapshots).await
+        };
+        let queued = type_ahead.take();
+        if !queued.is_empty() {
+            self.next_line = queued;
+        }
         match outcome {
             Some(outcome) => self.totals.add(&outcome.usage, outcome.cost_usd),
             None => self.view.error("the run ended without an outcome"),
