@@ -217,6 +217,8 @@ async fn text_typed_during_a_turn_is_queued_not_echoed_and_offered_as_the_next_p
     let runtime = tokio::runtime::Handle::current();
     let (code, transcript, queued) = blocking(|| {
         let mut keel = Pty::spawn(command);
+        // As a person's terminal: what is typed is echoed unless keel turns that off.
+        keel.echo_on();
         keel.prompt();
         keel.send_line("a slow question");
         assert!(wait_for_request(&server, &runtime), "{}", keel.transcript());
