@@ -140,11 +140,17 @@ async fn mentions_outside_the_workspace_are_refused_and_nothing_is_sent() {
             keel.expect(&format!("keel> read {mention}"));
             keel.ctrl_c();
         }
-        // Completion does not list outside either.
+        // Completion lists nothing outside either: not `..`, not the symlink out.
+        let before = keel.transcript().len();
         keel.send("@../\t\t");
+        keel.send("\x15");
+        keel.send("@li\t\t");
         keel.send("\x15");
         keel.send_line("/cost");
         keel.expect("tokens: 0 input");
+        let completed = keel.transcript()[before..].to_owned();
+        assert!(!completed.contains(&name), "{completed}");
+        assert!(!completed.contains("link.txt"), "{completed}");
         keel.prompt();
         keel.ctrl_d();
         keel.wait()
