@@ -50,10 +50,10 @@ fn screen(keel: &Pty, repo: &TempRepo) -> String {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn backslash_enter_and_alt_enter_insert_newlines() {
+async fn backslash_enter_and_alt_enter_insert_newlines_and_a_paste_keeps_its_own() {
     let repo = TempRepo::new();
     let home = Home::new();
-    let server = anthropic_server(&[text("Got three lines.")]).await;
+    let server = anthropic_server(&[text("Got four lines.")]).await;
     let mut command = home.keel_anthropic(&server);
     command.current_dir(repo.path());
     let (code, transcript) = blocking(|| {
@@ -61,8 +61,10 @@ async fn backslash_enter_and_alt_enter_insert_newlines() {
         keel.prompt();
         keel.send("line one\\\r");
         keel.send("line two\x1b\r");
-        keel.send_line("line three");
-        keel.expect("Got three lines.");
+        // Pasted (bracketed paste): its newlines stay, nothing is sent until Enter.
+        keel.send("\x1b[200~pasted a\rpasted b\x1b[201~");
+        keel.send_line(" and line three");
+        keel.expect("Got four lines.");
         keel.prompt();
         keel.ctrl_d();
         keel.wait()
@@ -70,7 +72,10 @@ async fn backslash_enter_and_alt_enter_insert_newlines() {
     assert_eq!(code, 0, "{transcript}");
     let bodies = request_bodies(&server).await;
     assert_eq!(bodies.len(), 1, "{transcript}");
-    assert_eq!(first_prompt(&bodies[0]), "line one\nline two\nline three");
+    assert_eq!(
+        first_prompt(&bodies[0]),
+        "line one\nline two\npasted a\npasted b and line three"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -254,6 +259,49 @@ async fn text_typed_during_a_turn_is_queued_not_echoed_and_offered_as_the_next_p
     assert_eq!(bodies.len(), 2);
     let last = bodies[1]["messages"].as_array().unwrap().last().unwrap();
     assert_eq!(last["content"][0]["text"], "and then this\nhalf typed");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ctrl_c_during_a_turn_gives_the_terminal_its_echo_back() {
+    let repo = TempRepo::new();
+    let home = Home::new();
+    let server = slow_then(
+        &text("Too late."),
+        Duration::from_secs(30),
+        &text("Unused."),
+    )
+    .await;
+    let mut command = home.keel_anthropic(&server);
+    command.current_dir(repo.path());
+    let runtime = tokio::runtime::Handle::current();
+    let (code, transcript) = blocking(|| {
+        let mut keel = Pty::spawn(command);
+        keel.echo_on();
+        keel.prompt();
+        keel.send_line("a slow question");
+        assert!(wait_for_request(&server, &runtime), "{}", keel.transcript());
+        keel.send_line("typed meanwhile");
+        keel.expect("queued: typed meanwhile");
+        keel.ctrl_c();
+        keel.expect("Cancelled after 1 model call(s)");
+        // The queue came back as the next prompt's text.
+        keel.expect("keel> typed meanwhile");
+        keel.ctrl_c();
+        // While a command runs (no line editor, no turn) the terminal is as keel found it.
+        keel.send_line("!sleep 1; echo slept");
+        keel.expect("$ sleep 1; echo slept");
+        let echoes = keel.echoes();
+        keel.expect("slept");
+        keel.prompt();
+        assert!(
+            echoes,
+            "the terminal's echo stayed off: {}",
+            keel.transcript()
+        );
+        keel.ctrl_d();
+        keel.wait()
+    });
+    assert_eq!(code, 0, "{transcript}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -195,6 +195,7 @@ impl Repl {
                 session.id()
             ));
         }
+        self.leave_hint();
         self.session = session;
         self.snapshots.clear();
         self.attachments.clear();

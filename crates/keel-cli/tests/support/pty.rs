@@ -71,6 +71,11 @@ impl Pty {
         self.session.get_process_mut().set_echo(true, None).unwrap();
     }
 
+    /// Whether the terminal echoes what is typed now.
+    pub(crate) fn echoes(&self) -> bool {
+        self.session.get_process().get_echo().unwrap()
+    }
+
     /// Reads whatever is there now into the transcript; whether the terminal was closed.
     fn drain(&mut self) -> bool {
         match self.session.check(Regex("(?s).+")) {
