@@ -8,6 +8,8 @@
 
 use std::sync::Arc;
 
+use keel::CodingAgent;
+use keel_provider::ModelCatalog;
 use keel_sandbox::{Access, PathSandbox};
 use rustyline::completion::{Completer, Pair};
 use rustyline::highlight::Highlighter;
@@ -15,8 +17,14 @@ use rustyline::hint::Hinter;
 use rustyline::validate::Validator;
 use rustyline::{Context, Helper};
 
+use super::commands::HELP;
+use crate::sessions;
+use crate::setup::Setup;
+
 /// The most candidates a path completion offers.
 const MAX_PATHS: usize = 500;
+/// The most session ids `/resume` completes (this directory's newest).
+const SESSIONS_COMPLETED: usize = 50;
 
 /// The words a line may complete to, besides paths.
 #[derive(Debug, Clone, Default)]
@@ -112,7 +120,7 @@ fn path_words(word: &str, paths: Option<&PathSandbox>) -> Vec<(String, String)> 
 /// The entries of the directory `prefix` names (up to its last `/`; the session's working
 /// directory when it has none) whose names start with the rest, each checked against the
 /// sandbox's read roots: `(name shown, path)`, directories ending in `/`. Hidden entries only
-/// when the rest starts with a dot.
+/// when the rest starts with a dot. At most [`MAX_PATHS`], the first by name.
 pub(super) fn complete_path(prefix: &str, sandbox: &PathSandbox) -> Vec<(String, String)> {
     let (dir, stem) = match prefix.rfind('/') {
         Some(i) => prefix.split_at(i + 1),
@@ -125,14 +133,14 @@ pub(super) fn complete_path(prefix: &str, sandbox: &PathSandbox) -> Vec<(String,
     let Ok(entries) = std::fs::read_dir(resolved.absolute()) else {
         return Vec::new();
     };
+    let mut names: Vec<String> = entries
+        .flatten()
+        .filter_map(|entry| entry.file_name().into_string().ok())
+        .filter(|name| name.starts_with(stem) && (!name.starts_with('.') || stem.starts_with('.')))
+        .collect();
+    names.sort_unstable();
     let mut found = Vec::new();
-    for entry in entries.flatten() {
-        let Ok(name) = entry.file_name().into_string() else {
-            continue;
-        };
-        if !name.starts_with(stem) || (name.starts_with('.') && !stem.starts_with('.')) {
-            continue;
-        }
+    for name in names {
         let path = format!("{dir}{name}");
         // Each entry is checked as a read would be: a symlink leading out is left out.
         let Ok(target) = sandbox.resolve(&path, Access::Read) else {
@@ -147,8 +155,12 @@ pub(super) fn complete_path(prefix: &str, sandbox: &PathSandbox) -> Vec<(String,
             break;
         }
     }
-    found.sort();
     found
+}
+
+/// `names` as owned strings.
+fn owned<'a>(names: impl IntoIterator<Item = &'a str>) -> Vec<String> {
+    names.into_iter().map(str::to_owned).collect()
 }
 
 /// The largest char boundary at or before `pos`.
@@ -173,6 +185,39 @@ pub(super) struct PromptHelper {
 }
 
 impl PromptHelper {
+    /// What Tab completes in the session `setup` and `coding` make: the commands `/help`
+    /// lists, the delegates' names, the catalog's models, this directory's sessions, and
+    /// paths inside the file tools' read roots.
+    pub(super) fn for_session(setup: &Setup, coding: &CodingAgent) -> Self {
+        let commands = HELP
+            .iter()
+            .flat_map(|(names, _)| names.split(", "))
+            .filter_map(|name| name.split_whitespace().next());
+        let mut vocabulary = Vocabulary {
+            commands: owned(commands),
+            models: owned(ModelCatalog::built_in().ids()),
+            ..Vocabulary::default()
+        };
+        if let Some(delegates) = coding.delegates() {
+            let agents = delegates.runner().definitions().all();
+            vocabulary.agents = owned(agents.iter().map(|agent| agent.name.as_str()));
+            let teams = delegates.teams().all();
+            vocabulary.teams = owned(teams.iter().map(|team| team.name.as_str()));
+            vocabulary.skills = owned(delegates.skills().names());
+        }
+        let (store, cwd) = (setup.store.clone(), setup.cwd.clone());
+        let sessions: SessionIds = Arc::new(move || {
+            sessions::of_dir(store.as_ref(), &cwd, SESSIONS_COMPLETED)
+                .map(|listed| listed.into_iter().map(|summary| summary.meta.id).collect())
+                .unwrap_or_default()
+        });
+        Self {
+            vocabulary: Arc::new(vocabulary),
+            sessions,
+            paths: Some(Arc::new(coding.path_sandbox().clone())),
+        }
+    }
+
     /// Completes nothing (before the agent is built).
     pub(super) fn empty() -> Self {
         Self {

@@ -88,7 +88,7 @@ pub(crate) async fn run(options: &Options, choice: SessionChoice) -> Result<u8, 
     // the terminal is in raw mode and Ctrl-C is a key).
     let _ = tokio::signal::ctrl_c().now_or_never();
     let view = View::new(Style::detect());
-    let input = Input::open(&setup.keel_home.join("history"), &view)?;
+    let mut input = Input::open(&setup.keel_home.join("history"), &view)?;
     let setup = ask_trust(setup, options, &choice, &input, &view).await?;
     for notice in &setup.notices {
         view.warning(&format!("keel: {notice}"));
@@ -115,8 +115,7 @@ pub(crate) async fn run(options: &Options, choice: SessionChoice) -> Result<u8, 
     let session = setup.session(coding.agent(), &choice)?;
     let delegates = coding.delegates().cloned();
     let baseline = worktree::baseline(&setup.cwd);
-    let mut input = input;
-    input.set_completion(completion(&setup, &coding));
+    input.set_completion(complete::PromptHelper::for_session(&setup, &coding));
     let mut repl = Repl {
         setup,
         coding,
@@ -136,41 +135,6 @@ pub(crate) async fn run(options: &Options, choice: SessionChoice) -> Result<u8, 
         repl.view.warning(&format!("warning: {warning}"));
     }
     repl.read_loop().await
-}
-
-/// What Tab completes: the commands `/help` lists, the delegates' names, the catalog's
-/// models, this directory's sessions and paths inside the file tools' read roots.
-fn completion(setup: &Setup, coding: &CodingAgent) -> complete::PromptHelper {
-    let commands = commands::HELP
-        .iter()
-        .flat_map(|(names, _)| names.split(", "))
-        .filter_map(|name| name.split_whitespace().next())
-        .map(str::to_owned)
-        .collect();
-    let owned = |names: &mut dyn Iterator<Item = &str>| names.map(str::to_owned).collect();
-    let mut vocabulary = complete::Vocabulary {
-        commands,
-        models: owned(&mut keel_provider::ModelCatalog::built_in().ids().into_iter()),
-        ..complete::Vocabulary::default()
-    };
-    if let Some(delegates) = coding.delegates() {
-        let agents = delegates.runner().definitions().all();
-        vocabulary.agents = owned(&mut agents.iter().map(|agent| agent.name.as_str()));
-        let teams = delegates.teams().all();
-        vocabulary.teams = owned(&mut teams.iter().map(|team| team.name.as_str()));
-        vocabulary.skills = owned(&mut delegates.skills().names());
-    }
-    let (store, cwd) = (setup.store.clone(), setup.cwd.clone());
-    let sessions: complete::SessionIds = Arc::new(move || {
-        crate::sessions::of_dir(store.as_ref(), &cwd, 50)
-            .map(|listed| listed.into_iter().map(|s| s.meta.id).collect())
-            .unwrap_or_default()
-    });
-    complete::PromptHelper {
-        vocabulary: Arc::new(vocabulary),
-        sessions,
-        paths: Some(Arc::new(coding.path_sandbox().clone())),
-    }
 }
 
 /// The first time an untrusted project's configuration sets keys only a trusted project may
