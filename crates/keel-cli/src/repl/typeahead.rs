@@ -1,10 +1,11 @@
 //! Type-ahead: what the person types while a turn runs.
 //!
 //! While a turn runs the terminal's echo is off and its line discipline non-canonical (Ctrl-C
-//! still raises SIGINT), so typed keys never land in the streamed answer; a thread reads them
-//! into a [`Queue`] (backspace, Ctrl-U and Ctrl-W edit it; escape sequences are dropped) and
-//! each line ended with Enter is shown, dimmed, as `queued: …`. When the turn ends the queue
-//! becomes the next prompt's initial text, to send with Enter or edit — never sent by itself.
+//! still raises SIGINT; Ctrl-\ and Ctrl-Z do not stop keel meanwhile), so typed keys never
+//! land in the streamed answer; a thread reads them into a [`Queue`] (backspace, Ctrl-U and
+//! Ctrl-W edit it; escape sequences are dropped) and each line ended with Enter is shown,
+//! dimmed, as `queued: …`. When the turn ends the queue becomes the next prompt's initial
+//! text, to send with Enter or edit — never sent by itself.
 //!
 //! Type-ahead never answers a question: before an approval is asked the capture is paused
 //! (the terminal as it was), what it queued is thrown away and said so, and the kernel's input
@@ -203,6 +204,14 @@ impl TypeAhead {
         // reader notices when it is told to stop.
         quiet.control_chars[SpecialCharacterIndices::VMIN as usize] = 0;
         quiet.control_chars[SpecialCharacterIndices::VTIME as usize] = 1;
+        // Ctrl-\ and Ctrl-Z are keys, not signals, while echo is off: a SIGQUIT's core dump or
+        // a stop would leave the terminal without echo. (Ctrl-C still cancels the turn.)
+        for key in [
+            SpecialCharacterIndices::VQUIT,
+            SpecialCharacterIndices::VSUSP,
+        ] {
+            quiet.control_chars[key as usize] = 0;
+        }
         *SAVED.lock().unwrap_or_else(PoisonError::into_inner) = Some(saved);
         if let Err(err) = termios::tcsetattr(stdin.as_fd(), SetArg::TCSANOW, &quiet) {
             tracing::debug!("cannot turn the terminal's echo off: {err}");
