@@ -139,7 +139,8 @@ async fn mentions_outside_the_workspace_are_refused_and_nothing_is_sent() {
         keel.prompt();
         for mention in ["@/etc/passwd", &format!("@{relative}"), "@link.txt"] {
             keel.send_line(&format!("read {mention}"));
-            keel.expect("not attached");
+            keel.expect(&format!("refused {mention}: "));
+            keel.expect("outside the workspace");
             keel.expect("nothing was sent");
             // The line is back at the prompt, to change: clear it.
             keel.expect(&format!("keel> read {mention}"));

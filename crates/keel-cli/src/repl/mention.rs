@@ -65,8 +65,9 @@ pub(super) fn attach(text: &str, sandbox: &PathSandbox) -> Result<Attached, Vec<
                 notes.push(format!("@{path}: no such file; left as text"));
                 continue;
             }
+            // The sandbox's message starts with the path as given.
             Err(err) => {
-                refused.push(format!("@{path}: not attached: {err}"));
+                refused.push(format!("refused @{err}"));
                 continue;
             }
         };
@@ -228,7 +229,8 @@ mod tests {
         ] {
             let refused = attach(text, &sandbox).unwrap_err();
             assert_eq!(refused.len(), 1, "{text}: {refused:?}");
-            assert!(refused[0].contains("not attached"), "{refused:?}");
+            assert!(refused[0].starts_with("refused @"), "{refused:?}");
+            assert!(refused[0].contains("outside the workspace"), "{refused:?}");
         }
     }
 

@@ -285,8 +285,8 @@ impl Repl {
                     self.view.error(&printable(line));
                 }
                 self.view.notice(
-                    "nothing was sent: @ attaches files inside the workspace only; the line is \
-                     back at the prompt",
+                    "nothing was sent (@ attaches files of the workspace and of directories \
+                     allowed for reading only); the line is back at the prompt",
                 );
                 text.clone_into(&mut self.next_line);
                 return;
