@@ -96,16 +96,21 @@ async fn tab_completes_commands_and_mentioned_paths_and_the_mention_attaches_the
         keel.ctrl_c();
         keel.send("explain @sr\t");
         keel.expect("@src/");
+        let directory = screen(&keel, &repo);
         keel.send("li\t");
         keel.expect("lib.rs");
-        let paths = screen(&keel, &repo);
+        let file = screen(&keel, &repo);
         keel.send("\r");
         keel.expect("attached @src/lib.rs (30 B)");
         keel.expect("It returns 42.");
         keel.prompt();
         keel.ctrl_d();
         let (code, transcript) = keel.wait();
-        (code, transcript, format!("{commands}---\n{paths}"))
+        (
+            code,
+            transcript,
+            format!("{commands}---\n{directory}---\n{file}"),
+        )
     });
     assert_eq!(code, 0, "{transcript}");
     insta::assert_snapshot!("completion", completion);
