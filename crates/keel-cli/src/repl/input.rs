@@ -1,10 +1,10 @@
 //! Reading from the person: the line editor (rustyline) with its history file, used for the
 //! prompt and, through an [`AskFn`], for approval questions.
 //!
-//! At the prompt, Alt-Enter, Ctrl-J and `\`+Enter insert a newline (terminals that send Shift-Enter
-//! as ESC CR or LF give it too; bracketed paste keeps pasted newlines), Tab completes
-//! ([`super::complete`]), and a line may start with the text typed while the last turn ran
-//! ([`super::typeahead`]).
+//! At the prompt, Alt-Enter, Ctrl-J and `\`+Enter insert a newline (terminals that send
+//! Shift-Enter as ESC CR or LF give it too; bracketed paste keeps pasted newlines), Tab
+//! completes ([`super::complete`]), and a line may start with the text typed while the last
+//! turn ran ([`super::typeahead`]).
 
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, PoisonError};
