@@ -92,7 +92,7 @@ pub(super) fn complete(
 /// The names in `names` that start with `word`, sorted, each shown and inserted as is.
 fn words<'a>(word: &str, names: impl Iterator<Item = &'a str>) -> Vec<(String, String)> {
     let mut found: Vec<(String, String)> = names
-        .filter(|name| name.starts_with(word))
+        .filter(|name| name.starts_with(word) && printable_name(name))
         .map(|name| (name.to_owned(), name.to_owned()))
         .collect();
     found.sort();
@@ -137,6 +137,7 @@ pub(super) fn complete_path(prefix: &str, sandbox: &PathSandbox) -> Vec<(String,
         .flatten()
         .filter_map(|entry| entry.file_name().into_string().ok())
         .filter(|name| name.starts_with(stem) && (!name.starts_with('.') || stem.starts_with('.')))
+        .filter(|name| printable_name(name))
         .collect();
     names.sort_unstable();
     let mut found = Vec::new();
@@ -156,6 +157,12 @@ pub(super) fn complete_path(prefix: &str, sandbox: &PathSandbox) -> Vec<(String,
         }
     }
     found
+}
+
+/// Whether `name` may be shown and put on the line: no control characters (a file name or a
+/// definition from the repository could carry an escape sequence).
+fn printable_name(name: &str) -> bool {
+    !name.chars().any(char::is_control)
 }
 
 /// `names` as owned strings.
@@ -430,6 +437,21 @@ mod tests {
         assert_eq!(shown(&found), ["README.md", "src/"]);
         let found = complete("@s", 2, &v, &no_sessions, Some(&sandbox));
         assert_eq!(shown(&found), ["src/"]);
+    }
+
+    #[test]
+    fn names_with_control_characters_are_never_offered() {
+        let (_dir, sandbox) = workspace();
+        std::fs::write(sandbox.root().join("evil\x1b[2J.txt"), "").unwrap();
+        std::fs::write(sandbox.root().join("evil.txt"), "").unwrap();
+        let found = complete("@ev", 3, &vocabulary(), &no_sessions, Some(&sandbox));
+        assert_eq!(shown(&found), ["evil.txt"]);
+        let mut v = vocabulary();
+        v.agents.push("plan\x1b]0;x\x07".into());
+        assert_eq!(
+            shown(&complete("/agent pl", 9, &v, &no_sessions, None)),
+            ["planner"]
+        );
     }
 
     #[test]
