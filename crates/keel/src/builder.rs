@@ -422,6 +422,7 @@ impl CodingAgentBuilder {
             home,
             model,
             policies,
+            paths: sandbox,
             delegates,
             warnings,
             #[cfg(feature = "snapshots")]

@@ -37,6 +37,8 @@ pub(super) enum Command {
     Model(Option<String>),
     /// `/sessions`.
     Sessions,
+    /// `/resume [N|ID]`.
+    Resume(Option<String>),
     /// `/agents`.
     Agents,
     /// `/agent NAME TASK`.
@@ -78,6 +80,10 @@ pub(super) const HELP: &[(&str, &str)] = &[
     ("/clear", "start a new session (same model)"),
     ("/model [NAME]", "show the model, or switch to NAME"),
     ("/sessions", "list recent sessions"),
+    (
+        "/resume [N|ID]",
+        "list this directory's sessions, or resume one (its transcript replayed)",
+    ),
     ("/agents", "list the sub-agents"),
     ("/agent NAME TASK", "run sub-agent NAME on TASK"),
     ("/teams", "list the teams"),
@@ -104,6 +110,7 @@ pub(super) fn parse(line: &str) -> Option<Command> {
         "clear" => Command::Clear,
         "model" => Command::Model(argument),
         "sessions" => Command::Sessions,
+        "resume" => Command::Resume(argument),
         "agents" => Command::Agents,
         "agent" => Command::Agent(argument),
         "teams" => Command::Teams,
@@ -133,6 +140,7 @@ impl Repl {
                     .notice(&format!("model: {name} (from the next request on)"));
             }
             Command::Sessions => self.sessions(),
+            Command::Resume(argument) => self.resume(argument).await,
             Command::Agents => self.list(Delegates::agent_lines),
             Command::Teams => self.list(Delegates::team_lines),
             Command::Skills => self.list(Delegates::skill_lines),
