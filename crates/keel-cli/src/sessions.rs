@@ -1,6 +1,7 @@
 //! `keel sessions`: the recent sessions, one line each.
 
 use std::io::Write;
+use std::path::Path;
 
 use keel_engine::{SessionStore, SessionSummary};
 
@@ -46,4 +47,23 @@ pub(crate) fn list(limit: usize, out: &mut impl Write) -> Result<(), CliError> {
         write(out, &session_line(summary))?;
     }
     Ok(())
+}
+
+/// How many sessions are read to find a directory's (each listed session is read whole).
+const SCANNED: usize = 500;
+
+/// Up to `limit` sessions of `cwd` in `store`, newest first.
+pub(crate) fn of_dir(
+    store: &dyn SessionStore,
+    cwd: &Path,
+    limit: usize,
+) -> Result<Vec<SessionSummary>, CliError> {
+    let sessions = store
+        .list(SCANNED)
+        .map_err(|err| CliError::Run(format!("cannot list sessions: {err}")))?;
+    Ok(sessions
+        .into_iter()
+        .filter(|summary| summary.meta.cwd == cwd)
+        .take(limit)
+        .collect())
 }

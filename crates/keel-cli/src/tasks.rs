@@ -39,7 +39,7 @@ pub(crate) async fn task_run(id: &str) -> Result<u8, CliError> {
 }
 
 /// How long ago `time` (RFC 3339) was: `5 s`, `3 min`, `2 h`, `4 d`.
-fn age(time: &str) -> String {
+pub(crate) fn age(time: &str) -> String {
     let Ok(then) = time.parse::<jiff::Timestamp>() else {
         return "?".into();
     };

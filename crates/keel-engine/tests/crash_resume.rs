@@ -166,7 +166,9 @@ async fn run_original(
         .max_iterations(MAX_ITERATIONS)
         .notifier(Arc::new(Notices {
             calls: AtomicUsize::new(0),
-            at: vec![3, 5],
+            // Asked before the 2nd request on (a new session does not ask before its
+            // first): notices before the 3rd and 5th requests.
+            at: vec![2, 4],
         }))
         .build()
         .unwrap();

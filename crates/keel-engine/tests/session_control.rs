@@ -188,22 +188,17 @@ async fn the_output_token_budget_ends_the_run_before_the_next_call() {
     );
 }
 
-/// Hands out each queued notice once, from the `from_call`-th take on (as if the task behind
-/// it finished while the first model call ran).
+/// Hands out each queued notice once, to the session it is for; counts the times it is asked.
 #[derive(Default)]
 struct QueueNotifier {
     queued: std::sync::Mutex<Vec<(String, String)>>,
     calls: std::sync::atomic::AtomicUsize,
-    from_call: usize,
 }
 
 #[async_trait::async_trait]
 impl keel_engine::Notifier for QueueNotifier {
     async fn take(&self, session_id: &str) -> Vec<String> {
-        let call = self.calls.fetch_add(1, std::sync::atomic::Ordering::SeqCst) + 1;
-        if call < self.from_call {
-            return Vec::new();
-        }
+        self.calls.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
         let mut queued = self.queued.lock().unwrap();
         let (mine, others): (Vec<_>, Vec<_>) = queued
             .drain(..)
@@ -223,10 +218,9 @@ async fn notices_are_added_before_the_next_request_exactly_once() {
             .then_text("Noted.")
             .then_text("Still noted."),
     );
-    let notifier = Arc::new(QueueNotifier {
-        from_call: 2,
-        ..QueueNotifier::default()
-    });
+    // Queued before the first request, but a new session does not ask before its first
+    // request: nothing it started can have ended yet.
+    let notifier = Arc::new(QueueNotifier::default());
     let (store_agent, store) = agent(ScriptedProvider::new(), dir.path());
     drop(store_agent);
     let agent = Agent::builder(model.clone())
@@ -266,6 +260,11 @@ async fn notices_are_added_before_the_next_request_exactly_once() {
     };
     assert_eq!(notices(&requests[0]), 0);
     assert_eq!(notices(&requests[1]), 1, "added before the next request");
+    assert_eq!(
+        notifier.calls.load(std::sync::atomic::Ordering::SeqCst),
+        2,
+        "asked before the second and third requests, not the first"
+    );
     let last = requests[1].messages.last().unwrap();
     assert_eq!(last.role, Role::User);
     assert_eq!(
@@ -286,4 +285,39 @@ async fn notices_are_added_before_the_next_request_exactly_once() {
     // Saved with the session: a resume sees it.
     let loaded = store.load(&id).unwrap();
     assert_eq!(loaded.messages.as_slice(), session.history());
+}
+
+#[tokio::test]
+async fn a_resumed_session_takes_its_notices_before_its_first_request() {
+    let dir = tempfile::tempdir().unwrap();
+    let (first, store) = agent(ScriptedProvider::new().then_text("Started."), dir.path());
+    let mut session = first.session(dir.path()).unwrap();
+    session.run("Start it").await;
+    let id = session.id().to_owned();
+    drop(session);
+    // The task it started ended while no keel ran the session.
+    let notifier = Arc::new(QueueNotifier::default());
+    notifier
+        .queued
+        .lock()
+        .unwrap()
+        .push((id.clone(), "Task t2 completed (exit 0) in 9s.".into()));
+    let model = Arc::new(ScriptedProvider::new().then_text("Seen."));
+    let agent = Agent::builder(model.clone())
+        .model("claude-sonnet-4-5")
+        .session_store(store.clone())
+        .notifier(notifier.clone())
+        .build()
+        .unwrap();
+    let mut resumed = agent.resume(&id).unwrap();
+    resumed.run("Anything new?").await;
+    let requests = model.requests();
+    assert!(
+        requests[0]
+            .messages
+            .iter()
+            .any(|m| m.text().contains("[notification] Task t2 completed")),
+        "{:?}",
+        requests[0].messages
+    );
 }

@@ -145,6 +145,13 @@ impl ModelCatalog {
         self.models.insert(info.id.clone(), info);
     }
 
+    /// The ids of the models in the catalog, sorted.
+    pub fn ids(&self) -> Vec<&str> {
+        let mut ids: Vec<&str> = self.models.keys().map(String::as_str).collect();
+        ids.sort_unstable();
+        ids
+    }
+
     /// The model `id` names. Dated snapshots (`claude-sonnet-4-5-20250929`,
     /// `gpt-4o-2024-08-06`), `-latest` and router prefixes (`anthropic/claude-sonnet-4`) are
     /// resolved to their model; anything else must match exactly.

@@ -30,6 +30,7 @@ pub(crate) struct Parts {
     pub(crate) home: PathBuf,
     pub(crate) model: String,
     pub(crate) policies: Policies,
+    pub(crate) paths: keel_sandbox::PathSandbox,
     pub(crate) delegates: Option<Arc<Delegates>>,
     pub(crate) warnings: Vec<String>,
     #[cfg(feature = "snapshots")]
@@ -113,6 +114,13 @@ impl CodingAgent {
     /// The policies the agent and every run it delegates keep.
     pub fn policies(&self) -> &Policies {
         &self.parts.policies
+    }
+
+    /// The file tools' path sandbox: the workspace and every root they may read (allow-read
+    /// paths, writable roots, the user's skills). A host reading a path the person names
+    /// (an `@file` mention, a completion) checks it here, as the tools do.
+    pub fn path_sandbox(&self) -> &keel_sandbox::PathSandbox {
+        &self.parts.paths
     }
 
     /// Sub-agents, teams, skills and tasks; `None` without delegation.

@@ -1,11 +1,13 @@
-//! Work started on a thread of its own while the builder goes on, joined where its result is
+//! Work started on a thread of its own while the builder goes on, taken where its result is
 //! needed: the slow reads of a start (the project's context, the task store) overlap the rest.
 
-use std::thread::JoinHandle;
+use std::sync::mpsc::{Receiver, sync_channel};
 
 /// `work` running beside the caller; [`Beside::wait`] gives its result.
 pub(crate) struct Beside<T, F> {
-    thread: Option<JoinHandle<T>>,
+    /// The thread's result, sent the moment it is ready (not when the thread has exited:
+    /// under load a thread's exit can come a good half millisecond after its last statement).
+    result: Option<Receiver<T>>,
     work: F,
 }
 
@@ -16,17 +18,23 @@ where
 {
     /// Starts `work` on a new thread (or, when no thread can be started, later in `wait`).
     pub(crate) fn start(name: &str, work: F) -> Self {
-        let thread = std::thread::Builder::new()
+        let (sender, receiver) = sync_channel(1);
+        let on_thread = work.clone();
+        let result = std::thread::Builder::new()
             .name(name.to_owned())
-            .spawn(work.clone())
+            .spawn(move || {
+                // Nobody waiting any more is no reason to fail.
+                let _ = sender.send(on_thread());
+            })
             .map_err(|err| tracing::debug!("{name} runs in line: no thread: {err}"))
-            .ok();
-        Self { thread, work }
+            .ok()
+            .map(|_detached| receiver);
+        Self { result, work }
     }
 
     /// The result: the thread's, or `work` run here if the thread could not start or died.
     pub(crate) fn wait(self) -> T {
-        match self.thread.map(JoinHandle::join) {
+        match self.result.map(|result| result.recv()) {
             Some(Ok(result)) => result,
             Some(Err(_)) | None => (self.work)(),
         }
@@ -48,7 +56,7 @@ mod tests {
     fn work_whose_thread_died_runs_again_in_line() {
         let caller = std::thread::current().id();
         let beside = Beside::start("test", move || {
-            // Dies on its thread (a panic there is caught by `join`), succeeds in line.
+            // Dies on its thread (its result is never sent), succeeds in line.
             assert_eq!(std::thread::current().id(), caller);
             7
         });

@@ -259,22 +259,19 @@ impl CodingAgentBuilder {
             Some(home) => home.clone(),
             None => crate::home_dir()?,
         };
-        // The slow reads start now on threads of their own and are joined where they are
-        // needed, overlapping the rest of the build (about a millisecond off every start):
-        // the project's context (instruction files, libgit2's status) and the task store
-        // (SQLite, with recovery). The snapshot store opens on this thread meanwhile.
+        // The slow reads start now on threads of their own, overlapping the rest of the build
+        // (about a millisecond off every start): the project's context (instruction files,
+        // libgit2's status), taken for the prompt, and the task store (SQLite, with recovery),
+        // waited for by the first call that needs it (a new session's first model request
+        // does not ask the notifier). The snapshot store opens on this thread meanwhile.
         let root = keel_agents::project_root(&cwd);
         let context = Beside::start("keel-context", {
             let (root, cwd) = (root.clone(), cwd.clone());
             move || keel_agents::project_context(&root, &cwd)
         });
         #[cfg(feature = "tasks")]
-        let task_store = (self.delegation && self.tasks.is_some()).then(|| {
-            let home = home.clone();
-            Beside::start("keel-task-store", move || {
-                crate::tasks::open_task_store(&home).map_err(|err| err.to_string())
-            })
-        });
+        let task_store = (self.delegation && self.tasks.is_some())
+            .then(|| crate::tasks::OpeningTaskStore::start(&home));
         let mut warnings = Vec::new();
         let mut allow_read = Vec::new();
         for path in &self.allow_read {
@@ -339,11 +336,11 @@ impl CodingAgentBuilder {
         let mut prompt = system_prompt(&context.wait());
         #[cfg(feature = "tasks")]
         let tasks = match (&self.tasks, task_store) {
-            (Some(options), Some(store)) => store
-                .wait()
-                .and_then(|store| open_tasks(options, store, &cwd, &home, &policies))
-                .map_err(|err| warnings.push(format!("background tasks are off: {err}")))
-                .ok(),
+            (Some(options), Some(store)) => {
+                open_tasks(options, Arc::new(store), &cwd, &home, &policies)
+                    .map_err(|err| warnings.push(format!("background tasks are off: {err}")))
+                    .ok()
+            }
             _ => None,
         };
 
@@ -425,6 +422,7 @@ impl CodingAgentBuilder {
             home,
             model,
             policies,
+            paths: sandbox,
             delegates,
             warnings,
             #[cfg(feature = "snapshots")]

@@ -65,3 +65,22 @@ fn building_the_agent_marks_tasks_whose_supervisor_died_interrupted() {
         .unwrap();
     assert_eq!(found.status, TaskStatus::Interrupted, "{found:?}");
 }
+
+#[test]
+fn a_task_store_that_cannot_be_opened_turns_tasks_off_when_they_are_used() {
+    let repo = TempRepo::new();
+    let home = tempfile::tempdir().unwrap();
+    // Not a database: SQLite cannot open a directory.
+    std::fs::create_dir(home.path().join("tasks.db")).unwrap();
+    // The store opens beside the build: the build itself does not fail on it.
+    let agent = agent(&repo, home.path());
+    let store = agent.tasks().unwrap().store();
+    for _ in 0..2 {
+        let err = store.list(10).unwrap_err().to_string();
+        assert!(
+            err.starts_with("background tasks are off: the task store could not be opened: "),
+            "{err}"
+        );
+        assert!(err.contains("tasks.db"), "{err}");
+    }
+}

@@ -43,6 +43,8 @@ pub(super) enum Command {
     Mode(Option<String>),
     /// `/sessions`.
     Sessions,
+    /// `/resume [N|ID]`.
+    Resume(Option<String>),
     /// `/agents`.
     Agents,
     /// `/agent NAME TASK`.
@@ -95,6 +97,10 @@ pub(super) const HELP: &[(&str, &str)] = &[
         "show the approval mode, or set it: ask, accept-edits, read-only (Shift-Tab cycles them)",
     ),
     ("/sessions", "list recent sessions"),
+    (
+        "/resume [N|ID]",
+        "list this directory's sessions, or resume one (its transcript replayed)",
+    ),
     ("/agents", "list the sub-agents"),
     ("/agent NAME TASK", "run sub-agent NAME on TASK"),
     ("/teams", "list the teams"),
@@ -123,6 +129,7 @@ pub(super) fn parse(line: &str) -> Option<Command> {
         "context" => Command::Context,
         "mode" => Command::Mode(argument),
         "sessions" => Command::Sessions,
+        "resume" => Command::Resume(argument),
         "agents" => Command::Agents,
         "agent" => Command::Agent(argument),
         "teams" => Command::Teams,
@@ -154,6 +161,7 @@ impl Repl {
             }
             Command::Mode(argument) => self.set_mode(argument.as_deref()),
             Command::Sessions => self.sessions(),
+            Command::Resume(argument) => self.resume(argument).await,
             Command::Agents => self.list(Delegates::agent_lines),
             Command::Teams => self.list(Delegates::team_lines),
             Command::Skills => self.list(Delegates::skill_lines),

@@ -1,5 +1,10 @@
 //! Reading from the person: the line editor (rustyline) with its history file, used for the
 //! prompt and, through an [`AskFn`], for approval questions.
+//!
+//! At the prompt, Alt-Enter, Ctrl-J and `\`+Enter insert a newline (terminals that send
+//! Shift-Enter as ESC CR or LF give it too; bracketed paste keeps pasted newlines), Tab
+//! completes ([`super::complete`]), and a line may start with the text typed while the last
+//! turn ran ([`super::typeahead`]).
 
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, PoisonError};
@@ -7,11 +12,13 @@ use std::sync::{Arc, Mutex, PoisonError};
 use rustyline::error::ReadlineError;
 use rustyline::history::{DefaultHistory, History};
 use rustyline::{
-    Cmd, ConditionalEventHandler, Config, Editor, Event, EventContext, EventHandler, KeyEvent,
-    Movement, RepeatCount,
+    Cmd, CompletionType, ConditionalEventHandler, Config, Editor, Event, EventContext,
+    EventHandler, KeyCode, KeyEvent, Modifiers, Movement, RepeatCount,
 };
 
-use super::view::View;
+use super::complete::PromptHelper;
+use super::typeahead::TypeAhead;
+use super::view::{View, printable};
 use crate::approve::{Answer, AskFn};
 use crate::setup::CliError;
 
@@ -65,6 +72,10 @@ pub(super) struct Input {
     config: Config,
     lines: Arc<Mutex<Lines>>,
     waker: Waker,
+    /// What Tab completes at the prompt.
+    helper: PromptHelper,
+    /// What is typed while a turn runs.
+    type_ahead: TypeAhead,
 }
 
 impl Input {
@@ -75,7 +86,13 @@ impl Input {
         let config = Config::builder()
             .max_history_size(HISTORY_SIZE)
             .and_then(|builder| builder.history_ignore_dups(true))
-            .map(|builder| builder.history_ignore_space(true).auto_add_history(false))
+            .map(|builder| {
+                builder
+                    .history_ignore_space(true)
+                    .auto_add_history(false)
+                    .completion_type(CompletionType::List)
+                    .completion_show_all_if_ambiguous(true)
+            })
             .map_err(|err| CliError::Run(format!("the line editor: {err}")))?
             .build();
         let mut lines = DefaultHistory::with_config(&config);
@@ -105,21 +122,36 @@ impl Input {
                 file: usable.then(|| history.to_path_buf()),
             })),
             waker: Waker::default(),
+            helper: PromptHelper::empty(),
+            type_ahead: TypeAhead::default(),
         })
     }
 
-    /// Reads one line after `prompt`, with the history, on a blocking thread. An error is one
-    /// line saying what failed.
-    pub(super) async fn read_line(&self, prompt: &str) -> Result<Line, String> {
+    /// Completes with `helper` from now on.
+    pub(super) fn set_completion(&mut self, helper: PromptHelper) {
+        self.helper = helper;
+    }
+
+    /// The type-ahead of the terminal.
+    pub(super) fn type_ahead(&self) -> TypeAhead {
+        self.type_ahead.clone()
+    }
+
+    /// Reads one line after `prompt`, starting with `initial` (the cursor after it), with the
+    /// history, on a blocking thread. An error is one line saying what failed.
+    pub(super) async fn read_line(&self, prompt: &str, initial: &str) -> Result<Line, String> {
         let config = self.config.clone();
         let lines = self.lines.clone();
         let waker = self.waker.clone();
+        let helper = self.helper.clone();
         let prompt = prompt.to_owned();
+        let initial = initial.to_owned();
         let read = tokio::task::spawn_blocking(move || {
             let mut lines = lines.lock().unwrap_or_else(PoisonError::into_inner);
             let history =
                 std::mem::replace(&mut lines.history, DefaultHistory::with_config(&config));
-            let mut editor = Editor::<(), _>::with_history(config.clone(), history)?;
+            let mut editor = Editor::<PromptHelper, _>::with_history(config.clone(), history)?;
+            editor.set_helper(Some(helper));
             editor.bind_sequence(
                 KeyEvent::ctrl('C'),
                 EventHandler::Conditional(Box::new(CtrlCClearsTheLine)),
@@ -127,8 +159,18 @@ impl Input {
             let shift_tab = ShiftTabEndsTheRead::default();
             let pressed = shift_tab.0.clone();
             editor.bind_sequence(
-                KeyEvent(rustyline::KeyCode::BackTab, rustyline::Modifiers::NONE),
+                KeyEvent(KeyCode::BackTab, Modifiers::NONE),
                 EventHandler::Conditional(Box::new(shift_tab)),
+            );
+            for key in [
+                KeyEvent(KeyCode::Enter, Modifiers::ALT),
+                KeyEvent::ctrl('J'),
+            ] {
+                editor.bind_sequence(key, EventHandler::Simple(Cmd::Newline));
+            }
+            editor.bind_sequence(
+                KeyEvent(KeyCode::Enter, Modifiers::NONE),
+                EventHandler::Conditional(Box::new(BackslashEnterIsANewline)),
             );
             // While the line is read (and the editor's SIGINT handler is in place), a
             // SIGINT sent to this thread ends it as Ctrl-C would.
@@ -136,7 +178,11 @@ impl Input {
                 *waker.reader.lock().unwrap_or_else(PoisonError::into_inner) = thread;
             };
             set_reader(Some(nix::sys::pthread::pthread_self()));
-            let line = editor.readline(&prompt);
+            let line = if initial.is_empty() {
+                editor.readline(&prompt)
+            } else {
+                editor.readline_with_initial(&prompt, (&initial, ""))
+            };
             set_reader(None);
             lines.history =
                 std::mem::replace(editor.history_mut(), DefaultHistory::with_config(&config));
@@ -146,7 +192,7 @@ impl Input {
                 .take()
             {
                 Some(text) => Ok(Line::ShiftTab(text)),
-                None => line.map(Line::Text),
+                None => line.map(|line| Line::Text(without_continuations(&line))),
             }
         })
         .await
@@ -186,16 +232,27 @@ impl Input {
 
     /// Asks approval questions with a line editor like the prompt's (without its history):
     /// the spinner is cleared, the line ended and what was typed before the question thrown
-    /// away first; Ctrl-C answers [`Answer::Interrupted`] (the turn stops), Ctrl-D
-    /// [`Answer::Closed`] (no).
+    /// away first (the type-ahead capture paused, its queue emptied and said so, the
+    /// terminal's input flushed; the capture resumes after the answer); Ctrl-C answers
+    /// [`Answer::Interrupted`] (the turn stops), Ctrl-D [`Answer::Closed`] (no).
     pub(super) fn ask_fn(&self, view: View) -> AskFn {
         let config = self.config.clone();
         let lines = self.lines.clone();
+        let type_ahead = self.type_ahead.clone();
         Arc::new(move |question: &str| {
             // Held while asking, so that the prompt cannot be read at the same time even if
             // the run stopped waiting for this answer.
             let _terminal = lines.lock().unwrap_or_else(PoisonError::into_inner);
+            let capturing = type_ahead.pause();
+            let _resume = Resume(capturing.then_some((&type_ahead, &view)));
             view.before_prompt();
+            let typed = type_ahead.take();
+            if !typed.is_empty() {
+                view.notice(&format!(
+                    "(typed before the question, not an answer, thrown away: {})",
+                    printable(&typed.replace('\n', " / "))
+                ));
+            }
             discard_type_ahead();
             let Ok(mut editor) = Editor::<(), DefaultHistory>::with_config(config.clone()) else {
                 return Answer::Closed;
@@ -238,6 +295,34 @@ impl ConditionalEventHandler for ShiftTabEndsTheRead {
         *self.0.lock().unwrap_or_else(PoisonError::into_inner) = Some(ctx.line().to_owned());
         Some(Cmd::Interrupt)
     }
+}
+
+/// Resumes a paused type-ahead capture when dropped (after the answer, however it ended).
+struct Resume<'a>(Option<(&'a TypeAhead, &'a View)>);
+
+impl Drop for Resume<'_> {
+    fn drop(&mut self) {
+        if let Some((type_ahead, view)) = self.0 {
+            type_ahead.resume(view);
+        }
+    }
+}
+
+/// Enter after a `\`: a newline instead of the line being sent (the backslash before it is
+/// dropped when the line is: [`without_continuations`]).
+struct BackslashEnterIsANewline;
+
+impl ConditionalEventHandler for BackslashEnterIsANewline {
+    fn handle(&self, _: &Event, _: RepeatCount, _: bool, ctx: &EventContext<'_>) -> Option<Cmd> {
+        ctx.line()[..ctx.pos()]
+            .ends_with('\\')
+            .then_some(Cmd::Newline)
+    }
+}
+
+/// `line` without the backslashes that made newlines (`\` then Enter).
+fn without_continuations(line: &str) -> String {
+    line.replace("\\\n", "\n")
 }
 
 /// Ctrl-C at the prompt: clears the line when there is text, else is Ctrl-C.

@@ -5,17 +5,25 @@
 //! [`turn`] runs one prompt, printing its events, Ctrl-C cancelling it; [`commands`] holds the
 //! slash commands; [`view`] prints, with colours and the spinner, and [`diff`] paints diffs;
 //! [`snapshot`] keeps files' contents from before a write, for its diff; [`worktree`] is
-//! `/diff` and [`totals`] is `/cost`; [`status`] is the banner's second line, the line after
-//! each turn and `/context`; [`commit`] lists what a `git_commit` would stage.
+//! `/diff` and [`totals`] is `/cost`. [`complete`] is Tab completion, [`mention`] attaches
+//! `@path` files, [`shell`] runs `!cmd`, [`typeahead`] queues what is typed while a turn runs,
+//! [`resume`] is `/resume` and the `keel resume <id>` line at exit. [`status`] is the banner's
+//! powers line, the line after each turn and `/context`; [`commit`] lists what a `git_commit`
+//! would stage.
 
 mod commands;
 mod commit;
+mod complete;
 mod diff;
 mod input;
+mod mention;
+mod resume;
+mod shell;
 mod snapshot;
 mod status;
 mod totals;
 mod turn;
+mod typeahead;
 mod view;
 mod worktree;
 
@@ -30,7 +38,7 @@ use keel_engine::{HookEvent, Hooks, Session};
 use self::input::{Input, Line};
 use self::snapshot::{SnapshotHook, Snapshots, WRITE_TOOLS};
 use self::totals::Totals;
-use self::view::{Style, View};
+use self::view::{Style, View, printable};
 use self::worktree::Baseline;
 use crate::approve::{Answer, ModeApprover, ModeSwitch, PreviewFn};
 use crate::cli::Options;
@@ -73,6 +81,10 @@ struct Repl {
     delegates: Option<Arc<Delegates>>,
     /// The approval mode the session (and what it delegates) runs in.
     mode: ModeSwitch,
+    /// Blocks for the next prompt sent (`!!cmd` output).
+    attachments: Vec<String>,
+    /// The text the next prompt starts with (type-ahead, or a line that was not sent).
+    next_line: String,
 }
 
 /// Runs the interactive session; returns the exit code.
@@ -82,7 +94,7 @@ pub(crate) async fn run(options: &Options, choice: SessionChoice) -> Result<u8, 
     // the terminal is in raw mode and Ctrl-C is a key).
     let _ = tokio::signal::ctrl_c().now_or_never();
     let view = View::new(Style::detect());
-    let input = Input::open(&setup.keel_home.join("history"), &view)?;
+    let mut input = Input::open(&setup.keel_home.join("history"), &view)?;
     let setup = ask_trust(setup, options, &choice, &input, &view).await?;
     for notice in &setup.notices {
         view.warning(&format!("keel: {notice}"));
@@ -115,6 +127,7 @@ pub(crate) async fn run(options: &Options, choice: SessionChoice) -> Result<u8, 
     let session = setup.session(coding.agent(), &choice)?;
     let delegates = coding.delegates().cloned();
     let baseline = worktree::baseline(&setup.cwd);
+    input.set_completion(complete::PromptHelper::for_session(&setup, &coding));
     let mut repl = Repl {
         setup,
         coding,
@@ -127,6 +140,8 @@ pub(crate) async fn run(options: &Options, choice: SessionChoice) -> Result<u8, 
         persistence_warned: false,
         delegates,
         mode,
+        attachments: Vec::new(),
+        next_line: String::new(),
     };
     repl.banner(choice != SessionChoice::New);
     for warning in repl.coding.warnings() {
@@ -231,9 +246,10 @@ impl Repl {
             let woken = Arc::new(AtomicBool::new(false));
             let watcher = self.watch_tasks(woken.clone());
             let terminate = self.watch_termination();
+            let initial = std::mem::take(&mut self.next_line);
             let line = self
                 .input
-                .read_line(&status::prompt(PROMPT, self.mode.get()))
+                .read_line(&status::prompt(PROMPT, self.mode.get()), &initial)
                 .await;
             terminate.abort();
             if let Some(watcher) = watcher {
@@ -242,10 +258,11 @@ impl Repl {
             let text = match line.map_err(CliError::Run)? {
                 Line::Text(text) => text,
                 Line::Eof => break,
-                // Shift-Tab: the next approval mode (what was typed is dropped).
-                Line::ShiftTab(_) => {
+                // Shift-Tab: the next approval mode; what was typed stays on the line.
+                Line::ShiftTab(typed) => {
                     let mode = self.mode.cycle();
                     self.view.notice(&status::mode_line(mode));
+                    self.next_line = typed;
                     continue;
                 }
                 // A task ended while the prompt waited, or keel is terminating: the loop's
@@ -271,17 +288,50 @@ impl Repl {
             if let Some(problem) = self.input.remember(text) {
                 self.view.warning(&problem);
             }
+            if let Some((command, attach)) = shell::parse(text) {
+                self.shell(command, attach).await;
+                continue;
+            }
             match commands::parse(text) {
                 Some(command) => {
                     if self.command(command).await == Flow::Exit {
                         break;
                     }
                 }
-                None => self.prompt(text).await,
+                None => self.send(text).await,
             }
         }
         self.view.end_line();
+        self.leave_hint();
         Ok(0)
+    }
+
+    /// Sends what the person typed: the files it mentions attached (or, when a mention is
+    /// refused, nothing sent and the line put back at the prompt), and what `!!` kept.
+    async fn send(&mut self, text: &str) {
+        let mut prompt = match mention::attach(text, self.coding.path_sandbox()) {
+            Ok(attached) => {
+                for note in &attached.notes {
+                    self.view.notice(&printable(note));
+                }
+                attached.prompt
+            }
+            Err(refused) => {
+                for line in &refused {
+                    self.view.error(&printable(line));
+                }
+                self.view.notice(
+                    "nothing was sent (@ attaches files of the workspace and of directories \
+                     allowed for reading only); the line is back at the prompt",
+                );
+                text.clone_into(&mut self.next_line);
+                return;
+            }
+        };
+        for block in self.attachments.drain(..) {
+            prompt.push_str(&block);
+        }
+        self.prompt(&prompt).await;
     }
 
     /// While the prompt waits: watches this session's tasks and wakes the prompt when one
@@ -329,10 +379,18 @@ impl Repl {
             .unwrap_or(false)
     }
 
-    /// Runs a prompt.
+    /// Runs a prompt; what is typed meanwhile is queued for the next one.
     async fn prompt(&mut self, text: &str) {
         let started = std::time::Instant::now();
-        let outcome = turn::run(&mut self.session, text, &self.view, &self.snapshots).await;
+        let type_ahead = self.input.type_ahead();
+        let outcome = {
+            let _capturing = type_ahead.start(&self.view);
+            turn::run(&mut self.session, text, &self.view, &self.snapshots).await
+        };
+        let queued = type_ahead.take();
+        if !queued.is_empty() {
+            self.next_line = queued;
+        }
         match outcome {
             Some(outcome) => {
                 self.totals.add(&outcome.usage, outcome.cost_usd);

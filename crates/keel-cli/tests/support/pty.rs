@@ -65,6 +65,17 @@ impl Pty {
         }
     }
 
+    /// Turns the terminal's echo on, as a person's terminal has it (a new pseudo-terminal
+    /// starts without: keys typed while keel is not reading a line would not show).
+    pub(crate) fn echo_on(&mut self) {
+        self.session.get_process_mut().set_echo(true, None).unwrap();
+    }
+
+    /// Whether the terminal echoes what is typed now.
+    pub(crate) fn echoes(&self) -> bool {
+        self.session.get_process().get_echo().unwrap()
+    }
+
     /// Reads whatever is there now into the transcript; whether the terminal was closed.
     fn drain(&mut self) -> bool {
         match self.session.check(Regex("(?s).+")) {

@@ -16,7 +16,7 @@ use crate::history::canonicalize;
 use crate::hooks::Hooks;
 use crate::notify::Notifier;
 use crate::permissions::PermissionRules;
-use crate::session::Session;
+use crate::session::{Origin, Session};
 use crate::session_store::{SessionMeta, SessionStore};
 pub(crate) use config::AgentConfig;
 
@@ -83,6 +83,7 @@ impl Agent {
             meta.id,
             Vec::new(),
             log,
+            Origin::New,
         ))
     }
 
@@ -106,6 +107,7 @@ impl Agent {
             loaded.meta.id,
             history,
             Some(log),
+            Origin::Resumed,
         ))
     }
 
@@ -153,8 +155,8 @@ pub struct AgentBuilder {
 
 impl AgentBuilder {
     /// Where notices from outside the conversation come from (e.g. finished background
-    /// tasks): before each model request, the session takes its notices and adds them to the
-    /// conversation as a user message.
+    /// tasks): before each model request (but a new session's first, see [`Notifier`]), the
+    /// session takes its notices and adds them to the conversation as a user message.
     pub fn notifier(mut self, notifier: Arc<dyn Notifier>) -> Self {
         self.notifier = Some(notifier);
         self

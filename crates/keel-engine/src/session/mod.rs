@@ -65,6 +65,10 @@ pub struct Session {
     started: bool,
     /// The last model call's usage and how many messages its prompt held.
     last_report: Option<(Usage, usize)>,
+    /// Whether the notifier is asked before the next request: not before a new session's
+    /// first, as nothing the session started can have ended before it asked anything (and
+    /// a notifier may be slow to ask the first time: a task store still opening).
+    notices_due: bool,
 }
 
 impl std::fmt::Debug for Session {
@@ -76,6 +80,15 @@ impl std::fmt::Debug for Session {
             .field("usage", &self.usage)
             .finish_non_exhaustive()
     }
+}
+
+/// Where a session comes from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Origin {
+    /// Started now, with an empty history.
+    New,
+    /// Reopened from the session store.
+    Resumed,
 }
 
 /// A tool call taken out of a reply.
@@ -133,6 +146,7 @@ impl Session {
         id: String,
         history: Vec<Message>,
         log: Option<Box<dyn SessionLog>>,
+        origin: Origin,
     ) -> Self {
         Self {
             config,
@@ -147,6 +161,7 @@ impl Session {
             persist_error: None,
             started: false,
             last_report: None,
+            notices_due: origin == Origin::Resumed,
         }
     }
 

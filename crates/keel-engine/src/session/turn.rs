@@ -368,7 +368,11 @@ impl Session {
 
     /// Adds the notices waiting for this session, if any, as one user message (merged into
     /// the tool results before it, if any).
+    /// Not before a new session's first request (see `notices_due`).
     pub(super) async fn take_notices(&mut self, sink: &Sink) {
+        if !std::mem::replace(&mut self.notices_due, true) {
+            return;
+        }
         let Some(notifier) = self.config.notifier().cloned() else {
             return;
         };

@@ -13,6 +13,10 @@ use keel_tasks::{
 };
 use keel_tool::{RegistryError, ToolRegistry};
 
+mod opening;
+
+pub(crate) use opening::OpeningTaskStore;
+
 pub use keel_tasks::{TaskLauncher, TaskNotifier};
 
 /// How background tasks run: `start_task` returns at once; the task runs in its own process
