@@ -145,13 +145,15 @@ async fn shift_tab_cycles_the_mode_and_read_only_refuses_a_write() {
     let transcript = blocking(|| {
         let mut keel = Pty::spawn(command);
         keel.prompt();
+        // Half a line typed: Shift-Tab keeps it.
+        keel.send("write");
         keel.send("\x1b[Z");
         keel.expect("mode: accept-edits");
-        keel.expect("[accept-edits] keel> ");
+        keel.expect("[accept-edits] keel> write");
         keel.send("\x1b[Z");
         keel.expect("mode: read-only — every call that may change something is refused");
-        keel.expect("[read-only] keel> ");
-        keel.send_line("write new.txt");
+        keel.expect("[read-only] keel> write");
+        keel.send_line(" new.txt");
         keel.expect("I could not write it.");
         keel.prompt();
         keel.send_line("/mode plan");
@@ -172,6 +174,10 @@ async fn shift_tab_cycles_the_mode_and_read_only_refuses_a_write() {
     // Refused in read-only mode, written once back in ask.
     assert_eq!(repo.read("new.txt"), "y\n");
     let bodies = request_bodies(&server).await;
+    assert_eq!(
+        bodies[0]["messages"][0]["content"][0]["text"],
+        "write new.txt"
+    );
     let refused = serde_json::to_string(&bodies[1]["messages"]).unwrap();
     assert!(refused.contains("read-only mode"), "{refused}");
 }
