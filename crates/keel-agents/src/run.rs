@@ -47,9 +47,17 @@ impl RunReport {
         self.usage.output_tokens
     }
 
-    /// `N steps, T output tokens` and, if the run did not complete, `, error: ...`.
+    /// `N steps, T output tokens` (`1 step`, `1 output token`) and, if the run did not
+    /// complete, `, error: ...`.
     pub fn stats(&self) -> String {
-        let mut text = format!("{} steps, {} output tokens", self.steps, self.tokens());
+        let plural = |n: u64| if n == 1 { "" } else { "s" };
+        let tokens = self.tokens();
+        let mut text = format!(
+            "{} step{}, {tokens} output token{}",
+            self.steps,
+            plural(u64::from(self.steps)),
+            plural(tokens)
+        );
         if let Some(error) = &self.error {
             text.push_str(&format!(", error: {error}"));
         }

@@ -166,7 +166,7 @@ async fn a_sub_agent_sees_only_its_prompt_its_task_and_its_narrowed_tools() {
     let result = first_result(&bodies);
     assert_eq!(
         result,
-        "No bugs found.\n\n[agent reviewer: 1 steps, 20 output tokens]"
+        "No bugs found.\n\n[agent reviewer: 1 step, 20 output tokens]"
     );
 }
 
@@ -410,9 +410,9 @@ async fn a_team_passes_each_output_on_and_reports_a_missing_agent() {
     assert_eq!(
         result,
         "WROTE: the flag.\n\n[team ship]\n\
-         - planner: 1 steps, 20 output tokens\n\
+         - planner: 1 step, 20 output tokens\n\
          - ghost: error: no agent named `ghost`; known: planner, writer\n\
-         - writer: 1 steps, 20 output tokens"
+         - writer: 1 step, 20 output tokens"
     );
 }
 

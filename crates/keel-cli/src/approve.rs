@@ -1,6 +1,7 @@
 //! Approvals asked on the terminal, and the approver each `--approvals` mode means.
 
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU8, Ordering};
 
 use keel_engine::{AllowAll, ApprovalRequest, Approver, Decision, DenyGated};
 
@@ -60,8 +61,29 @@ impl TerminalApprover {
 /// The question asked for a gated call: the call, why it is asked, and the choices — with
 /// what "always" would allow (this exact command, this path, these arguments), or no
 /// "always" at all for a protected call, which is asked every time.
+///
+/// A `git_commit` names its message once (the files it stages are listed before the
+/// question), not again in the reason.
 pub(crate) fn approval_question(request: &ApprovalRequest) -> String {
     let call = describe_call(&request.tool, &request.input);
+    if request.tool == "git_commit" {
+        // The summary line only: the body is shown above the question.
+        let summary = request
+            .input
+            .get("message")
+            .and_then(serde_json::Value::as_str)
+            .and_then(|message| message.trim().lines().next())
+            .unwrap_or_default();
+        let call = describe_call(&request.tool, &serde_json::json!({ "message": summary }));
+        let always = if request.allows_always() {
+            "[y/N/a(lways): this same message]"
+        } else {
+            "[y/N]"
+        };
+        return format!(
+            "Allow {call}? (git add -A stages the files listed, then commits) {always} "
+        );
+    }
     if !request.allows_always() {
         return format!("Allow {call}? ({}) [y/N] ", request.reason);
     }
@@ -81,7 +103,15 @@ impl Approver for TerminalApprover {
             question.push_str(&line);
             question.push('\n');
         }
-        question.push_str(&approval_question(request));
+        // Wrapped on words here: the terminal would cut a long question mid-word.
+        let width = crate::wrap::terminal_width().saturating_sub(4);
+        // The call's arguments are the model's: no control character reaches the terminal.
+        let asked: String = approval_question(request)
+            .chars()
+            .map(|c| if c.is_control() { '\u{FFFD}' } else { c })
+            .collect();
+        question.push_str(&crate::wrap::wrap_words(asked.trim_end(), width, "  ").join("\n"));
+        question.push(' ');
         let answer = self.ask(question).await;
         if answer == Answer::Interrupted {
             return Decision::Cancel;
@@ -104,32 +134,233 @@ impl Approver for TerminalApprover {
     }
 }
 
-/// An approver chosen at run time.
-pub(crate) struct ModeApprover(Arc<dyn Approver>);
+/// The approval mode a session runs in now: `--approvals`' three, and the two an interactive
+/// session cycles through as well (Shift-Tab, `/mode`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum LiveMode {
+    /// Gated calls (destructive, protected) are asked about.
+    Ask,
+    /// Gated edits of files (`write_file`, `patch_file`) run without a question; protected
+    /// paths and everything else gated are still asked about.
+    AcceptEdits,
+    /// Every call that may change something is refused, whatever rules and hooks say.
+    ReadOnly,
+    /// Gated calls run (`--approvals allow`).
+    Allow,
+    /// Gated calls are refused (`--approvals deny`).
+    Deny,
+}
+
+impl LiveMode {
+    /// The mode `--approvals` asks for.
+    pub(crate) fn of(mode: ApprovalMode) -> Self {
+        match mode {
+            ApprovalMode::Ask => Self::Ask,
+            ApprovalMode::Allow => Self::Allow,
+            ApprovalMode::Deny => Self::Deny,
+        }
+    }
+
+    /// Its name, as `/mode` takes it and the banner shows it.
+    pub(crate) fn name(self) -> &'static str {
+        match self {
+            Self::Ask => "ask",
+            Self::AcceptEdits => "accept-edits",
+            Self::ReadOnly => "read-only",
+            Self::Allow => "allow",
+            Self::Deny => "deny",
+        }
+    }
+
+    /// The mode named `name` (one of [`Self::CYCLE`]'s, or `allow`/`deny`).
+    pub(crate) fn named(name: &str) -> Option<Self> {
+        [
+            Self::Ask,
+            Self::AcceptEdits,
+            Self::ReadOnly,
+            Self::Allow,
+            Self::Deny,
+        ]
+        .into_iter()
+        .find(|mode| mode.name() == name)
+    }
+
+    /// The modes Shift-Tab cycles through, in order.
+    pub(crate) const CYCLE: [Self; 3] = [Self::Ask, Self::AcceptEdits, Self::ReadOnly];
+
+    /// The mode after this one in [`Self::CYCLE`]; from `allow` or `deny`, `ask`.
+    pub(crate) fn next(self) -> Self {
+        match self {
+            Self::Ask => Self::AcceptEdits,
+            Self::AcceptEdits => Self::ReadOnly,
+            Self::ReadOnly | Self::Allow | Self::Deny => Self::Ask,
+        }
+    }
+
+    /// What the mode does, in a few words.
+    pub(crate) fn meaning(self) -> &'static str {
+        match self {
+            Self::Ask => "risky calls are asked about",
+            Self::AcceptEdits => {
+                "file edits run without a question; other risky calls are asked about"
+            }
+            Self::ReadOnly => "every call that may change something is refused",
+            Self::Allow => "every call runs without a question",
+            Self::Deny => "risky calls are refused",
+        }
+    }
+
+    fn to_u8(self) -> u8 {
+        match self {
+            Self::Ask => 0,
+            Self::AcceptEdits => 1,
+            Self::ReadOnly => 2,
+            Self::Allow => 3,
+            Self::Deny => 4,
+        }
+    }
+
+    fn from_u8(value: u8) -> Self {
+        match value {
+            1 => Self::AcceptEdits,
+            2 => Self::ReadOnly,
+            3 => Self::Allow,
+            4 => Self::Deny,
+            _ => Self::Ask,
+        }
+    }
+}
+
+/// The mode a [`ModeApprover`] is in, shared with whoever changes it (the REPL's Shift-Tab
+/// and `/mode`). Cheap to clone; clones share the mode.
+#[derive(Debug, Clone)]
+pub(crate) struct ModeSwitch(Arc<AtomicU8>);
+
+impl ModeSwitch {
+    /// The mode now.
+    pub(crate) fn get(&self) -> LiveMode {
+        LiveMode::from_u8(self.0.load(Ordering::SeqCst))
+    }
+
+    /// Puts the approver in `mode`, from its next question on.
+    pub(crate) fn set(&self, mode: LiveMode) {
+        self.0.store(mode.to_u8(), Ordering::SeqCst);
+    }
+
+    /// Moves to the next mode of the cycle; returns it.
+    pub(crate) fn cycle(&self) -> LiveMode {
+        let next = self.get().next();
+        self.set(next);
+        next
+    }
+}
+
+/// The reason a read-only mode gives the model for a refused call.
+const READ_ONLY_REFUSAL: &str = "refused: the person put this session in read-only mode, in \
+which nothing may change files or run commands that change anything; read and explain, or \
+tell the person what you would do";
+
+/// The approver of a session, in the mode its [`ModeSwitch`] holds now. Sub-agents and team
+/// steps share it (keel hands the host's approver to every delegated run), so they are in
+/// the same mode; a background task records what the mode allows when it starts.
+pub(crate) struct ModeApprover {
+    mode: ModeSwitch,
+    /// The questions of `ask` and `accept-edits`; `None` refuses them as `deny` does.
+    terminal: Option<TerminalApprover>,
+}
 
 impl ModeApprover {
     /// The approver `mode` means; `ask` uses `ask` (and, without it, refuses as `deny`),
     /// showing `preview`'s lines before each question.
     pub(crate) fn new(mode: ApprovalMode, ask: Option<AskFn>, preview: Option<PreviewFn>) -> Self {
-        Self(match (mode, ask) {
-            (ApprovalMode::Allow, _) => Arc::new(AllowAll),
-            (ApprovalMode::Ask, Some(ask)) => Arc::new(TerminalApprover::new(ask, preview)),
-            (ApprovalMode::Deny, _) | (ApprovalMode::Ask, None) => Arc::new(DenyGated),
-        })
+        Self {
+            mode: ModeSwitch(Arc::new(AtomicU8::new(LiveMode::of(mode).to_u8()))),
+            terminal: ask.map(|ask| TerminalApprover::new(ask, preview)),
+        }
+    }
+
+    /// What changes its mode.
+    pub(crate) fn switch(&self) -> ModeSwitch {
+        self.mode.clone()
     }
 }
 
 #[async_trait::async_trait]
 impl Approver for ModeApprover {
     async fn approve(&self, request: &ApprovalRequest) -> Decision {
-        self.0.approve(request).await
+        let mode = self.mode.get();
+        let edit = matches!(request.tool.as_str(), "write_file" | "patch_file");
+        match (mode, &self.terminal) {
+            (LiveMode::Allow, _) => AllowAll.approve(request).await,
+            (LiveMode::ReadOnly, _) => Decision::Deny(READ_ONLY_REFUSAL.to_owned()),
+            (LiveMode::AcceptEdits, _) if edit && !request.is_protected() => Decision::Allow,
+            (LiveMode::Ask | LiveMode::AcceptEdits, Some(terminal)) => {
+                terminal.approve(request).await
+            }
+            (LiveMode::Ask | LiveMode::AcceptEdits | LiveMode::Deny, _) => {
+                DenyGated.approve(request).await
+            }
+        }
     }
 
     async fn continue_after_warning(&self, used: u32, limit: u32) -> bool {
-        self.0.continue_after_warning(used, limit).await
+        match (self.mode.get(), &self.terminal) {
+            (LiveMode::Allow | LiveMode::Deny, _) | (_, None) => true,
+            (_, Some(terminal)) => terminal.continue_after_warning(used, limit).await,
+        }
     }
 
     fn allows_unattended(&self) -> bool {
-        self.0.allows_unattended()
+        self.mode.get() == LiveMode::Allow
+    }
+
+    fn refuses_changes(&self) -> Option<String> {
+        (self.mode.get() == LiveMode::ReadOnly).then(|| READ_ONLY_REFUSAL.to_owned())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use keel_engine::ApprovalScope;
+    use keel_tool::Effect;
+    use serde_json::json;
+
+    fn request(tool: &str, effect: Effect) -> ApprovalRequest {
+        let input = json!({"path": "a.txt"});
+        ApprovalRequest {
+            call_id: "c".into(),
+            tool: tool.into(),
+            scope: ApprovalScope::of(tool, &input),
+            input,
+            effect,
+            reason: "why".into(),
+        }
+    }
+
+    #[tokio::test]
+    async fn the_mode_cycles_and_each_mode_decides_as_it_says() {
+        let asked: AskFn = Arc::new(|_| Answer::Line("n".into()));
+        let approver = ModeApprover::new(ApprovalMode::Ask, Some(asked), None);
+        let switch = approver.switch();
+        let edit = request("write_file", Effect::destructive("replaces"));
+        let protected = request("write_file", Effect::protected("a hook file"));
+        assert_eq!(switch.get(), LiveMode::Ask);
+        assert!(matches!(approver.approve(&edit).await, Decision::Deny(_)));
+        assert_eq!(approver.refuses_changes(), None);
+        assert_eq!(switch.cycle(), LiveMode::AcceptEdits);
+        assert_eq!(approver.approve(&edit).await, Decision::Allow);
+        assert!(matches!(
+            approver.approve(&protected).await,
+            Decision::Deny(_)
+        ));
+        assert_eq!(switch.cycle(), LiveMode::ReadOnly);
+        assert!(approver.refuses_changes().is_some());
+        assert!(matches!(approver.approve(&edit).await, Decision::Deny(_)));
+        assert!(!approver.allows_unattended());
+        assert_eq!(switch.cycle(), LiveMode::Ask);
+        assert_eq!(approver.refuses_changes(), None);
+        assert_eq!(LiveMode::named("accept-edits"), Some(LiveMode::AcceptEdits));
+        assert_eq!(LiveMode::named("plan"), None);
     }
 }

@@ -11,7 +11,8 @@ use serde_json::Value;
 use crate::approve::{Answer, AskFn, ModeApprover};
 use crate::cli::{ExecArgs, Options, OutputFormat};
 use crate::output::{
-    InitInfo, init_object, message_object, reply_discarded_object, result_object, snapshot_object,
+    InitInfo, init_object, iteration_warning_object, message_object, reply_discarded_object,
+    result_object, snapshot_object,
 };
 use crate::render::{CallInputs, finished_line, human_duration, restored_note};
 use crate::setup::{CliError, Mode, SessionChoice, Setup};
@@ -276,6 +277,13 @@ async fn stream_run(
                     "the reply was cut off ({error}); asking again ({attempt}/{max_attempts})"
                 )),
             },
+            AgentEvent::IterationWarning { used, limit } => match format {
+                OutputFormat::StreamJson => {
+                    print_json(&iteration_warning_object(used, limit, &session_id));
+                }
+                OutputFormat::Text => progress(&iteration_warning_line(used, limit)),
+                _ => {}
+            },
             AgentEvent::SnapshotTaken { call_id, id } if format == OutputFormat::StreamJson => {
                 print_json(&snapshot_object(&call_id, &id.0, &session_id));
             }
@@ -297,6 +305,14 @@ async fn stream_run(
         }
     }
     outcome
+}
+
+/// The stderr line of a text run at 80 % of its iteration limit.
+fn iteration_warning_line(used: u32, limit: u32) -> String {
+    format!(
+        "keel: warning: {used} of {limit} model calls used (--max-iterations); the model is told \
+         to wrap up"
+    )
 }
 
 /// The name `--sandbox` takes for `mode`.

@@ -20,6 +20,7 @@ mod signals;
 mod tasks;
 mod trust;
 mod usage;
+mod wrap;
 
 use std::process::ExitCode;
 

@@ -92,6 +92,19 @@ pub(crate) fn reply_discarded_object(
     })
 }
 
+/// A `stream-json` line saying the run has used `used` of its `limit` model calls (80 %):
+/// the model is told how many are left, so it can wrap up.
+pub(crate) fn iteration_warning_object(used: u32, limit: u32, session_id: &str) -> Value {
+    json!({
+        "type": "system",
+        "subtype": "iteration_warning",
+        "used": used,
+        "limit": limit,
+        "remaining": limit.saturating_sub(used),
+        "session_id": session_id,
+    })
+}
+
 /// A `stream-json` line saying the workspace was snapshotted before call `call_id`
 /// (`keel rewind SNAPSHOT` puts it back).
 pub(crate) fn snapshot_object(call_id: &str, snapshot: &str, session_id: &str) -> Value {

@@ -80,6 +80,8 @@ pub(crate) struct Setup {
     pub provider_name: String,
     /// The provider.
     pub provider: Arc<dyn Provider>,
+    /// The provider's wire format and the base URL its requests go to, for the banner.
+    pub provider_endpoint: (ProviderKind, String),
     /// The model.
     pub model: String,
     /// Approvals.
@@ -223,6 +225,7 @@ impl Setup {
             config,
             provider_name: chosen.name,
             provider: chosen.provider,
+            provider_endpoint: (chosen.kind, chosen.base_url),
             model,
             approvals,
             max_iterations,
@@ -421,6 +424,7 @@ struct Chosen {
     kind: ProviderKind,
     provider: Arc<dyn Provider>,
     key_var: String,
+    base_url: String,
 }
 
 /// `message` of a provider's configuration error as a usage line pointing at `--help`.
@@ -490,5 +494,6 @@ fn provider(options: &Options, config: &Config) -> Result<Chosen, CliError> {
         kind,
         provider: built.provider,
         key_var: built.key_var,
+        base_url: built.base_url,
     })
 }

@@ -77,6 +77,8 @@ async fn always_covers_the_approved_command_only_and_the_question_says_so() {
         keel.prompt();
         keel.send_line("clean up");
         let question = keel.expect("] ");
+        // The question is wrapped on words at the terminal's width.
+        let question = question.split_whitespace().collect::<Vec<_>>().join(" ");
         assert!(
             question.contains("Allow run_command(rm -rf build)?")
                 && question.contains(

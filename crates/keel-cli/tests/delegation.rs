@@ -200,7 +200,7 @@ async fn keel_agent_runs_one_sub_agent_with_only_its_task() {
     let output = run(command).await;
     assert_eq!(output.status.code(), Some(0), "stderr: {}", stderr(&output));
     assert_eq!(stdout(&output), "Step 1: grep. Step 2: edit.\n");
-    assert!(stderr(&output).contains("[agent planner: 1 steps, 20 output tokens]"));
+    assert!(stderr(&output).contains("[agent planner: 1 step, 20 output tokens]"));
     let bodies = request_bodies(&server).await;
     assert_eq!(bodies.len(), 1);
     assert_eq!(system_text(&bodies[0]), "You plan.");

@@ -455,7 +455,7 @@ async fn delegation_slash_commands_list_and_run_agents_and_teams() {
         keel.expect("usage: /agent NAME TASK");
         keel.prompt();
         keel.send_line("/agent planner Plan the flag");
-        keel.expect("[agent planner: 1 steps, 20 output tokens]");
+        keel.expect("[agent planner: 1 step, 20 output tokens]");
         keel.expect("PLAN A");
         keel.prompt();
         keel.send_line("/team duo Plan twice");

@@ -192,6 +192,14 @@ pub trait Approver: Send + Sync {
     fn allows_unattended(&self) -> bool {
         false
     }
+
+    /// Why every call that is not read-only is refused without asking, while this approver
+    /// is in a read-only mode (the reason is what the model reads); `None` (the default):
+    /// calls are gated as usual. The gate checks it before rules and hooks, so nothing
+    /// allows a change in a read-only mode.
+    fn refuses_changes(&self) -> Option<String> {
+        None
+    }
 }
 
 /// A shared approver approves as the one it holds: a host hands the same approver to an agent
@@ -208,6 +216,10 @@ impl<A: Approver + ?Sized> Approver for Arc<A> {
 
     fn allows_unattended(&self) -> bool {
         (**self).allows_unattended()
+    }
+
+    fn refuses_changes(&self) -> Option<String> {
+        (**self).refuses_changes()
     }
 }
 

@@ -102,8 +102,9 @@ pub enum CompactionError {
     Cancelled,
 }
 
-/// Rough size of a value in tokens: its serialized JSON length / 4, rounded up.
-fn json_tokens<T: serde::Serialize + ?Sized>(value: &T) -> u64 {
+/// Rough size of a value in tokens: its serialized JSON length / 4, rounded up (the
+/// estimate [`estimate_tokens`] uses for what no usage report covers).
+pub fn json_tokens<T: serde::Serialize + ?Sized>(value: &T) -> u64 {
     let bytes = serde_json::to_vec(value).map_or(0, |v| v.len());
     bytes_to_tokens(bytes)
 }

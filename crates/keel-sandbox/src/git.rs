@@ -206,6 +206,71 @@ pub(crate) fn stage_all(index: &mut Index) -> Result<Vec<String>, GitError> {
     Ok(embedded)
 }
 
+/// What a `git_commit` would do to one file, were it made now.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum StagedChange {
+    /// A file git does not track yet: `git add -A` sweeps it in.
+    Untracked,
+    /// A new file already staged.
+    Added,
+    /// A tracked file whose content, mode or type changed.
+    Modified,
+    /// A tracked file that is gone from the work tree (or staged for deletion).
+    Deleted,
+}
+
+/// What a `git_commit` would stage and commit now: the work tree (ignored files left out)
+/// against `HEAD`, as `git_commit` stages it (`git add -A`). Read-only: nothing is hashed
+/// into the object database and the index is not written.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct CommitPreview {
+    /// Each file, by its path in the work tree ('/'-separated), in git's order.
+    pub files: Vec<(String, StagedChange)>,
+    /// Untracked git repositories inside the work tree, which the commit leaves out.
+    pub left_out: Vec<String>,
+}
+
+/// What `git_commit` would stage in the repository holding `root`, were it called now.
+pub fn commit_preview(root: &Path) -> Result<CommitPreview, GitError> {
+    let repo = open_repo(root)?;
+    let head_tree = match head_commit(&repo)? {
+        Some(commit) => Some(commit.tree().context("reading the HEAD tree")?),
+        None => None,
+    };
+    let mut options = git2::DiffOptions::new();
+    options
+        .include_untracked(true)
+        .recurse_untracked_dirs(true)
+        .include_typechange(true);
+    let diff = repo
+        .diff_tree_to_workdir_with_index(head_tree.as_ref(), Some(&mut options))
+        .context("comparing the work tree with HEAD")?;
+    let mut preview = CommitPreview::default();
+    for delta in diff.deltas() {
+        let file = match delta.status() {
+            git2::Delta::Deleted => delta.old_file(),
+            _ => delta.new_file(),
+        };
+        let Some(path) = file.path() else { continue };
+        let path = path.to_string_lossy().into_owned();
+        let change = match delta.status() {
+            git2::Delta::Untracked if path.ends_with('/') => {
+                preview.left_out.push(path);
+                continue;
+            }
+            git2::Delta::Untracked => StagedChange::Untracked,
+            git2::Delta::Added => StagedChange::Added,
+            git2::Delta::Deleted => StagedChange::Deleted,
+            git2::Delta::Unmodified | git2::Delta::Ignored => continue,
+            _ => StagedChange::Modified,
+        };
+        preview.files.push((path, change));
+    }
+    Ok(preview)
+}
+
 /// The identity to commit as: the repository's configured one, else keel's. The flag says
 /// whether the fallback was used.
 pub(crate) fn signature(repo: &Repository) -> Result<(Signature<'static>, bool), GitError> {

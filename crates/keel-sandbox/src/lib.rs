@@ -82,7 +82,7 @@ pub use confine::{CommandSandbox, NO_NAMESPACES_VAR};
 pub use env::{is_hidden_var, is_session_var, scrub_env, scrub_std_env};
 pub use error::SandboxError;
 #[cfg(feature = "git")]
-pub use git::{GitError, GitSession, UndoneCommit};
+pub use git::{CommitPreview, GitError, GitSession, StagedChange, UndoneCommit, commit_preview};
 pub use path::{Access, PathSandbox, ResolvedPath, WriteReport};
 pub use policy::{SandboxMode, SandboxPolicy};
 pub use process::{GroupChild, GroupGuard, ProcessGroupRunner, kill_group, spawn_in_group};

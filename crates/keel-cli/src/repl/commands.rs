@@ -4,8 +4,10 @@ use keel_engine::CompactionError;
 use keel_sandbox::GitSession;
 use keel_snapshot::Snapshots;
 
+use super::view::printable;
 use super::worktree;
 use super::{Flow, Repl};
+use crate::approve::LiveMode;
 use crate::delegates::{Listings, report_lines};
 use crate::rewind;
 use crate::sessions;
@@ -35,6 +37,10 @@ pub(super) enum Command {
     Clear,
     /// `/model [NAME]`.
     Model(Option<String>),
+    /// `/context`.
+    Context,
+    /// `/mode [MODE]`.
+    Mode(Option<String>),
     /// `/sessions`.
     Sessions,
     /// `/resume [N|ID]`.
@@ -78,7 +84,18 @@ pub(super) const HELP: &[(&str, &str)] = &[
         "summarize the older turns to free room in the context",
     ),
     ("/clear", "start a new session (same model)"),
-    ("/model [NAME]", "show the model, or switch to NAME"),
+    (
+        "/model [NAME]",
+        "show the model, or switch to NAME (a name the catalog does not know is used with a warning)",
+    ),
+    (
+        "/context",
+        "what fills the context window: system prompt, tools, messages, tool results",
+    ),
+    (
+        "/mode [MODE]",
+        "show the approval mode, or set it: ask, accept-edits, read-only (Shift-Tab cycles them)",
+    ),
     ("/sessions", "list recent sessions"),
     (
         "/resume [N|ID]",
@@ -109,6 +126,8 @@ pub(super) fn parse(line: &str) -> Option<Command> {
         "compact" => Command::Compact,
         "clear" => Command::Clear,
         "model" => Command::Model(argument),
+        "context" => Command::Context,
+        "mode" => Command::Mode(argument),
         "sessions" => Command::Sessions,
         "resume" => Command::Resume(argument),
         "agents" => Command::Agents,
@@ -134,11 +153,13 @@ impl Repl {
             Command::Compact => self.compact().await,
             Command::Clear => self.clear(),
             Command::Model(None) => self.view.line(&format!("model: {}", self.session.model())),
-            Command::Model(Some(name)) => {
-                self.session.set_model(name.clone());
+            Command::Model(Some(name)) => self.switch_model(name),
+            Command::Context => {
+                let tools = self.coding.agent().tools().definitions();
                 self.view
-                    .notice(&format!("model: {name} (from the next request on)"));
+                    .lines(&super::status::context_lines(&self.session, &tools));
             }
+            Command::Mode(argument) => self.set_mode(argument.as_deref()),
             Command::Sessions => self.sessions(),
             Command::Resume(argument) => self.resume(argument).await,
             Command::Agents => self.list(Delegates::agent_lines),
@@ -335,6 +356,48 @@ impl Repl {
         }
     }
 
+    /// `/model NAME`: the model from the next request on. A name the catalog does not know
+    /// is used anyway (a provider may serve models keel has never heard of), with a warning
+    /// saying so: its cost and context window are unknown.
+    fn switch_model(&mut self, name: String) {
+        let known = self.session.catalog().get(&name).is_some();
+        let provider = self.setup.provider_name.clone();
+        self.session.set_model(name.clone());
+        if known {
+            self.view
+                .notice(&format!("model: {name} (from the next request on)"));
+        } else {
+            self.view.warning(&format!(
+                "warning: {name} is not a known model of {provider}; using it anyway (from \
+                 the next request on; its cost and context window are unknown, and the \
+                 provider will say if it has no such model). /model {} goes back.",
+                self.setup.model
+            ));
+        }
+    }
+
+    /// `/mode`: the approval mode; `/mode MODE`: the mode from the next call on (Shift-Tab at
+    /// the prompt cycles ask → accept-edits → read-only).
+    pub(super) fn set_mode(&mut self, argument: Option<&str>) {
+        let mode = match argument {
+            None => self.mode.get(),
+            Some(name) => match LiveMode::named(name.trim()) {
+                Some(mode) => {
+                    self.mode.set(mode);
+                    mode
+                }
+                None => {
+                    self.view.error(&format!(
+                        "unknown mode {name}; use one of {}",
+                        LiveMode::CYCLE.map(LiveMode::name).join(", ")
+                    ));
+                    return;
+                }
+            },
+        };
+        self.view.notice(&super::status::mode_line(mode));
+    }
+
     /// `/agents`, `/teams`, `/skills`: the lines `lines` makes.
     fn list(&self, lines: fn(&Delegates) -> Vec<String>) {
         match &self.delegates {
@@ -365,6 +428,7 @@ impl Repl {
             return;
         };
         let cancel = CancellationToken::new();
+        let style = self.view.style();
         self.view.spin(&format!("{name} working…"));
         let cwd = self.setup.cwd.clone();
         let run = async {
@@ -376,21 +440,25 @@ impl Repl {
                             .run_team(definition, &task, &cwd, &cancel)
                             .await;
                         let mut lines: Vec<String> = Vec::new();
-                        for step in &report.steps {
+                        let count = report.steps.len();
+                        for (index, step) in report.steps.iter().enumerate() {
+                            lines.push(style.bold(&format!(
+                                "── {} (step {} of {count}) ──",
+                                step.agent,
+                                index + 1
+                            )));
                             match &step.result {
                                 Ok(run) => {
                                     lines.extend(report_lines(&step.agent, run));
+                                    lines.push(printable(&run.output));
                                     self.totals.add(&run.usage, run.cost_usd);
                                 }
                                 Err(error) => lines.push(format!("✗ {}: {error}", step.agent)),
                             }
                         }
-                        lines.push(
-                            report
-                                .output()
-                                .unwrap_or("(no agent produced output)")
-                                .to_owned(),
-                        );
+                        if report.output().is_none() {
+                            lines.push("(no agent produced output)".to_owned());
+                        }
                         Ok(lines)
                     }
                     None => Err(format!("no team named `{name}`; /teams lists them")),
@@ -400,7 +468,7 @@ impl Repl {
                     Ok(run) => {
                         self.totals.add(&run.usage, run.cost_usd);
                         let mut lines = report_lines(&name, &run);
-                        lines.push(run.output.clone());
+                        lines.push(printable(&run.output));
                         Ok(lines)
                     }
                     Err(err) => Err(err.to_string()),
@@ -452,6 +520,11 @@ mod tests {
             Some(Command::Model(Some("claude-haiku-4-5".into())))
         );
         assert_eq!(parse("/rewind"), Some(Command::Rewind(None)));
+        assert_eq!(parse("/context"), Some(Command::Context));
+        assert_eq!(
+            parse("/mode read-only"),
+            Some(Command::Mode(Some("read-only".into())))
+        );
         assert_eq!(parse("/rewind 3"), Some(Command::Rewind(Some("3".into()))));
         assert_eq!(parse("/frob x"), Some(Command::Unknown("/frob".into())));
         assert_eq!(parse("/"), Some(Command::Unknown("/".into())));

@@ -81,6 +81,10 @@ pub(super) fn complete(
             "/team" => words(word, vocabulary.teams.iter().map(String::as_str)),
             "/skills" => words(word, vocabulary.skills.iter().map(String::as_str)),
             "/model" => words(word, vocabulary.models.iter().map(String::as_str)),
+            "/mode" => words(
+                word,
+                crate::approve::LiveMode::CYCLE.iter().map(|m| m.name()),
+            ),
             "/resume" => words(word, sessions().iter().map(String::as_str)),
             _ => path_words(word, paths),
         },

@@ -52,6 +52,8 @@ pub(super) enum Line {
     Interrupted,
     /// Pressed Ctrl-D on an empty line (or stdin ended).
     Eof,
+    /// Pressed Shift-Tab (cycle the approval mode), with this text on the line.
+    ShiftTab(String),
 }
 
 /// The prompt's history, and where it is saved while that works. Its lock is held while any
@@ -154,6 +156,12 @@ impl Input {
                 KeyEvent::ctrl('C'),
                 EventHandler::Conditional(Box::new(CtrlCClearsTheLine)),
             );
+            let shift_tab = ShiftTabEndsTheRead::default();
+            let pressed = shift_tab.0.clone();
+            editor.bind_sequence(
+                KeyEvent(KeyCode::BackTab, Modifiers::NONE),
+                EventHandler::Conditional(Box::new(shift_tab)),
+            );
             for key in [
                 KeyEvent(KeyCode::Enter, Modifiers::ALT),
                 KeyEvent::ctrl('J'),
@@ -178,12 +186,19 @@ impl Input {
             set_reader(None);
             lines.history =
                 std::mem::replace(editor.history_mut(), DefaultHistory::with_config(&config));
-            line
+            match pressed
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .take()
+            {
+                Some(text) => Ok(Line::ShiftTab(text)),
+                None => line.map(|line| Line::Text(without_continuations(&line))),
+            }
         })
         .await
         .map_err(|err| format!("the line editor stopped: {err}"))?;
         match read {
-            Ok(line) => Ok(Line::Text(without_continuations(&line))),
+            Ok(line) => Ok(line),
             Err(ReadlineError::Interrupted) => Ok(Line::Interrupted),
             Err(ReadlineError::Eof) => Ok(Line::Eof),
             Err(err) => Err(format!("cannot read the terminal: {err}")),
@@ -267,6 +282,18 @@ fn discard_type_ahead() {
     let stdin = std::io::stdin();
     if let Err(err) = nix::sys::termios::tcflush(&stdin, nix::sys::termios::FlushArg::TCIFLUSH) {
         tracing::debug!("cannot discard typed-ahead input: {err}");
+    }
+}
+
+/// Shift-Tab at the prompt: ends the read, keeping the line's text, so the REPL cycles the
+/// approval mode and shows it.
+#[derive(Default)]
+struct ShiftTabEndsTheRead(Arc<Mutex<Option<String>>>);
+
+impl ConditionalEventHandler for ShiftTabEndsTheRead {
+    fn handle(&self, _: &Event, _: RepeatCount, _: bool, ctx: &EventContext<'_>) -> Option<Cmd> {
+        *self.0.lock().unwrap_or_else(PoisonError::into_inner) = Some(ctx.line().to_owned());
+        Some(Cmd::Interrupt)
     }
 }
 

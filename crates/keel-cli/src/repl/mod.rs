@@ -7,9 +7,12 @@
 //! [`snapshot`] keeps files' contents from before a write, for its diff; [`worktree`] is
 //! `/diff` and [`totals`] is `/cost`. [`complete`] is Tab completion, [`mention`] attaches
 //! `@path` files, [`shell`] runs `!cmd`, [`typeahead`] queues what is typed while a turn runs,
-//! [`resume`] is `/resume` and the `keel resume <id>` line at exit.
+//! [`resume`] is `/resume` and the `keel resume <id>` line at exit. [`status`] is the banner's
+//! powers line, the line after each turn and `/context`; [`commit`] lists what a `git_commit`
+//! would stage.
 
 mod commands;
+mod commit;
 mod complete;
 mod diff;
 mod input;
@@ -17,6 +20,7 @@ mod mention;
 mod resume;
 mod shell;
 mod snapshot;
+mod status;
 mod totals;
 mod turn;
 mod typeahead;
@@ -36,7 +40,7 @@ use self::snapshot::{SnapshotHook, Snapshots, WRITE_TOOLS};
 use self::totals::Totals;
 use self::view::{Style, View, printable};
 use self::worktree::Baseline;
-use crate::approve::{Answer, ModeApprover, PreviewFn};
+use crate::approve::{Answer, ModeApprover, ModeSwitch, PreviewFn};
 use crate::cli::Options;
 use crate::config::Trust;
 use crate::setup::{CliError, Mode, SessionChoice, Setup};
@@ -75,6 +79,8 @@ struct Repl {
     persistence_warned: bool,
     /// Sub-agents, teams and skills (`None` with `--no-delegation`).
     delegates: Option<Arc<Delegates>>,
+    /// The approval mode the session (and what it delegates) runs in.
+    mode: ModeSwitch,
     /// Blocks for the next prompt sent (`!!cmd` output).
     attachments: Vec<String>,
     /// The text the next prompt starts with (type-ahead, or a line that was not sent).
@@ -104,13 +110,19 @@ pub(crate) async fn run(options: &Options, choice: SessionChoice) -> Result<u8, 
         .map_err(|err| CliError::Run(format!("the diff hook: {err}")))?;
     let preview: PreviewFn = {
         let (style, cwd) = (view.style(), setup.cwd.clone());
-        Arc::new(move |request| turn::proposed_change(style, &cwd, &request.tool, &request.input))
+        Arc::new(move |request| match request.tool.as_str() {
+            "git_commit" => {
+                commit::preview_lines(style, &cwd, &request.input, crate::wrap::terminal_width())
+            }
+            _ => turn::proposed_change(style, &cwd, &request.tool, &request.input),
+        })
     };
     let approver = ModeApprover::new(
         setup.approvals,
         Some(input.ask_fn(view.clone())),
         Some(preview),
     );
+    let mode = approver.switch();
     let coding = setup.agent(approver, hooks)?;
     let session = setup.session(coding.agent(), &choice)?;
     let delegates = coding.delegates().cloned();
@@ -127,6 +139,7 @@ pub(crate) async fn run(options: &Options, choice: SessionChoice) -> Result<u8, 
         baseline,
         persistence_warned: false,
         delegates,
+        mode,
         attachments: Vec::new(),
         next_line: String::new(),
     };
@@ -178,7 +191,8 @@ async fn ask_trust(
 }
 
 impl Repl {
-    /// The first lines: version, model, provider, directory, session; then what to do.
+    /// The first lines: version, model, provider (kind and host), directory, session; the
+    /// approval mode, sandbox and network; then what to do.
     fn banner(&self, resumed: bool) {
         let style = self.view.style();
         let mut session = format!("session {}", self.session.id());
@@ -189,17 +203,29 @@ impl Repl {
                 if messages == 1 { "" } else { "s" }
             ));
         }
-        let banner = format!(
-            "{} · {} · {} · {} · {session}",
+        let (kind, base_url) = &self.setup.provider_endpoint;
+        // Wrapped between its parts: a path or a mode cut mid-word is hard to read.
+        let width = crate::wrap::terminal_width();
+        let banner = [
             style.bold(&format!("keel {}", env!("CARGO_PKG_VERSION"))),
-            self.session.model(),
-            self.setup.provider_name,
-            self.setup.cwd.display(),
-        );
-        self.view.line(&banner);
-        self.view.notice(
+            self.session.model().to_owned(),
+            status::provider_label(&self.setup.provider_name, *kind, base_url),
+            self.setup.cwd.display().to_string(),
+            session,
+        ];
+        self.view.lines(&status::join_fitting(&banner, width));
+        self.view.lines(&status::join_fitting(
+            &status::powers(self.mode.get(), &self.setup.policy),
+            width,
+        ));
+        let hint = crate::wrap::wrap_words(
             "Type a request, or /help for commands. Ctrl-C cancels a running turn; Ctrl-D exits.",
+            width,
+            "  ",
         );
+        for line in hint {
+            self.view.notice(&line);
+        }
     }
 
     /// Reads and runs lines until the person leaves.
@@ -221,7 +247,10 @@ impl Repl {
             let watcher = self.watch_tasks(woken.clone());
             let terminate = self.watch_termination();
             let initial = std::mem::take(&mut self.next_line);
-            let line = self.input.read_line(PROMPT, &initial).await;
+            let line = self
+                .input
+                .read_line(&status::prompt(PROMPT, self.mode.get()), &initial)
+                .await;
             terminate.abort();
             if let Some(watcher) = watcher {
                 watcher.abort();
@@ -229,6 +258,13 @@ impl Repl {
             let text = match line.map_err(CliError::Run)? {
                 Line::Text(text) => text,
                 Line::Eof => break,
+                // Shift-Tab: the next approval mode; what was typed stays on the line.
+                Line::ShiftTab(typed) => {
+                    let mode = self.mode.cycle();
+                    self.view.notice(&status::mode_line(mode));
+                    self.next_line = typed;
+                    continue;
+                }
                 // A task ended while the prompt waited, or keel is terminating: the loop's
                 // top reacts to it.
                 Line::Interrupted if woken.load(Ordering::SeqCst) || signals::terminating() => {
@@ -345,6 +381,7 @@ impl Repl {
 
     /// Runs a prompt; what is typed meanwhile is queued for the next one.
     async fn prompt(&mut self, text: &str) {
+        let started = std::time::Instant::now();
         let type_ahead = self.input.type_ahead();
         let outcome = {
             let _capturing = type_ahead.start(&self.view);
@@ -355,7 +392,16 @@ impl Repl {
             self.next_line = queued;
         }
         match outcome {
-            Some(outcome) => self.totals.add(&outcome.usage, outcome.cost_usd),
+            Some(outcome) => {
+                self.totals.add(&outcome.usage, outcome.cost_usd);
+                self.view.notice(&status::turn_line(
+                    started.elapsed(),
+                    &outcome.usage,
+                    outcome.cost_usd,
+                    self.session.prompt_estimate(),
+                    self.session.context_window(),
+                ));
+            }
             None => self.view.error("the run ended without an outcome"),
         }
         if let Some(error) = self.session.persistence_error()

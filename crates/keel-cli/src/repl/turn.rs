@@ -13,6 +13,16 @@ use super::view::{Style, View};
 use crate::render::{CallInputs, describe_call, finished_line, human_duration, restored_note};
 use crate::signals;
 
+/// The tools whose calls may take long: without a spinner (no colours), a line says when
+/// one starts.
+const SLOW_TOOLS: &[&str] = &[
+    "run_command",
+    "code",
+    "spawn_agent",
+    "run_team",
+    "wait_task",
+];
+
 /// What the spinner says while the model is being waited for.
 const THINKING: &str = "thinking…";
 
@@ -111,6 +121,10 @@ impl Printer<'_> {
             }
             AgentEvent::ToolCallStarted { name, input, .. } => {
                 view.spin(&describe_call(&name, &input));
+                // No spinner without colours: a plain line says what may take long.
+                if !view.style().enabled() && SLOW_TOOLS.contains(&name.as_str()) {
+                    view.notice(&format!("running: {}…", describe_call(&name, &input)));
+                }
             }
             AgentEvent::ToolCallFinished {
                 id,

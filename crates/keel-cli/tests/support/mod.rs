@@ -123,7 +123,10 @@ pub(crate) fn redact(text: &str, paths: &[(&Path, &str)]) -> String {
     let ms = regex::Regex::new(r#""duration_ms":\d+"#).unwrap();
     let out = ms.replace_all(&out, r#""duration_ms":"[ms]""#);
     let took = regex::Regex::new(r"· \d+(\.\d+)? (ms|s)").unwrap();
-    took.replace_all(&out, "· [time]").into_owned()
+    let out = took.replace_all(&out, "· [time]");
+    // The line after a turn starts with its duration.
+    let turn = regex::Regex::new(r"(?m)^\d+(\.\d+)? (ms|s) ·").unwrap();
+    turn.replace_all(&out, "[time] ·").into_owned()
 }
 
 /// Whether process `pid` runs (a zombie has exited: it does not count).

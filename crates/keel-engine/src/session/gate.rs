@@ -37,6 +37,9 @@ pub(super) struct GateInput<'a> {
     pub(super) hook: Option<&'a HookOutcome>,
     /// The scopes answered "always" so far.
     pub(super) remembered: &'a HashSet<ApprovalScope>,
+    /// Why calls that are not read-only are refused, when the approver is in a read-only
+    /// mode ([`Approver::refuses_changes`](crate::Approver::refuses_changes)).
+    pub(super) refuses_changes: Option<&'a str>,
 }
 
 /// The gate's decision on one call.
@@ -56,7 +59,8 @@ pub(super) enum GateDecision {
 
 /// Whether a call runs, is refused, or is asked about. No I/O.
 ///
-/// A deny rule refuses any call; so does a hook that blocks or denies. A protected call
+/// A deny rule refuses any call; so does a hook that blocks or denies; in a read-only mode,
+/// every call that is not read-only is refused, whatever rules and hooks say. A protected call
 /// ([`Effect::Protected`]) is always asked about: allow rules, hooks answering `allow` and
 /// earlier "always" answers never skip the question, and "always" is not remembered for it.
 /// Otherwise a hook's `allow` or an allow rule (unless a hook asks) runs the call; a
@@ -69,6 +73,11 @@ pub(super) fn decide(gate: GateInput<'_>) -> GateDecision {
         return GateDecision::Refuse(format!(
             "denied: the permission rule {rule} forbids this call"
         ));
+    }
+    if let Some(why) = gate.refuses_changes
+        && !read_only
+    {
+        return GateDecision::Refuse(why.to_owned());
     }
     let mut must_ask = false;
     match gate.hook {
@@ -137,6 +146,7 @@ impl Session {
         } else {
             None
         };
+        let refuses_changes = self.config.approver().refuses_changes();
         let decision = decide(GateInput {
             tool: &call.name,
             input: &call.input,
@@ -144,6 +154,7 @@ impl Session {
             verdict: &verdict,
             hook: hook.as_ref(),
             remembered: &self.always_allowed,
+            refuses_changes: refuses_changes.as_deref(),
         });
         let (reason, scope, remember) = match decision {
             GateDecision::Run { read_only } => return Plan::Run { read_only },
@@ -405,11 +416,47 @@ mod tests {
                 verdict: &verdict,
                 hook: hook.as_ref(),
                 remembered: if is_remembered { &remembered } else { &nothing },
+                refuses_changes: None,
             });
             assert_eq!(
                 decision, expected,
                 "case {index}: {effect:?}, {verdict:?}, {hook:?}, remembered {is_remembered}"
             );
+        }
+    }
+
+    #[test]
+    fn a_read_only_mode_refuses_every_call_that_is_not_read_only() {
+        let nothing = HashSet::new();
+        let remembered = HashSet::from([ApprovalScope::of("run_command", &input())]);
+        let why = "refused: read-only mode";
+        let cases: Vec<(Effect, Verdict, Option<HookOutcome>, bool, GateDecision)> = vec![
+            (Effect::ReadOnly, Verdict::Ask, None, false, run(true)),
+            (Effect::Mutating, Verdict::Ask, None, false, refuse(why)),
+            (destructive(), Verdict::Ask, None, true, refuse(why)),
+            (Effect::Mutating, allow_rule(), None, false, refuse(why)),
+            (
+                Effect::Mutating,
+                Verdict::Ask,
+                Some(hook(PermissionDecision::Allow)),
+                false,
+                refuse(why),
+            ),
+        ];
+        for (index, (effect, verdict, hook, is_remembered, expected)) in
+            cases.into_iter().enumerate()
+        {
+            let input = input();
+            let decision = decide(GateInput {
+                tool: "run_command",
+                input: &input,
+                effect: &effect,
+                verdict: &verdict,
+                hook: hook.as_ref(),
+                remembered: if is_remembered { &remembered } else { &nothing },
+                refuses_changes: Some(why),
+            });
+            assert_eq!(decision, expected, "case {index}");
         }
     }
 }

@@ -16,7 +16,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
 use futures::Stream;
-use keel_provider::{InvalidToolInput, Message, ToolCall, ToolInput, Usage};
+use keel_provider::{InvalidToolInput, Message, ModelCatalog, ToolCall, ToolInput, Usage};
 use serde_json::Value;
 use tokio::sync::mpsc::UnboundedSender;
 use tokio_util::sync::CancellationToken;
@@ -227,6 +227,40 @@ impl Session {
     /// The model this session calls.
     pub fn model(&self) -> &str {
         self.config.model()
+    }
+
+    /// The system prompt every request of this session starts with.
+    pub fn system_prompt(&self) -> Option<&str> {
+        self.config.system_prompt()
+    }
+
+    /// The model catalog the session prices calls and sizes context windows with.
+    pub fn catalog(&self) -> &ModelCatalog {
+        self.config.catalog()
+    }
+
+    /// The context window the session compacts against, in tokens: the compaction policy's
+    /// window, else the catalog's for the current model; `None` when neither knows it.
+    pub fn context_window(&self) -> Option<u64> {
+        self.config.compaction().context_window.or_else(|| {
+            self.config
+                .catalog()
+                .get(self.config.model())
+                .map(|info| info.context_window)
+        })
+    }
+
+    /// The estimated size of the next request's prompt in tokens, as the loop estimates it
+    /// before each request ([`estimate_tokens`](crate::compaction::estimate_tokens)): the
+    /// last call's reported input tokens plus about one token per 4 bytes of what was added
+    /// since, or everything estimated when no call has reported yet.
+    pub fn prompt_estimate(&self) -> u64 {
+        crate::compaction::estimate_tokens(
+            self.config.system_prompt(),
+            &self.config.tools().definitions(),
+            &self.history,
+            self.last_report,
+        )
     }
 
     /// Calls `model` from the next request on (the history is kept).

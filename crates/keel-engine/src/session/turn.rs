@@ -141,7 +141,7 @@ impl Session {
             );
             self.canonicalize_history();
             self.take_notices(sink).await;
-            let mut request = self.request();
+            let mut request = self.turn_request(state, limit);
             let estimate = estimate_tokens(
                 request.system.as_deref(),
                 &request.tools,
@@ -157,7 +157,7 @@ impl Session {
                 if let Some(stop) = self.compact(cancel, sink, state).await {
                     return stop;
                 }
-                request = self.request();
+                request = self.turn_request(state, limit);
             }
             let turn_span = tracing::info_span!("turn", iteration = state.iterations);
             let mut turn = self
@@ -169,7 +169,7 @@ impl Session {
                 if let Some(stop) = self.compact(cancel, sink, state).await {
                     return stop;
                 }
-                request = self.request();
+                request = self.turn_request(state, limit);
                 turn = self.call_model_retrying(&request, cancel, sink).await;
             }
             let prompt_messages = request.messages.len();
@@ -387,6 +387,22 @@ impl Session {
         self.add_message(Message::new(Role::User, blocks), sink);
     }
 
+    /// The request of a turn of the loop: [`Session::request`], and once the iteration
+    /// warning has been given, a note at the end of its last user message telling the model
+    /// how many model calls it has left, so that it can wrap up. The note is in the request
+    /// only, never in the history or the session file.
+    fn turn_request(&self, state: &RunState, limit: u32) -> CompletionRequest {
+        let mut request = self.request();
+        if state.warned
+            && let Some(last) = request.messages.last_mut()
+            && last.role == Role::User
+        {
+            last.content
+                .push(ContentBlock::text(iteration_note(state.iterations, limit)));
+        }
+        request
+    }
+
     pub(super) fn request(&self) -> CompletionRequest {
         let mut request = CompletionRequest::new(self.config.model().to_owned());
         request.system = self.config.system_prompt().map(str::to_owned);
@@ -494,4 +510,14 @@ impl Session {
             Err(error) => ModelTurn::Failed(error),
         }
     }
+}
+
+/// The note the model reads once the iteration warning was given: which model call this is
+/// and how many are left after it.
+fn iteration_note(call: u32, limit: u32) -> String {
+    let left = limit.saturating_sub(call);
+    format!(
+        "[note from keel: this is model call {call} of {limit} in this run; {left} left after \
+         this one. Wrap up: finish the task, or say what is done and what remains.]"
+    )
 }
