@@ -299,7 +299,13 @@ impl Repl {
     async fn prompt(&mut self, text: &str) {
         let outcome = turn::run(&mut self.session, text, &self.view, &self.snapshots).await;
         match outcome {
-            Some(outcome) => self.totals.add(&outcome.usage, outcome.cost_usd),
+            Some(outcome) => {
+                self.totals.add(&outcome.usage, outcome.cost_usd);
+                if let Some(hint) = crate::trouble::failure_hint(&outcome.stop, &self.setup.origin)
+                {
+                    self.view.error(&hint);
+                }
+            }
             None => self.view.error("the run ended without an outcome"),
         }
         if let Some(error) = self.session.persistence_error()
