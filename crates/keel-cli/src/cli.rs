@@ -218,10 +218,15 @@ pub(crate) enum Command {
         #[arg(value_enum)]
         shell: clap_complete::Shell,
     },
-    /// Print keel's manual page (roff) on stdout.
+    /// Print keel's manual page (roff) on stdout, or write every command's into a directory.
     ///
-    /// E.g. `keel man > ~/.local/share/man/man1/keel.1`.
-    Man,
+    /// E.g. `keel man > ~/.local/share/man/man1/keel.1`, or `keel man --dir
+    /// ~/.local/share/man/man1` for keel.1 and the keel-exec.1, keel-tasks.1, ... it refers to.
+    Man {
+        /// Write keel.1 and a page per subcommand (keel-exec.1, ...) into DIR instead.
+        #[arg(long, value_name = "DIR")]
+        dir: Option<PathBuf>,
+    },
     /// Supervise background task ID (keel starts this itself).
     #[command(hide = true)]
     TaskRun {

@@ -61,7 +61,7 @@ async fn dispatch(cli: Cli) -> Result<u8, CliError> {
         }
         Some(Command::TaskRun { id }) => tasks::task_run(&id).await,
         Some(Command::Completions { shell }) => shell::completions(shell),
-        Some(Command::Man) => shell::man(),
+        Some(Command::Man { dir }) => shell::man(dir.as_deref()),
         None => repl::run(&cli.options, exec::session_choice(&cli.options)).await,
     }
 }

@@ -148,3 +148,38 @@ fn the_man_page_is_roff_naming_every_subcommand() {
     assert!(page.contains("KEEL_LOG"));
     assert!(!page.contains("task\\-run"), "the hidden command is listed");
 }
+
+#[test]
+fn man_dir_writes_the_pages_the_main_page_refers_to() {
+    let home = Home::new();
+    let names = subcommands(&home);
+    let dir = home.path().join("man1");
+    let output = home
+        .keel()
+        .args(["man", "--dir"])
+        .arg(&dir)
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    let files: Vec<String> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|entry| entry.unwrap().file_name().into_string().unwrap())
+        .collect();
+    // One line per file written.
+    assert_eq!(stdout(&output).lines().count(), files.len(), "{files:?}");
+    // keel.1, every subcommand's, their own subcommands' (keel tasks show), nothing hidden.
+    let mut expected: Vec<String> = names.iter().map(|name| format!("keel-{name}.1")).collect();
+    expected.extend(["keel.1".into(), "keel-tasks-show.1".into()]);
+    for name in &expected {
+        assert!(files.contains(name), "no {name} in {files:?}");
+    }
+    assert!(
+        !files
+            .iter()
+            .any(|f| f.contains("task-run") || f.contains("help")),
+        "{files:?}"
+    );
+    let exec = std::fs::read_to_string(dir.join("keel-exec.1")).unwrap();
+    assert!(exec.contains(".TH KEEL-EXEC 1 "), "{exec:.300}");
+    assert!(exec.contains("output\\-format"), "{exec}");
+}
