@@ -6,7 +6,9 @@
 //! does not log pays one environment lookup. Lines never go to the terminal (the REPL owns
 //! it; `keel exec`'s stderr is its progress). The directory is made 0700 and the file 0600;
 //! at 10 MiB the file is renamed `keel.log.1` (the older ones `.2`, `.3`; the oldest is
-//! dropped), so the logs take at most 40 MiB. Every line is scrubbed of the values of the
+//! dropped), so the logs take about 40 MiB at most (several keel processes, a session and
+//! its tasks' supervisors, append to one file; each counts its own writes, so a file may
+//! pass the limit by what the others wrote). Every line is scrubbed of the values of the
 //! environment's key-like variables (`*_API_KEY`, `*_TOKEN`, ...) and of the provider's key
 //! variable, whatever a library put in a field.
 
