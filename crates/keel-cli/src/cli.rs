@@ -19,6 +19,8 @@ Environment:
   ANTHROPIC_BASE_URL, OPENAI_BASE_URL   where the provider is served
   KEEL_PROVIDER, KEEL_MODEL             like --provider and --model
   KEEL_HOME                             config, sessions and history (default ~/.keel)
+  KEEL_LOG                              log to $KEEL_HOME/logs/keel.log: a filter such as
+                                        debug, or keel_provider=trace (see --debug)
 
 Without --provider: Anthropic if ANTHROPIC_API_KEY is set, else an OpenAI-compatible server
 if OPENAI_BASE_URL or OPENAI_API_KEY is set.
@@ -117,6 +119,11 @@ pub(crate) struct Options {
     /// In exec: do not wait for background tasks still running when the model ends its turn.
     #[arg(long, global = true)]
     pub no_wait_tasks: bool,
+
+    /// Log keel's debug messages to $KEEL_HOME/logs/keel.log (KEEL_LOG, if set, says what
+    /// to log instead).
+    #[arg(long, global = true)]
+    pub debug: bool,
 }
 
 /// `--sandbox` values.
@@ -202,6 +209,23 @@ pub(crate) enum Command {
         /// turn began.
         #[arg(long)]
         conversation: bool,
+    },
+    /// Print the shell completion script for SHELL on stdout.
+    ///
+    /// E.g. `keel completions bash > ~/.local/share/bash-completion/completions/keel`.
+    Completions {
+        /// The shell.
+        #[arg(value_enum)]
+        shell: clap_complete::Shell,
+    },
+    /// Print keel's manual page (roff) on stdout, or write every command's into a directory.
+    ///
+    /// E.g. `keel man > ~/.local/share/man/man1/keel.1`, or `keel man --dir
+    /// ~/.local/share/man/man1` for keel.1 and the keel-exec.1, keel-tasks.1, ... it refers to.
+    Man {
+        /// Write keel.1 and a page per subcommand (keel-exec.1, ...) into DIR instead.
+        #[arg(long, value_name = "DIR")]
+        dir: Option<PathBuf>,
     },
     /// Supervise background task ID (keel starts this itself).
     #[command(hide = true)]

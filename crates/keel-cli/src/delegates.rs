@@ -125,7 +125,12 @@ pub(crate) fn report_lines(agent: &str, report: &RunReport) -> Vec<String> {
 
 /// Runs `keel agents|agent|teams|team|skills`; returns the exit code.
 pub(crate) async fn command(options: &Options, command: Command) -> Result<u8, CliError> {
-    let setup = Setup::resolve(options, Mode::Exec, &SessionChoice::New)?;
+    // Listing needs no model: only running an agent or a team needs a provider.
+    let mode = match command {
+        Command::Agents | Command::Teams | Command::Skills => Mode::Listing,
+        _ => Mode::Exec,
+    };
+    let setup = Setup::resolve(options, mode, &SessionChoice::New)?;
     for notice in &setup.notices {
         let _ = writeln!(std::io::stderr().lock(), "keel: {notice}");
     }

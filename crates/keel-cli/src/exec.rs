@@ -14,9 +14,10 @@ use crate::output::{
     InitInfo, init_object, iteration_warning_object, message_object, reply_discarded_object,
     result_object, snapshot_object,
 };
-use crate::render::{CallInputs, finished_line, human_duration, restored_note};
+use crate::render::{CallInputs, finished_line, restored_note};
 use crate::setup::{CliError, Mode, SessionChoice, Setup};
 use crate::signals;
+use crate::trouble::{failure_hint, retry_status};
 
 /// Which session the flags ask for.
 pub(crate) fn session_choice(options: &Options) -> SessionChoice {
@@ -190,6 +191,9 @@ pub(crate) async fn run(options: &Options, args: ExecArgs) -> Result<u8, CliErro
             print_json(&result_object(&outcome, &session_id, started.elapsed()));
         }
     }
+    if let Some(hint) = failure_hint(&outcome.stop, &setup.origin) {
+        progress(&format!("keel: {hint}"));
+    }
     Ok(if outcome.stop == Stop::Completed {
         0
     } else {
@@ -292,11 +296,12 @@ async fn stream_run(
             }
             AgentEvent::Retrying {
                 attempt,
+                max_attempts,
                 wait,
                 error,
             } if format == OutputFormat::Text => progress(&format!(
-                "retrying ({attempt}) in {}: {error}",
-                human_duration(wait)
+                "keel: {}",
+                retry_status(attempt, max_attempts, wait, &error)
             )),
             // A run's own end: the whole request's comes with Done (kept in case the wait
             // for tasks is cut short).

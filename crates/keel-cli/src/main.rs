@@ -10,14 +10,17 @@ mod cli;
 mod config;
 mod delegates;
 mod exec;
+mod logging;
 mod output;
 mod render;
 mod repl;
 mod rewind;
 mod sessions;
 mod setup;
+mod shell;
 mod signals;
 mod tasks;
+mod trouble;
 mod trust;
 mod usage;
 mod wrap;
@@ -58,6 +61,8 @@ async fn dispatch(cli: Cli) -> Result<u8, CliError> {
             rewind::command(&cli.options, id, conversation)
         }
         Some(Command::TaskRun { id }) => tasks::task_run(&id).await,
+        Some(Command::Completions { shell }) => shell::completions(shell),
+        Some(Command::Man { dir }) => shell::man(dir.as_deref()),
         None => repl::run(&cli.options, exec::session_choice(&cli.options)).await,
     }
 }
@@ -81,6 +86,10 @@ fn main() -> ExitCode {
             return ExitCode::from(code);
         }
     };
+    // Only when KEEL_LOG or --debug asks: otherwise no subscriber, no file.
+    if let Some(warning) = logging::init(cli.options.debug) {
+        eprintln!("keel: {warning}");
+    }
     // Orphans of the commands keel runs (double forks, `setsid -f`) become keel's children, so
     // they can be found and killed when their call ends, and at exit.
     if let Err(err) = keel_sandbox::reaper::become_subreaper() {

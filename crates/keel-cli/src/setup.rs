@@ -19,6 +19,7 @@ use keel_tasks::{TaskApprovals, TaskSettings, load_settings};
 
 use crate::cli::Options;
 use crate::config::{self, ApprovalMode, Config};
+use crate::trouble::ProviderOrigin;
 use keel_provider::ProviderKind;
 
 /// Why keel stopped before or during a run; the exit code depends on which.
@@ -55,6 +56,9 @@ pub(crate) enum Mode {
     Interactive,
     /// `keel exec`.
     Exec,
+    /// `keel agents|teams|skills`: headless like `Exec`, but needing no provider: without
+    /// one configured the agent gets a stand-in whose every call fails saying so.
+    Listing,
 }
 
 /// Which session to open.
@@ -82,6 +86,8 @@ pub(crate) struct Setup {
     pub provider: Arc<dyn Provider>,
     /// The provider's wire format and the base URL its requests go to, for the banner.
     pub provider_endpoint: (ProviderKind, String),
+    /// Where its key and base URL came from, for the hint after a failed call.
+    pub origin: ProviderOrigin,
     /// The model.
     pub model: String,
     /// Approvals.
@@ -136,7 +142,11 @@ impl Setup {
         let cwd = working_dir(options, session, &store)?;
         let config = Config::load(Some(&keel_home), &cwd, options.trust_project)
             .map_err(|err| CliError::Usage(err.to_string()))?;
-        let chosen = provider(options, &config)?;
+        let chosen = match provider(options, &config) {
+            Ok(chosen) => chosen,
+            Err(CliError::Usage(message)) if mode == Mode::Listing => unconfigured(message),
+            Err(err) => return Err(err),
+        };
         let model = options
             .model
             .clone()
@@ -151,7 +161,7 @@ impl Setup {
                 .or(config.approvals)
                 .unwrap_or(match mode {
                     Mode::Interactive => ApprovalMode::Ask,
-                    Mode::Exec => ApprovalMode::Deny,
+                    Mode::Exec | Mode::Listing => ApprovalMode::Deny,
                 })
         };
         let sandbox = options
@@ -225,7 +235,8 @@ impl Setup {
             config,
             provider_name: chosen.name,
             provider: chosen.provider,
-            provider_endpoint: (chosen.kind, chosen.base_url),
+            provider_endpoint: (chosen.kind, chosen.origin.base_url.clone()),
+            origin: chosen.origin,
             model,
             approvals,
             max_iterations,
@@ -424,7 +435,50 @@ struct Chosen {
     kind: ProviderKind,
     provider: Arc<dyn Provider>,
     key_var: String,
-    base_url: String,
+    origin: ProviderOrigin,
+}
+
+/// For a listing with no provider configured: a stand-in whose every call fails with
+/// `message` (why there is no provider); a listing never calls it.
+fn unconfigured(message: String) -> Chosen {
+    let kind = ProviderKind::Anthropic;
+    Chosen {
+        name: "none".into(),
+        kind,
+        provider: Arc::new(Unconfigured { message }),
+        key_var: kind.key_var().into(),
+        origin: ProviderOrigin {
+            key_var: kind.key_var().into(),
+            base_url: String::new(),
+            url_from: None,
+            url_var: kind.base_url_var(),
+        },
+    }
+}
+
+/// The provider of a run that has none configured: every call fails with why.
+struct Unconfigured {
+    /// Why there is no provider, and how to configure one.
+    message: String,
+}
+
+impl Provider for Unconfigured {
+    fn name(&self) -> &str {
+        "none"
+    }
+
+    fn stream(
+        &self,
+        _req: &keel_provider::CompletionRequest,
+    ) -> futures::stream::BoxStream<
+        '_,
+        Result<keel_provider::StreamEvent, keel_provider::ProviderError>,
+    > {
+        let error = keel_provider::ProviderError::Config {
+            message: self.message.clone(),
+        };
+        Box::pin(futures::stream::once(std::future::ready(Err(error))))
+    }
 }
 
 /// `message` of a provider's configuration error as a usage line pointing at `--help`.
@@ -471,13 +525,25 @@ fn provider(options: &Options, config: &Config) -> Result<Chosen, CliError> {
             (kind.name().to_owned(), kind, None)
         }
     };
-    let env_url = || env(kind.base_url_var());
-    let table_url = || table.and_then(|t| t.base_url.clone());
-    let base_url = if ProviderKind::from_name(&name).is_some() {
-        options.base_url.clone().or_else(env_url).or_else(table_url)
-    } else {
-        options.base_url.clone().or_else(table_url).or_else(env_url)
+    // Each candidate base URL with what set it, for the hint after a failed call.
+    let flag_url = || {
+        options
+            .base_url
+            .clone()
+            .map(|url| (url, "--base-url".to_owned()))
     };
+    let env_url = || env(kind.base_url_var()).map(|url| (url, kind.base_url_var().to_owned()));
+    let table_url = || {
+        table
+            .and_then(|t| t.base_url.clone())
+            .map(|url| (url, format!("base_url in [providers.{name}] of the config")))
+    };
+    let (base_url, url_from) = if ProviderKind::from_name(&name).is_some() {
+        flag_url().or_else(env_url).or_else(table_url)
+    } else {
+        flag_url().or_else(table_url).or_else(env_url)
+    }
+    .unzip();
     let secs = std::time::Duration::from_secs;
     let built = keel_provider::ProviderConfig {
         kind,
@@ -489,11 +555,18 @@ fn provider(options: &Options, config: &Config) -> Result<Chosen, CliError> {
     }
     .build()
     .map_err(provider_usage)?;
+    // A config may keep the key in a variable of any name: the log never shows its value.
+    crate::logging::redact_var(&built.key_var);
     Ok(Chosen {
+        origin: ProviderOrigin {
+            key_var: built.key_var.clone(),
+            base_url: built.base_url,
+            url_from,
+            url_var: kind.base_url_var(),
+        },
         name,
         kind,
         provider: built.provider,
         key_var: built.key_var,
-        base_url: built.base_url,
     })
 }

@@ -154,8 +154,10 @@ pub enum AgentEvent {
     },
     /// The provider is retrying a failed request.
     Retrying {
-        /// Which retry.
+        /// Which retry (1 for the first).
         attempt: u32,
+        /// The most retries the provider makes for this call.
+        max_attempts: u32,
         /// How long it waits first.
         wait: Duration,
         /// What failed.

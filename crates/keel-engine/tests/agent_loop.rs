@@ -419,6 +419,7 @@ async fn retries_surface_as_events() {
     let provider = Arc::new(ScriptedProvider::new().then(Turn::Events(vec![
         Ok(StreamEvent::Retrying {
             attempt: 1,
+            max_attempts: 4,
             wait: Duration::from_millis(500),
             error: ProviderError::Overloaded {
                 message: "Overloaded".into(),
@@ -434,11 +435,14 @@ async fn retries_surface_as_events() {
     ])));
     let mut session = agent(provider, ToolRegistry::new()).session(".").unwrap();
     let events: Vec<AgentEvent> = session.run_streaming("x").collect().await;
-    assert!(
-        events
-            .iter()
-            .any(|e| matches!(e, AgentEvent::Retrying { attempt: 1, .. }))
-    );
+    assert!(events.iter().any(|e| matches!(
+        e,
+        AgentEvent::Retrying {
+            attempt: 1,
+            max_attempts: 4,
+            ..
+        }
+    )));
     assert!(events.contains(&AgentEvent::TextDelta { text: "hi".into() }));
     assert!(matches!(
         events[0],

@@ -339,7 +339,7 @@ impl HttpTransport {
                 let wait = self.retry.wait(retries, failure.server_wait);
                 retries += 1;
                 tracing::warn!(error = %failure.error, attempt = retries, wait_ms = wait.as_millis() as u64, "retrying model call");
-                yield Ok(StreamEvent::Retrying { attempt: retries, wait, error: failure.error });
+                yield Ok(StreamEvent::Retrying { attempt: retries, max_attempts: self.retry.max_retries, wait, error: failure.error });
                 tokio::time::sleep(wait).await;
             }
         };

@@ -78,6 +78,8 @@ pub enum StreamEvent {
     Retrying {
         /// Which retry this is (1 for the first).
         attempt: u32,
+        /// The most retries this request gets (the retry policy's `max_retries`).
+        max_attempts: u32,
         /// How long we wait before it.
         wait: Duration,
         /// What failed.

@@ -175,6 +175,15 @@ async fn retries_give_up_after_the_limit() {
         })
     );
     assert_eq!(retries(&events).len(), 2);
+    // Each retry says the most there will be, so a UI can show "1/2", "2/2".
+    let maxima: Vec<u32> = events
+        .iter()
+        .filter_map(|e| match e {
+            StreamEvent::Retrying { max_attempts, .. } => Some(*max_attempts),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(maxima, [2, 2]);
     assert_eq!(server.received_requests().await.unwrap().len(), 3);
 }
 

@@ -394,6 +394,10 @@ impl Repl {
         match outcome {
             Some(outcome) => {
                 self.totals.add(&outcome.usage, outcome.cost_usd);
+                if let Some(hint) = crate::trouble::failure_hint(&outcome.stop, &self.setup.origin)
+                {
+                    self.view.error(&hint);
+                }
                 self.view.notice(&status::turn_line(
                     started.elapsed(),
                     &outcome.usage,

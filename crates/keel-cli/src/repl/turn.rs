@@ -10,8 +10,9 @@ use serde_json::Value;
 use super::diff::file_diff;
 use super::snapshot::{Snapshots, target};
 use super::view::{Style, View};
-use crate::render::{CallInputs, describe_call, finished_line, human_duration, restored_note};
+use crate::render::{CallInputs, describe_call, finished_line, restored_note};
 use crate::signals;
+use crate::trouble::retry_status;
 
 /// The tools whose calls may take long: without a spinner (no colours), a line says when
 /// one starts.
@@ -156,14 +157,21 @@ impl Printer<'_> {
             } => view.notice(&format!(
                 "compacted the conversation: ~{before_tokens} → ~{after_tokens} tokens"
             )),
+            // One status line, replaced by each retry and gone when the call goes through
+            // (or, with no spinner to show it in, one line per retry).
             AgentEvent::Retrying {
                 attempt,
+                max_attempts,
                 wait,
                 error,
-            } => view.warning(&format!(
-                "retrying ({attempt}) in {}: {error}",
-                human_duration(wait)
-            )),
+            } => {
+                let status = retry_status(attempt, max_attempts, wait, &error);
+                if view.style().enabled() {
+                    view.spin(&status);
+                } else {
+                    view.warning(&status);
+                }
+            }
             AgentEvent::ReplyDiscarded {
                 attempt,
                 max_attempts,

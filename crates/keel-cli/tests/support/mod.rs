@@ -25,6 +25,7 @@ pub(crate) const KEEL_VARS: &[&str] = &[
     "KEEL_PROVIDER",
     "KEEL_MODEL",
     "KEEL_HOME",
+    "KEEL_LOG",
     "NO_COLOR",
 ];
 

@@ -488,12 +488,14 @@ impl Session {
                         }
                         StreamEvent::Retrying {
                             attempt,
+                            max_attempts,
                             wait,
                             error,
                         } => emit(
                             sink,
                             AgentEvent::Retrying {
                                 attempt: *attempt,
+                                max_attempts: *max_attempts,
                                 wait: *wait,
                                 error: error.clone(),
                             },
