@@ -13,7 +13,7 @@ use crate::cli::{ExecArgs, Options, OutputFormat};
 use crate::output::{
     InitInfo, init_object, message_object, reply_discarded_object, result_object, snapshot_object,
 };
-use crate::render::{CallInputs, finished_line, human_duration, restored_note};
+use crate::render::{CallInputs, failure_tail, finished_line, human_duration, restored_note};
 use crate::setup::{CliError, Mode, SessionChoice, Setup};
 use crate::signals;
 
@@ -257,6 +257,9 @@ async fn stream_run(
             } if format == OutputFormat::Text => {
                 let input = calls.take(&id);
                 progress(&finished_line(&name, &input, &output, is_error, duration));
+                for line in failure_tail(&name, &output, is_error) {
+                    progress(&format!("    {line}"));
+                }
                 if let Some(note) = restored_note(&output) {
                     progress(&format!("keel: {note}"));
                 }

@@ -10,6 +10,7 @@ mod cli;
 mod config;
 mod delegates;
 mod exec;
+mod markdown;
 mod output;
 mod render;
 mod repl;
@@ -18,6 +19,7 @@ mod sessions;
 mod setup;
 mod signals;
 mod tasks;
+mod terminal;
 mod trust;
 mod usage;
 

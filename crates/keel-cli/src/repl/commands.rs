@@ -29,6 +29,8 @@ pub(super) enum Command {
     Diff,
     /// `/cost`.
     Cost,
+    /// `/last`.
+    Last,
     /// `/compact`.
     Compact,
     /// `/clear`.
@@ -71,6 +73,7 @@ pub(super) const HELP: &[(&str, &str)] = &[
         "what changed in the work tree since the session started",
     ),
     ("/cost", "tokens used and what they cost so far"),
+    ("/last", "the last tool call's whole output, in a pager"),
     (
         "/compact",
         "summarize the older turns to free room in the context",
@@ -100,6 +103,7 @@ pub(super) fn parse(line: &str) -> Option<Command> {
         "rewind" => Command::Rewind(argument),
         "diff" => Command::Diff,
         "cost" => Command::Cost,
+        "last" => Command::Last,
         "compact" => Command::Compact,
         "clear" => Command::Clear,
         "model" => Command::Model(argument),
@@ -124,6 +128,7 @@ impl Repl {
             Command::Rewind(argument) => self.rewind(argument).await,
             Command::Diff => self.diff(),
             Command::Cost => self.view.line(&self.totals.summary()),
+            Command::Last => super::pager::show_last(&self.view).await,
             Command::Compact => self.compact().await,
             Command::Clear => self.clear(),
             Command::Model(None) => self.view.line(&format!("model: {}", self.session.model())),

@@ -5,11 +5,12 @@
 //! [`turn`] runs one prompt, printing its events, Ctrl-C cancelling it; [`commands`] holds the
 //! slash commands; [`view`] prints, with colours and the spinner, and [`diff`] paints diffs;
 //! [`snapshot`] keeps files' contents from before a write, for its diff; [`worktree`] is
-//! `/diff` and [`totals`] is `/cost`.
+//! `/diff`, [`totals`] is `/cost` and [`pager`] is `/last`.
 
 mod commands;
 mod diff;
 mod input;
+mod pager;
 mod snapshot;
 mod totals;
 mod turn;
