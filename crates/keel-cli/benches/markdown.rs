@@ -11,7 +11,8 @@
 //! keel-cli is a binary crate: the renderer (and the terminal module it paints with) is
 //! compiled into this bench with `#[path]`, nothing is exported from a library.
 
-#![allow(missing_docs, dead_code, unreachable_pub)]
+// The included modules carry their unit tests, which a bench does not run.
+#![allow(missing_docs, dead_code, unreachable_pub, unused_imports)]
 #![allow(clippy::print_stdout, clippy::unwrap_used, clippy::expect_used)]
 
 #[path = "../src/markdown/mod.rs"]

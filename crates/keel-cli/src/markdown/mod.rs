@@ -54,8 +54,8 @@ enum Block {
     Lines,
     /// A fenced code block.
     Code {
-        /// Its highlighter.
-        block: CodeBlock,
+        /// Its highlighter (boxed: it is large, and most lines are not code).
+        block: Box<CodeBlock>,
         /// The fence's character (`` ` `` or `~`) and length, which its closing fence matches.
         fence: char,
         fence_len: usize,
@@ -209,7 +209,7 @@ impl MarkdownStream {
                 info,
             } => {
                 self.block = Block::Code {
-                    block: CodeBlock::new(info, self.style),
+                    block: Box::new(CodeBlock::new(info, self.style)),
                     fence,
                     fence_len,
                     indent,

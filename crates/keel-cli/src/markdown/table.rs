@@ -72,9 +72,7 @@ fn fit(widths: &mut [usize], room: usize) -> Option<()> {
         *width = (*width).max(1);
     }
     while widths.iter().sum::<usize>() > room {
-        let Some(widest) = widths.iter_mut().max() else {
-            return None;
-        };
+        let widest = widths.iter_mut().max()?;
         if *widest <= MIN_COLUMN {
             return None;
         }
