@@ -5,6 +5,7 @@
 //! Self-contained (no other keel-cli module is used), so that the Markdown renderer's
 //! benchmark can include it with `#[path]`.
 
+use std::ffi::OsString;
 use std::io::IsTerminal;
 
 /// The width assumed when the terminal's cannot be read (stdout is not a terminal).
@@ -22,11 +23,20 @@ impl Style {
     /// when stdout is not a terminal; `TERM=dumb` turns them off; otherwise they are on when
     /// stdout is a terminal.
     pub(crate) fn detect() -> Self {
-        let var = |name: &str| std::env::var_os(name).filter(|value| !value.is_empty());
+        Self::detect_with(
+            |name| std::env::var_os(name),
+            std::io::stdout().is_terminal(),
+        )
+    }
+
+    /// [`Style::detect`] with the environment read through `var` and whether stdout is a
+    /// terminal given.
+    fn detect_with(var: impl Fn(&str) -> Option<OsString>, terminal: bool) -> Self {
+        let var = |name: &str| var(name).filter(|value| !value.is_empty());
         let no_color = var("NO_COLOR").is_some();
         let forced = var("CLICOLOR_FORCE").is_some_and(|value| value != "0");
         let dumb = var("TERM").is_some_and(|term| term == "dumb");
-        Self::new(!no_color && (forced || (!dumb && std::io::stdout().is_terminal())))
+        Self::new(!no_color && (forced || (!dumb && terminal)))
     }
 
     /// Colours on or off.
@@ -114,6 +124,40 @@ mod tests {
         assert_eq!(Style::new(true).sgr("", "x"), "x");
         assert_eq!(Style::new(false).red("x"), "x");
         assert_eq!(Style::new(false).bold("x"), "x");
+    }
+
+    #[test]
+    fn the_colour_conventions_are_followed() {
+        let detect = |vars: &[(&str, &str)], terminal: bool| {
+            let vars: Vec<(String, OsString)> = vars
+                .iter()
+                .map(|(name, value)| ((*name).to_owned(), OsString::from(value)))
+                .collect();
+            let lookup = |name: &str| {
+                vars.iter()
+                    .find(|(n, _)| n == name)
+                    .map(|(_, value)| value.clone())
+            };
+            Style::detect_with(lookup, terminal).enabled()
+        };
+        assert!(detect(&[("TERM", "xterm")], true));
+        assert!(!detect(&[("TERM", "xterm")], false), "not a terminal");
+        assert!(!detect(&[("TERM", "dumb")], true), "a dumb terminal");
+        assert!(!detect(&[("NO_COLOR", "1")], true));
+        assert!(
+            detect(&[("NO_COLOR", "")], true),
+            "an empty NO_COLOR does not count"
+        );
+        assert!(
+            detect(&[("CLICOLOR_FORCE", "1")], false),
+            "forced without a terminal"
+        );
+        assert!(detect(&[("CLICOLOR_FORCE", "1"), ("TERM", "dumb")], false));
+        assert!(!detect(&[("CLICOLOR_FORCE", "0")], false));
+        assert!(
+            !detect(&[("CLICOLOR_FORCE", "1"), ("NO_COLOR", "1")], true),
+            "NO_COLOR wins"
+        );
     }
 
     #[test]

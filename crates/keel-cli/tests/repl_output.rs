@@ -218,3 +218,43 @@ async fn escape_sequences_in_an_answer_stay_inert() {
         keel.wait();
     });
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn without_a_terminal_the_answer_is_printed_as_written_and_last_inline() {
+    let repo = TempRepo::new();
+    let home = Home::new();
+    let server = anthropic_server(&[
+        tool_call(
+            "toolu_1",
+            "run_command",
+            json!({"command": "echo one; echo two"}),
+        ),
+        text(ANSWER),
+    ])
+    .await;
+    let mut command = keel(&home, &server, &repo);
+    command
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped());
+    let output = tokio::task::spawn_blocking(move || {
+        use std::io::Write;
+        let mut child = command.spawn().unwrap();
+        let mut stdin = child.stdin.take().unwrap();
+        stdin.write_all(b"how do I fix it?\n/last\n").unwrap();
+        drop(stdin);
+        child.wait_with_output().unwrap()
+    })
+    .await
+    .unwrap();
+    let out = stdout(&output);
+    assert!(
+        out.contains(ANSWER),
+        "the Markdown source, unrendered: {out}"
+    );
+    assert!(!out.contains('\x1b'), "no colours: {out:?}");
+    assert!(
+        out.contains("── run_command(echo one; echo two) ──\none\ntwo\n[exit code 0]"),
+        "/last prints inline: {out}"
+    );
+}

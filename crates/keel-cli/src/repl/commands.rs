@@ -442,6 +442,7 @@ mod tests {
     fn commands_are_parsed_with_their_argument() {
         assert_eq!(parse("hello"), None);
         assert_eq!(parse("/help"), Some(Command::Help));
+        assert_eq!(parse("/last"), Some(Command::Last));
         assert_eq!(parse("  /quit "), Some(Command::Exit));
         assert_eq!(parse("/model"), Some(Command::Model(None)));
         assert_eq!(
