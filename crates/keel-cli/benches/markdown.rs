@@ -83,6 +83,15 @@ fn stream(style: Style, deltas: &[&str]) -> usize {
 }
 
 fn bench(c: &mut Criterion) {
+    // What the first highlighted code block costs: syntect's syntaxes and themes are loaded
+    // then, not at start-up.
+    let started = Instant::now();
+    let mut first = MarkdownStream::new(Style::new(true), 80);
+    black_box(first.push("```rust\nfn main() {}\n```\n"));
+    println!(
+        "markdown: first highlighted code block (syntaxes loaded) in {:.1?}",
+        started.elapsed()
+    );
     let mut group = c.benchmark_group("markdown");
     group.sample_size(10);
     for (name, bytes) in [("100KB", 100_000), ("1MB", 1_000_000)] {
