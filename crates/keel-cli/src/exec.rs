@@ -14,7 +14,7 @@ use crate::output::{
     InitInfo, init_object, iteration_warning_object, message_object, reply_discarded_object,
     result_object, snapshot_object,
 };
-use crate::render::{CallInputs, finished_line, restored_note};
+use crate::render::{CallInputs, failure_tail, finished_line, restored_note};
 use crate::setup::{CliError, Mode, SessionChoice, Setup};
 use crate::signals;
 use crate::trouble::{failure_hint, retry_status};
@@ -262,6 +262,9 @@ async fn stream_run(
             } if format == OutputFormat::Text => {
                 let input = calls.take(&id);
                 progress(&finished_line(&name, &input, &output, is_error, duration));
+                for line in failure_tail(&name, &output, is_error) {
+                    progress(&format!("    {line}"));
+                }
                 if let Some(note) = restored_note(&output) {
                     progress(&format!("keel: {note}"));
                 }

@@ -42,13 +42,16 @@ pub(crate) fn describe_call(name: &str, input: &Value) -> String {
     format!("{name}({})", call_subject(name, input))
 }
 
-/// What a result says, in a few words: its first non-empty line, and how many lines it has.
+/// How many of a failed call's last output lines are shown under its line.
+pub(crate) const TAIL_LINES: usize = 5;
+
+/// What a result says, in a few words: its first non-empty line, and how many lines it has;
+/// `no output` when it is empty.
 pub(crate) fn summarize_output(output: &str) -> String {
     let lines = output.lines().count();
-    let first = output
-        .lines()
-        .find(|line| !line.trim().is_empty())
-        .unwrap_or("(no output)");
+    let Some(first) = output.lines().find(|line| !line.trim().is_empty()) else {
+        return "no output".to_owned();
+    };
     let first = one_line(first, MAX_SHOWN);
     if lines > 1 {
         format!("{first} (+{} lines)", lines - 1)
@@ -57,7 +60,99 @@ pub(crate) fn summarize_output(output: &str) -> String {
     }
 }
 
-/// A finished call on one line: `✓ read_file(src/lib.rs) · 42 lines… · 3 ms`.
+/// A `run_command` result taken apart: what the command printed, and the status keel added
+/// (`[exit code 1]`, `[killed by signal 9 (SIGKILL)]`, `[stopped (…)]`); the notes after it
+/// are dropped.
+struct CommandResult<'a> {
+    /// The command's output (empty when it printed nothing).
+    printed: Vec<&'a str>,
+    /// The status line without its brackets, if there is one.
+    status: Option<&'a str>,
+}
+
+impl<'a> CommandResult<'a> {
+    /// `output` as keel's `run_command` writes it: the output (or `(no output)`), the status
+    /// line, `[note: …]` lines.
+    fn parse(output: &'a str) -> Self {
+        let lines: Vec<&str> = output.lines().collect();
+        let status_at = lines.iter().rposition(|line| {
+            ["[exit code ", "[killed by signal ", "[stopped"]
+                .iter()
+                .any(|start| line.starts_with(start))
+                && line.ends_with(']')
+        });
+        let (printed, status) = match status_at {
+            Some(at) => (
+                lines[..at].to_vec(),
+                Some(lines[at].trim_start_matches('[').trim_end_matches(']')),
+            ),
+            None => (lines, None),
+        };
+        let printed = if printed == ["(no output)"] {
+            Vec::new()
+        } else {
+            printed
+        };
+        Self { printed, status }
+    }
+
+    /// The status worth a word: anything but `exit code 0`.
+    fn failure(&self) -> Option<&'a str> {
+        self.status.filter(|status| *status != "exit code 0")
+    }
+}
+
+/// What a call's result says on its line: the exit status of a command that failed, then
+/// the output's first line and length (`no output` when empty); for a failure whose output
+/// is longer than a line, its length only, as its last lines follow ([`failure_tail`]).
+fn summarize_result(name: &str, output: &str, is_error: bool) -> String {
+    if name == "run_command" {
+        let result = CommandResult::parse(output);
+        let printed = result.printed.join("\n");
+        let lines = result.printed.len();
+        let summary = if is_error && lines > 1 {
+            format!("{lines} lines")
+        } else {
+            summarize_output(&printed)
+        };
+        return match result.failure() {
+            Some(status) => format!("{status} · {summary}"),
+            None => summary,
+        };
+    }
+    summarize_output(output)
+}
+
+/// The last lines of a failed call's output, to show under its line (where a traceback's
+/// error is); nothing for a success, or when the line says all there is.
+pub(crate) fn failure_tail(name: &str, output: &str, is_error: bool) -> Vec<String> {
+    if !is_error {
+        return Vec::new();
+    }
+    let lines: Vec<&str> = if name == "run_command" {
+        let printed = CommandResult::parse(output).printed;
+        if printed.len() <= 1 {
+            return Vec::new();
+        }
+        printed
+    } else {
+        // The first line is on the call's line already.
+        output.lines().skip(1).collect()
+    };
+    let lines: Vec<&str> = lines
+        .into_iter()
+        .map(str::trim_end)
+        .filter(|line| !line.is_empty())
+        .collect();
+    let start = lines.len().saturating_sub(TAIL_LINES);
+    lines[start..]
+        .iter()
+        .map(|line| (*line).to_owned())
+        .collect()
+}
+
+/// A finished call on one line: `✓ read_file(src/lib.rs) · 42 lines · 3 ms`,
+/// `✗ run_command(pytest) · exit code 1 · 12 lines · 1.2 s`.
 pub(crate) fn finished_line(
     name: &str,
     input: &Value,
@@ -74,7 +169,7 @@ pub(crate) fn finished_line(
             .count();
         format!("{lines} line{}", if lines == 1 { "" } else { "s" })
     } else {
-        summarize_output(output)
+        summarize_result(name, output, is_error)
     };
     format!(
         "{mark} {} · {summary} · {}",
@@ -170,7 +265,7 @@ mod tests {
     fn outputs_are_summarized_on_one_line() {
         assert_eq!(summarize_output("one\ntwo\nthree"), "one (+2 lines)");
         assert_eq!(summarize_output("\n  \nlate"), "late (+2 lines)");
-        assert_eq!(summarize_output(""), "(no output)");
+        assert_eq!(summarize_output(""), "no output");
         let line = finished_line(
             "read_file",
             &json!({"path": "a"}),
@@ -179,5 +274,68 @@ mod tests {
             Duration::from_millis(1500),
         );
         assert_eq!(line, "✗ read_file(a) · fine · 1.5 s");
+    }
+
+    /// keel's run_command result for `printed` and `status`.
+    fn command_output(printed: &str, status: &str) -> String {
+        format!("{printed}\n[{status}]\n")
+    }
+
+    #[test]
+    fn a_command_says_its_exit_code_and_an_empty_output_says_so() {
+        let input = json!({"command": "pytest"});
+        let ms = Duration::from_millis(3);
+        let quiet = command_output("(no output)", "exit code 0");
+        assert_eq!(
+            finished_line("run_command", &input, &quiet, false, ms),
+            "✓ run_command(pytest) · no output · 3 ms"
+        );
+        let one = command_output("hi", "exit code 0");
+        assert_eq!(
+            finished_line("run_command", &input, &one, false, ms),
+            "✓ run_command(pytest) · hi · 3 ms"
+        );
+        let failed = command_output("(no output)", "exit code 2");
+        assert_eq!(
+            finished_line("run_command", &input, &failed, true, ms),
+            "✗ run_command(pytest) · exit code 2 · no output · 3 ms"
+        );
+        let killed = command_output("x", "killed by signal 9 (SIGKILL)");
+        assert_eq!(
+            finished_line("run_command", &input, &killed, true, ms),
+            "✗ run_command(pytest) · killed by signal 9 (SIGKILL) · x · 3 ms"
+        );
+    }
+
+    #[test]
+    fn a_failure_shows_its_last_lines() {
+        let traceback = "Traceback (most recent call last):\n  File \"t.py\", line 3\n    \
+                         main()\n  File \"t.py\", line 2\n    assert 1 == 2\n\
+                         AssertionError: one is not two";
+        let output = format!(
+            "{}[note: the command changed protected paths]\n",
+            command_output(traceback, "exit code 1")
+        );
+        let line = finished_line(
+            "run_command",
+            &json!({"command": "python t.py"}),
+            &output,
+            true,
+            Duration::from_millis(3),
+        );
+        assert_eq!(
+            line,
+            "✗ run_command(python t.py) · exit code 1 · 6 lines · 3 ms"
+        );
+        let tail = failure_tail("run_command", &output, true);
+        assert_eq!(tail.len(), TAIL_LINES);
+        assert_eq!(tail.last().unwrap(), "AssertionError: one is not two");
+        assert_eq!(tail[0], "  File \"t.py\", line 3");
+        assert!(failure_tail("run_command", &output, false).is_empty());
+        assert!(failure_tail("run_command", &command_output("x", "exit code 1"), true).is_empty());
+        assert_eq!(
+            failure_tail("read_file", "no such file\nhint: check the path", true),
+            ["hint: check the path"]
+        );
     }
 }

@@ -1,17 +1,11 @@
 //! Plain text wrapped on words at the terminal's width (questions and lists that must not be
 //! cut mid-word by the terminal).
 
-/// The width assumed when the terminal's is not known.
-const FALLBACK_WIDTH: usize = 80;
-
-/// How many columns a wrapped line may use: stdout's terminal width (else 80) less one, so
-/// that no line fills a row to its edge (where terminals differ on what comes next).
+/// How many columns a wrapped line may use: the terminal's width ([`crate::terminal::width`])
+/// less one, so that no line fills a row to its edge (where terminals differ on what comes
+/// next).
 pub(crate) fn terminal_width() -> usize {
-    terminal_size::terminal_size_of(std::io::stdout())
-        .map(|(terminal_size::Width(columns), _)| usize::from(columns))
-        .filter(|&columns| columns > 0)
-        .unwrap_or(FALLBACK_WIDTH)
-        .saturating_sub(1)
+    crate::terminal::width().saturating_sub(1)
 }
 
 /// `text` cut into lines of at most `width` characters, on spaces (a word longer than the

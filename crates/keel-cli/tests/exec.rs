@@ -30,6 +30,36 @@ async fn text_output_prints_the_answer_and_one_progress_line_per_call() {
     insta::assert_snapshot!(progress, @"✓ read_file(notes.txt) · 2 lines · [time]");
 }
 
+#[tokio::test]
+async fn a_failed_command_s_progress_line_says_its_exit_code_and_its_last_lines_follow() {
+    let repo = TempRepo::new();
+    repo.write(
+        "fail.sh",
+        "echo first\necho second\necho 'Error: the last words'\nexit 2\n",
+    );
+    let home = Home::new();
+    let server = anthropic_server(&[
+        tool_call("toolu_1", "run_command", json!({"command": "true"})),
+        tool_call("toolu_2", "run_command", json!({"command": "sh fail.sh"})),
+        text("It failed."),
+    ])
+    .await;
+    let mut command = home.keel_anthropic(&server);
+    command
+        .current_dir(repo.path())
+        .args(["exec", "-y", "run it"]);
+    let output = run(command).await;
+    assert_eq!(output.status.code(), Some(0), "stderr: {}", stderr(&output));
+    let progress = redact(&stderr(&output), &[]);
+    insta::assert_snapshot!(progress, @r"
+    ✓ run_command(true) · no output · [time]
+    ✗ run_command(sh fail.sh) · exit code 2 · 3 lines · [time]
+        first
+        second
+        Error: the last words
+    ");
+}
+
 /// The output lines as JSON values, with volatile fields replaced.
 fn json_lines(output: &str, repo: &std::path::Path) -> Vec<Value> {
     let repo = std::fs::canonicalize(repo).unwrap();

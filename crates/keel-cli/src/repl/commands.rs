@@ -31,6 +31,8 @@ pub(super) enum Command {
     Diff,
     /// `/cost`.
     Cost,
+    /// `/last`.
+    Last,
     /// `/compact`.
     Compact,
     /// `/clear`.
@@ -79,6 +81,7 @@ pub(super) const HELP: &[(&str, &str)] = &[
         "what changed in the work tree since the session started",
     ),
     ("/cost", "tokens used and what they cost so far"),
+    ("/last", "the last tool call's whole output, in a pager"),
     (
         "/compact",
         "summarize the older turns to free room in the context",
@@ -123,6 +126,7 @@ pub(super) fn parse(line: &str) -> Option<Command> {
         "rewind" => Command::Rewind(argument),
         "diff" => Command::Diff,
         "cost" => Command::Cost,
+        "last" => Command::Last,
         "compact" => Command::Compact,
         "clear" => Command::Clear,
         "model" => Command::Model(argument),
@@ -150,6 +154,7 @@ impl Repl {
             Command::Rewind(argument) => self.rewind(argument).await,
             Command::Diff => self.diff(),
             Command::Cost => self.view.line(&self.totals.summary()),
+            Command::Last => super::pager::show_last(&self.view).await,
             Command::Compact => self.compact().await,
             Command::Clear => self.clear(),
             Command::Model(None) => self.view.line(&format!("model: {}", self.session.model())),
@@ -513,6 +518,7 @@ mod tests {
     fn commands_are_parsed_with_their_argument() {
         assert_eq!(parse("hello"), None);
         assert_eq!(parse("/help"), Some(Command::Help));
+        assert_eq!(parse("/last"), Some(Command::Last));
         assert_eq!(parse("  /quit "), Some(Command::Exit));
         assert_eq!(parse("/model"), Some(Command::Model(None)));
         assert_eq!(

@@ -5,11 +5,11 @@
 //! [`turn`] runs one prompt, printing its events, Ctrl-C cancelling it; [`commands`] holds the
 //! slash commands; [`view`] prints, with colours and the spinner, and [`diff`] paints diffs;
 //! [`snapshot`] keeps files' contents from before a write, for its diff; [`worktree`] is
-//! `/diff` and [`totals`] is `/cost`. [`complete`] is Tab completion, [`mention`] attaches
-//! `@path` files, [`shell`] runs `!cmd`, [`typeahead`] queues what is typed while a turn runs,
-//! [`resume`] is `/resume` and the `keel resume <id>` line at exit. [`status`] is the banner's
-//! powers line, the line after each turn and `/context`; [`commit`] lists what a `git_commit`
-//! would stage.
+//! `/diff`, [`totals`] is `/cost` and [`pager`] is `/last`. [`complete`] is Tab completion,
+//! [`mention`] attaches `@path` files, [`shell`] runs `!cmd`, [`typeahead`] queues what is
+//! typed while a turn runs, [`resume`] is `/resume` and the `keel resume <id>` line at exit.
+//! [`status`] is the banner's powers line, the line after each turn and `/context`;
+//! [`commit`] lists what a `git_commit` would stage.
 
 mod commands;
 mod commit;
@@ -17,6 +17,7 @@ mod complete;
 mod diff;
 mod input;
 mod mention;
+mod pager;
 mod resume;
 mod shell;
 mod snapshot;

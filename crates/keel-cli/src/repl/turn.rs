@@ -10,7 +10,7 @@ use serde_json::Value;
 use super::diff::file_diff;
 use super::snapshot::{Snapshots, target};
 use super::view::{Style, View};
-use crate::render::{CallInputs, describe_call, finished_line, restored_note};
+use crate::render::{CallInputs, describe_call, failure_tail, finished_line, restored_note};
 use crate::signals;
 use crate::trouble::retry_status;
 
@@ -137,6 +137,7 @@ impl Printer<'_> {
                 let input = self.calls.take(&id);
                 view.tool_line(
                     &finished_line(&name, &input, &output, is_error, duration),
+                    &failure_tail(&name, &output, is_error),
                     is_error,
                 );
                 if let Some(note) = restored_note(&output) {
@@ -145,6 +146,7 @@ impl Printer<'_> {
                 if !is_error && (name == "write_file" || name == "patch_file") {
                     self.show_change(&input);
                 }
+                view.keep_last_output(describe_call(&name, &input), output);
             }
             AgentEvent::ApprovalRequested { .. } | AgentEvent::IterationWarning { .. } => {
                 // The question itself is asked, and says it (with the change an edit would
@@ -217,7 +219,10 @@ impl Printer<'_> {
     fn outcome(&self, outcome: &RunOutcome) {
         let view = self.view;
         match &outcome.stop {
-            Stop::Completed if !self.streamed => view.line(&outcome.text),
+            Stop::Completed if !self.streamed => {
+                view.text(&outcome.text);
+                view.end_line();
+            }
             Stop::Completed => {}
             Stop::Cancelled | Stop::MaxIterations => view.warning(&one_line(&outcome.text)),
             Stop::Refused { .. } | Stop::Failed { .. } => view.error(&one_line(&outcome.text)),

@@ -11,91 +11,36 @@ use std::time::Duration;
 
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
+use crate::markdown::MarkdownStream;
+use crate::terminal;
+
+/// Before each of the last lines of a failed call's output.
+const TAIL_INDENT: &str = "    ";
+
 /// How often the spinner moves.
 const SPIN_INTERVAL: Duration = Duration::from_millis(100);
 
-/// ANSI colours, or plain text when they are off.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) struct Style {
-    color: bool,
+pub(super) use crate::terminal::{Style, printable};
+
+/// The last tool call's full output, kept for `/last`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) struct LastOutput {
+    /// The call, described on one line.
+    pub(super) call: String,
+    /// Its whole output (as capped by the tool's output limit).
+    pub(super) output: String,
 }
 
-impl Style {
-    /// Colours when stdout is a terminal and `NO_COLOR` is not set (to a non-empty value).
-    pub(super) fn detect() -> Self {
-        let no_color = std::env::var_os("NO_COLOR").is_some_and(|value| !value.is_empty());
-        Self::new(std::io::stdout().is_terminal() && !no_color)
-    }
-
-    /// Colours on or off.
-    pub(super) fn new(color: bool) -> Self {
-        Self { color }
-    }
-
-    /// Whether colours (and, with them, spinners) are on.
-    pub(super) fn enabled(self) -> bool {
-        self.color
-    }
-
-    /// `text` in the SGR colour `code`, when colours are on.
-    fn paint(self, code: &str, text: &str) -> String {
-        if self.color {
-            format!("\x1b[{code}m{text}\x1b[0m")
-        } else {
-            text.to_owned()
-        }
-    }
-
-    /// Bold.
-    pub(super) fn bold(self, text: &str) -> String {
-        self.paint("1", text)
-    }
-
-    /// Dimmed, for what matters less.
-    pub(super) fn dim(self, text: &str) -> String {
-        self.paint("2", text)
-    }
-
-    /// Red: errors and removed lines.
-    pub(super) fn red(self, text: &str) -> String {
-        self.paint("31", text)
-    }
-
-    /// Green: success and added lines.
-    pub(super) fn green(self, text: &str) -> String {
-        self.paint("32", text)
-    }
-
-    /// Yellow: warnings.
-    pub(super) fn yellow(self, text: &str) -> String {
-        self.paint("33", text)
-    }
-
-    /// Cyan: hunk headers.
-    pub(super) fn cyan(self, text: &str) -> String {
-        self.paint("36", text)
-    }
-}
-
-/// Text from the model or a file, made safe to print: control characters other than newline
-/// and tab (an escape sequence could rewrite the screen) become `�`; carriage returns go.
-pub(super) fn printable(text: &str) -> String {
-    text.chars()
-        .filter(|&c| c != '\r')
-        .map(|c| {
-            if c.is_control() && c != '\n' && c != '\t' {
-                '\u{FFFD}'
-            } else {
-                c
-            }
-        })
-        .collect()
-}
-
-/// The screen's state: whether the cursor is at the start of a line, and the spinner shown.
+/// The screen's state: whether the cursor is at the start of a line, the spinner shown, the
+/// answer being drawn.
 struct Screen {
     at_line_start: bool,
     spinner: Option<ProgressBar>,
+    /// The model's answer being drawn as Markdown (`None` between answers, or when the answer
+    /// is printed as it comes).
+    markdown: Option<MarkdownStream>,
+    /// The last tool call's output.
+    last_output: Option<LastOutput>,
 }
 
 impl Screen {
@@ -107,7 +52,7 @@ impl Screen {
     }
 
     /// Writes `text` (the spinner cleared first) and flushes it.
-    fn write(&mut self, text: &str) {
+    fn emit(&mut self, text: &str) {
         self.stop_spinner();
         if text.is_empty() {
             return;
@@ -119,10 +64,25 @@ impl Screen {
         self.at_line_start = text.ends_with('\n');
     }
 
-    /// Ends a half-written line, if any.
+    /// Draws what is left of the answer being drawn, if any: before anything else is printed.
+    fn finish_answer(&mut self) {
+        if let Some(mut markdown) = self.markdown.take() {
+            let rest = markdown.finish();
+            self.emit(&rest);
+        }
+    }
+
+    /// Writes `text` after the rest of the answer being drawn.
+    fn write(&mut self, text: &str) {
+        self.finish_answer();
+        self.emit(text);
+    }
+
+    /// Ends a half-written line, if any (the answer being drawn is finished first).
     fn end_line(&mut self) {
+        self.finish_answer();
         if !self.at_line_start {
-            self.write("\n");
+            self.emit("\n");
         }
     }
 }
@@ -131,18 +91,30 @@ impl Screen {
 #[derive(Clone)]
 pub(super) struct View {
     style: Style,
+    /// Whether the answer is drawn as Markdown (stdout is a terminal, or colours are forced)
+    /// or printed as the model wrote it.
+    markdown: bool,
     screen: Arc<Mutex<Screen>>,
 }
 
 impl View {
     /// A view painting with `style`; spinners only when colours are on (a terminal, no
-    /// `NO_COLOR`).
+    /// `NO_COLOR`). The answer is drawn as Markdown when stdout is a terminal or colours are
+    /// on (`CLICOLOR_FORCE`), else printed as the model wrote it.
     pub(super) fn new(style: Style) -> Self {
+        Self::with_markdown(style, std::io::stdout().is_terminal() || style.enabled())
+    }
+
+    /// A view painting with `style`, drawing answers as Markdown or not.
+    fn with_markdown(style: Style, markdown: bool) -> Self {
         Self {
             style,
+            markdown,
             screen: Arc::new(Mutex::new(Screen {
                 at_line_start: true,
                 spinner: None,
+                markdown: None,
+                last_output: None,
             })),
         }
     }
@@ -158,9 +130,24 @@ impl View {
         self.style
     }
 
-    /// More of the model's answer, as it comes.
+    /// More of the model's answer, as it comes: drawn as Markdown, line by line, to the
+    /// terminal's width (the rest when anything else is printed), or printed as it is.
     pub(super) fn text(&self, text: &str) {
-        self.screen().write(&printable(text));
+        let mut screen = self.screen();
+        screen.stop_spinner();
+        if !self.markdown {
+            screen.emit(&printable(text));
+            return;
+        }
+        if screen.markdown.is_none() {
+            screen.end_line();
+        }
+        let style = self.style;
+        let lines = screen
+            .markdown
+            .get_or_insert_with(|| MarkdownStream::new(style, terminal::width()))
+            .push(text);
+        screen.emit(&lines);
     }
 
     /// Ends a half-written line, if any.
@@ -203,17 +190,36 @@ impl View {
     }
 
     /// A finished tool call: its one-line description, the mark painted green or the whole
-    /// line red for a failure.
-    pub(super) fn tool_line(&self, line: &str, is_error: bool) {
+    /// line red for a failure; under it, dimmed and indented, the last lines of a failure's
+    /// output (`tail`), cut to the terminal's width. The call's output is untrusted: made
+    /// printable.
+    pub(super) fn tool_line(&self, line: &str, tail: &[String], is_error: bool) {
+        let line = printable(line);
         let painted = if is_error {
-            self.style.red(line)
+            self.style.red(&line)
         } else {
             match line.strip_prefix('✓') {
                 Some(rest) => format!("{}{rest}", self.style.green("✓")),
-                None => line.to_owned(),
+                None => line.clone(),
             }
         };
-        self.line(&painted);
+        let room = terminal::width().saturating_sub(TAIL_INDENT.len() + 1);
+        let mut lines = vec![painted];
+        lines.extend(tail.iter().map(|line| {
+            let line = one_line_cut(&printable(line), room);
+            self.style.dim(&format!("{TAIL_INDENT}{line}"))
+        }));
+        self.lines(&lines);
+    }
+
+    /// Keeps `output`, the whole output of the call described by `call`, for `/last`.
+    pub(super) fn keep_last_output(&self, call: String, output: String) {
+        self.screen().last_output = Some(LastOutput { call, output });
+    }
+
+    /// The last tool call's output, if a call finished in this session.
+    pub(super) fn last_output(&self) -> Option<LastOutput> {
+        self.screen().last_output.clone()
     }
 
     /// Shows the spinner with `message` (or changes its message); nothing without colours.
@@ -222,6 +228,7 @@ impl View {
             return;
         }
         let mut screen = self.screen();
+        screen.finish_answer();
         if let Some(spinner) = &screen.spinner {
             spinner.set_message(message.to_owned());
             return;
@@ -252,19 +259,35 @@ impl View {
     }
 }
 
+/// `line` cut to `max` characters, with an ellipsis when it was longer; tabs as spaces.
+fn one_line_cut(line: &str, max: usize) -> String {
+    let line = line.replace('\t', "    ");
+    if line.chars().count() <= max {
+        return line;
+    }
+    let mut cut: String = line.chars().take(max.saturating_sub(1)).collect();
+    cut.push('…');
+    cut
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
-    fn colours_are_ansi_codes_or_nothing() {
-        assert_eq!(Style::new(true).red("x"), "\x1b[31mx\x1b[0m");
-        assert_eq!(Style::new(false).red("x"), "x");
-        assert_eq!(Style::new(false).bold("x"), "x");
+    fn tail_lines_are_cut_to_the_width() {
+        assert_eq!(one_line_cut("abcdef", 4), "abc…");
+        assert_eq!(one_line_cut("a\tb", 10), "a    b");
     }
 
     #[test]
-    fn control_characters_are_not_printed() {
-        assert_eq!(printable("a\x1b[2Jb\r\n\tc"), "a\u{FFFD}[2Jb\n\tc");
+    fn the_last_output_is_kept() {
+        let view = View::with_markdown(Style::new(false), false);
+        assert_eq!(view.last_output(), None);
+        view.keep_last_output("run_command(x)".into(), "out".into());
+        assert_eq!(
+            view.last_output().map(|last| last.output),
+            Some("out".into())
+        );
     }
 }
