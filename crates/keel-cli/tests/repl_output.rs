@@ -60,7 +60,7 @@ async fn an_answer_is_drawn_as_markdown() {
         keel.expect("Done.");
         keel.prompt();
         insta::assert_snapshot!(screen_from(&keel, "keel> how do I fix it?"), @r"
-        keel> how do I fix it?
+        [allow] keel> how do I fix it?
         Plan
 
         The fix is bold words and a call().
@@ -72,7 +72,8 @@ async fn an_answer_is_drawn_as_markdown() {
         def main():
             return 1
         Done.
-        keel>
+        [time] · 100 in / 20 out tokens · $0.0006 · context 1% of 200k
+        [allow] keel>
         ");
         let bold = keel.screen_cell_of("bold words").unwrap();
         assert!(bold.bold(), "strong text is bold");
@@ -106,7 +107,8 @@ async fn a_long_paragraph_wraps_on_words_at_the_terminal_width() {
         let screen = screen_from(&keel, "word0 ");
         let rows: Vec<&str> = screen
             .lines()
-            .take_while(|row| !row.starts_with("keel>"))
+            // Up to the status line after the turn (then the prompt).
+            .take_while(|row| !row.contains(" tokens · ") && !row.contains("keel>"))
             .collect();
         assert!(rows.len() >= 5, "{screen}");
         for row in &rows {
@@ -153,7 +155,7 @@ async fn a_failed_command_shows_its_last_lines_and_last_shows_all() {
         keel.prompt();
         let screen = screen_from(&keel, "keel> run the tests");
         insta::assert_snapshot!(screen, @r#"
-        keel> run the tests
+        [allow] keel> run the tests
         ✓ run_command(true) · no output · [time]
         ✗ run_command(sh fail.sh) · exit code 3 · 8 lines · [time]
               File "t.py", line 5, in run
@@ -162,7 +164,8 @@ async fn a_failed_command_shows_its_last_lines_and_last_shows_all() {
                 assert 1 == 2
             AssertionError: one is not two
         The test failed.
-        keel>
+        [time] · 300 in / 60 out tokens · $0.0018 · context 1% of 200k
+        [allow] keel>
         "#);
         assert!(!screen.contains("(no output)"), "{screen}");
         keel.send_line("/last");
@@ -210,9 +213,10 @@ async fn escape_sequences_in_an_answer_stay_inert() {
         let green = keel.screen_cell_of("green?").unwrap();
         assert_eq!(green.fgcolor(), vt100::Color::Default, "{screen}");
         insta::assert_snapshot!(screen_from(&keel, "keel> say it"), @r"
-        keel> say it
+        [allow] keel> say it
         before[2J [31mred? [32mgreen? [1m ]0;title after
-        keel>
+        [time] · 100 in / 20 out tokens · $0.0006 · context 1% of 200k
+        [allow] keel>
         ");
         keel.ctrl_d();
         keel.wait();

@@ -54,7 +54,10 @@ fn turn_screen(keel: &Pty, prompt: &str) -> String {
         .lines()
         .position(|line| line.contains(prompt))
         .unwrap_or_else(|| panic!("{prompt:?} is not on screen:\n{screen}"));
-    screen.lines().skip(start).collect::<Vec<_>>().join("\n") + "\n"
+    redact(
+        &(screen.lines().skip(start).collect::<Vec<_>>().join("\n") + "\n"),
+        &[],
+    )
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -93,6 +96,7 @@ async fn a_retry_shows_one_status_line_that_goes_when_the_call_goes_through() {
     insta::assert_snapshot!(after, @r"
     keel> say hello
     Here after one retry.
+    [time] · 100 in / 20 out tokens · $0.0006 · context 1% of 200k
     keel>
     ");
     assert_eq!(server.received_requests().await.unwrap().len(), 2);
@@ -130,6 +134,7 @@ async fn a_dead_provider_ends_the_turn_naming_the_url_to_check() {
     keel> say hello
     The run failed: connection failed: [error chain]
     cannot reach http://127.0.0.1:9 (connection refused): check ANTHROPIC_BASE_URL
+    [time] · 0 in / 0 out tokens · $0.0000 · context 2% of 200k
     keel>
     ");
 }
