@@ -15,9 +15,9 @@ use keel_sandbox::{PathSandbox, SandboxPolicy, default_tools};
 use keel_tool::{DynTool, Tool, ToolRegistry};
 
 use crate::agent::CodingAgent;
-use crate::beside::Beside;
 use crate::delegates::Delegates;
 use crate::home::Home;
+use crate::reading::ProjectReading;
 use crate::{BuildError, protected};
 
 #[cfg(feature = "tasks")]
@@ -53,6 +53,7 @@ pub struct CodingAgentBuilder {
     snapshots: Option<keel_snapshot::SnapshotLimits>,
     #[cfg(feature = "tasks")]
     tasks: Option<BackgroundTasks>,
+    reading: Option<ProjectReading>,
 }
 
 impl std::fmt::Debug for CodingAgentBuilder {
@@ -90,6 +91,7 @@ impl CodingAgentBuilder {
             snapshots: Some(keel_snapshot::SnapshotLimits::default()),
             #[cfg(feature = "tasks")]
             tasks: None,
+            reading: None,
         }
     }
 
@@ -111,6 +113,15 @@ impl CodingAgentBuilder {
     #[must_use]
     pub fn cwd(mut self, dir: impl Into<PathBuf>) -> Self {
         self.cwd = Some(dir.into());
+        self
+    }
+
+    /// The project's context already being read ([`ProjectReading::start`], e.g. at the top
+    /// of a command's `main`, before its flags and config are parsed). Used only if it reads
+    /// for the directory the agent works in; otherwise `build` reads its own.
+    #[must_use]
+    pub fn project_reading(mut self, reading: ProjectReading) -> Self {
+        self.reading = Some(reading);
         self
     }
 
@@ -259,19 +270,20 @@ impl CodingAgentBuilder {
             Some(home) => home.clone(),
             None => crate::home_dir()?,
         };
-        // The slow reads start now on threads of their own, overlapping the rest of the build
+        // The slow reads run on threads of their own, overlapping the rest of the build
         // (about a millisecond off every start): the project's context (instruction files,
-        // libgit2's status), taken for the prompt, and the task store (SQLite, with recovery),
+        // libgit2's status; started by the host, earlier, if it gave a reading of this
+        // directory), until the prompt, and then the task store (SQLite, with recovery),
         // waited for by the first call that needs it (a new session's first model request
-        // does not ask the notifier). The snapshot store opens on this thread meanwhile.
-        let root = keel_agents::project_root(&cwd);
-        let context = Beside::start("keel-context", {
-            let (root, cwd) = (root.clone(), cwd.clone());
-            move || keel_agents::project_context(&root, &cwd)
-        });
-        #[cfg(feature = "tasks")]
-        let task_store = (self.delegation && self.tasks.is_some())
-            .then(|| crate::tasks::OpeningTaskStore::start(&home));
+        // does not ask the notifier). The snapshot store opens on this thread.
+        let reading = match self.reading.filter(|reading| reading.cwd() == cwd) {
+            Some(reading) => reading,
+            None => ProjectReading::start(&cwd).ok_or_else(|| BuildError::WorkingDir {
+                path: given.clone(),
+                reason: "it cannot be resolved".to_owned(),
+            })?,
+        };
+        let root = reading.root().to_path_buf();
         let mut warnings = Vec::new();
         let mut allow_read = Vec::new();
         for path in &self.allow_read {
@@ -333,7 +345,13 @@ impl CodingAgentBuilder {
             warnings.push(warning);
             None
         });
-        let mut prompt = system_prompt(&context.wait());
+
+        let mut prompt = system_prompt(&reading.wait());
+        // Only now: on two cores a third thread would slow the context's, which the prompt
+        // waits for; the store is not waited for before the first request.
+        #[cfg(feature = "tasks")]
+        let task_store = (self.delegation && self.tasks.is_some())
+            .then(|| crate::tasks::OpeningTaskStore::start(&home));
         #[cfg(feature = "tasks")]
         let tasks = match (&self.tasks, task_store) {
             (Some(options), Some(store)) => {

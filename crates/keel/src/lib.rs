@@ -58,6 +58,7 @@ mod delegates;
 mod error;
 mod home;
 mod protected;
+mod reading;
 #[cfg(feature = "tasks")]
 mod tasks;
 
@@ -66,6 +67,7 @@ pub use builder::CodingAgentBuilder;
 pub use delegates::Delegates;
 pub use error::BuildError;
 pub use home::{Home, home_dir, home_dir_from};
+pub use reading::ProjectReading;
 #[cfg(feature = "tasks")]
 pub use tasks::{BackgroundTasks, TaskLauncher, TaskNotifier, open_task_store};
 
