@@ -131,9 +131,7 @@ impl SqliteTaskStore {
         let version = schema_version(&conn).map_err(|e| fail("reading the schema version", e))?;
         check_version(path, version)?;
 
-        let mode: String = conn
-            .pragma_update_and_check(None, "journal_mode", "WAL", |row| row.get(0))
-            .map_err(|e| fail("switching to WAL mode", e))?;
+        let mode = switch_to_wal(&conn).map_err(|e| fail("switching to WAL mode", e))?;
         if !mode.eq_ignore_ascii_case("wal") {
             return Err(store_message(
                 path,
@@ -515,6 +513,31 @@ fn new_id() -> String {
         .collect()
 }
 
+/// Puts the database in WAL mode (a setting kept in the file) and returns the mode it is in.
+/// A database already in WAL mode is left as it is. Switching needs the file to itself for a
+/// moment, and SQLite answers "database is locked" at once, without waiting, when other
+/// connections are reading it (several keel processes opening a new store together): the
+/// switch is tried again until it goes through or [`BUSY_TIMEOUT`] has passed.
+fn switch_to_wal(conn: &Connection) -> Result<String, rusqlite::Error> {
+    let current: String = conn.pragma_query_value(None, "journal_mode", |row| row.get(0))?;
+    if current.eq_ignore_ascii_case("wal") {
+        return Ok(current);
+    }
+    let deadline = std::time::Instant::now() + BUSY_TIMEOUT;
+    loop {
+        match conn.pragma_update_and_check(None, "journal_mode", "WAL", |row| row.get(0)) {
+            Err(rusqlite::Error::SqliteFailure(err, _))
+                if matches!(
+                    err.code,
+                    rusqlite::ErrorCode::DatabaseBusy | rusqlite::ErrorCode::DatabaseLocked
+                ) && std::time::Instant::now() < deadline =>
+            {
+                std::thread::sleep(Duration::from_millis(5));
+            }
+            result => return result,
+        }
+    }
+}
 /// A [`TaskError::Store`] saying what was being done.
 fn store_error(path: &Path, doing: &str, err: impl fmt::Display) -> TaskError {
     store_message(path, format!("{doing}: {err}"))
