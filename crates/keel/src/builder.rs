@@ -278,10 +278,7 @@ impl CodingAgentBuilder {
         // does not ask the notifier). The snapshot store opens on this thread.
         let reading = match self.reading.filter(|reading| reading.cwd() == cwd) {
             Some(reading) => reading,
-            None => ProjectReading::start(&cwd).ok_or_else(|| BuildError::WorkingDir {
-                path: given.clone(),
-                reason: "it cannot be resolved".to_owned(),
-            })?,
+            None => ProjectReading::of_canonical(cwd.clone()),
         };
         let root = reading.root().to_path_buf();
         let mut warnings = Vec::new();

@@ -30,17 +30,21 @@ impl ProjectReading {
     /// Starts reading the context of the project `cwd` belongs to; `None` when `cwd` cannot
     /// be resolved (the builder then says why).
     pub fn start(cwd: &Path) -> Option<Self> {
-        let cwd = std::fs::canonicalize(cwd).ok()?;
+        std::fs::canonicalize(cwd).ok().map(Self::of_canonical)
+    }
+
+    /// Starts reading for `cwd`, already canonical (the builder's).
+    pub(crate) fn of_canonical(cwd: PathBuf) -> Self {
         let root = keel_agents::project_root(&cwd);
         let reading = Beside::start("keel-context", {
             let (root, cwd) = (root.clone(), cwd.clone());
             move || keel_agents::project_context(&root, &cwd)
         });
-        Some(Self {
+        Self {
             cwd,
             root,
             wait: Box::new(move || reading.wait()),
-        })
+        }
     }
 
     /// The canonical working directory it reads for.
