@@ -16,11 +16,6 @@ use pty::Pty;
 use serde_json::{Value, json};
 use support::*;
 
-/// Runs blocking terminal work while the mock server keeps serving.
-fn blocking<T>(work: impl FnOnce() -> T) -> T {
-    tokio::task::block_in_place(work)
-}
-
 /// The `tool_result` blocks of the last request, by call id: (is_error, text).
 fn results(body: &Value) -> Vec<(String, bool, String)> {
     body["messages"]

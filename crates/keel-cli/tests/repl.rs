@@ -18,11 +18,6 @@ use pty::Pty;
 use serde_json::{Value, json};
 use support::*;
 
-/// Runs blocking terminal work while the mock server keeps serving.
-fn blocking<T>(work: impl FnOnce() -> T) -> T {
-    tokio::task::block_in_place(work)
-}
-
 /// The `tool_result` block answering `call_id` in a request body.
 fn tool_result<'a>(body: &'a Value, call_id: &str) -> &'a Value {
     body["messages"]

@@ -19,11 +19,6 @@ use pty::Pty;
 use serde_json::{Value, json};
 use support::*;
 
-/// Runs blocking terminal work while the mock server keeps serving.
-fn blocking<T>(work: impl FnOnce() -> T) -> T {
-    tokio::task::block_in_place(work)
-}
-
 /// The text of the first user message of a request body.
 fn first_prompt(body: &Value) -> String {
     body["messages"][0]["content"]

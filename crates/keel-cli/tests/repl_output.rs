@@ -16,11 +16,6 @@ use pty::{COLUMNS, Pty};
 use serde_json::json;
 use support::*;
 
-/// Runs blocking terminal work while the mock server keeps serving.
-fn blocking<T>(work: impl FnOnce() -> T) -> T {
-    tokio::task::block_in_place(work)
-}
-
 /// `keel -y` against `server` in `repo`, colours on (as on a person's terminal).
 fn keel(home: &Home, server: &wiremock::MockServer, repo: &TempRepo) -> Command {
     let mut command = home.keel_anthropic(server);
@@ -35,12 +30,7 @@ fn keel(home: &Home, server: &wiremock::MockServer, repo: &TempRepo) -> Command 
 
 /// The screen from the row holding `from` down, times redacted: what a turn drew.
 fn screen_from(keel: &Pty, from: &str) -> String {
-    let screen = keel.screen();
-    let start = screen
-        .find(from)
-        .unwrap_or_else(|| panic!("{from:?} is not on the screen:\n{screen}"));
-    let row_start = screen[..start].rfind('\n').map_or(0, |at| at + 1);
-    redact(&screen[row_start..], &[])
+    redact(&keel.screen_from(from), &[])
 }
 
 /// An answer in Markdown.

@@ -16,11 +16,6 @@ use pty::Pty;
 use serde_json::{Value, json};
 use support::*;
 
-/// Runs blocking terminal work while the mock server keeps serving.
-fn blocking<T>(work: impl FnOnce() -> T) -> T {
-    tokio::task::block_in_place(work)
-}
-
 /// `screen` with what changes from run to run replaced: paths, the server's port, session
 /// ids, keel's version, durations.
 fn redact_screen(screen: &str, repo: &TempRepo, server: &wiremock::MockServer) -> String {

@@ -16,11 +16,6 @@ use support::*;
 use wiremock::matchers::{method, path};
 use wiremock::{Mock, MockServer};
 
-/// Runs blocking terminal work while the mock server keeps serving.
-fn blocking<T>(work: impl FnOnce() -> T) -> T {
-    tokio::task::block_in_place(work)
-}
-
 /// A base URL where nothing listens (the discard port, closed on test machines).
 const DEAD_URL: &str = "http://127.0.0.1:9";
 
@@ -49,15 +44,7 @@ async fn overloaded_once(answer: &str) -> MockServer {
 /// The screen from the line where `prompt` was typed down: what one turn left on it
 /// (the banner above changes with the session and directory).
 fn turn_screen(keel: &Pty, prompt: &str) -> String {
-    let screen = keel.screen();
-    let start = screen
-        .lines()
-        .position(|line| line.contains(prompt))
-        .unwrap_or_else(|| panic!("{prompt:?} is not on screen:\n{screen}"));
-    redact(
-        &(screen.lines().skip(start).collect::<Vec<_>>().join("\n") + "\n"),
-        &[],
-    )
+    redact(&keel.screen_from(prompt), &[])
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -164,6 +164,12 @@ pub(crate) async fn slow_then(
     server
 }
 
+/// Runs blocking terminal work while the mock server keeps serving (on the test runtime's
+/// other worker thread).
+pub(crate) fn blocking<T>(work: impl FnOnce() -> T) -> T {
+    tokio::task::block_in_place(work)
+}
+
 /// Waits, from blocking code, until `server` has received a request (at most 5 s); whether
 /// it did.
 pub(crate) fn wait_for_request(

@@ -171,6 +171,17 @@ impl Pty {
         rows.join("\n").trim_end().to_owned() + "\n"
     }
 
+    /// The screen from the row holding `text` down (what a turn drew, when `text` is its
+    /// prompt line). Panics with the screen when `text` is not on it.
+    pub(crate) fn screen_from(&self, text: &str) -> String {
+        let screen = self.screen();
+        let start = screen
+            .find(text)
+            .unwrap_or_else(|| panic!("{text:?} is not on the screen:\n{screen}"));
+        let row_start = screen[..start].rfind('\n').map_or(0, |at| at + 1);
+        screen[row_start..].to_owned()
+    }
+
     /// The screen's cells with their attributes: whether the text `needle` is drawn bold,
     /// in a colour, etc. is read from here. `None` if `needle` is not on screen.
     pub(crate) fn screen_cell_of(&self, needle: &str) -> Option<vt100::Cell> {
