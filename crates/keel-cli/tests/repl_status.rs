@@ -1,7 +1,7 @@
 //! Status at a glance, in a real pseudo-terminal against wiremock: the banner (model,
 //! provider, approval mode, sandbox, network), the line after each turn (time, tokens, cost,
 //! context), `/context`, Shift-Tab and `/mode`, the `git_commit` question, `/model`'s
-//! warning, `/agent` and `/team`, the progress line without colours; and `keel exec`'s
+//! checks (the catalog and the provider's list), `/agent` and `/team`, the progress line without colours; and `keel exec`'s
 //! iteration warning (stderr, stream-json, and the note the model reads).
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
@@ -82,21 +82,49 @@ async fn the_banner_and_the_line_after_a_turn_say_where_keel_stands() {
     insta::assert_snapshot!("banner_and_turn_line", screen);
 }
 
+/// Serves `GET /v1/models` on `server` in Anthropic's shape, once.
+async fn list_models(server: &wiremock::MockServer, ids: &[&str]) {
+    use wiremock::matchers::{header, method, path};
+    let data: Vec<Value> = ids
+        .iter()
+        .map(|id| json!({"type": "model", "id": id, "display_name": id, "created_at": "2025-10-01T00:00:00Z"}))
+        .collect();
+    wiremock::Mock::given(method("GET"))
+        .and(path("/v1/models"))
+        .and(header("x-api-key", FAKE_KEY))
+        .respond_with(wiremock::ResponseTemplate::new(200).set_body_json(
+            json!({"data": data, "has_more": false, "first_id": ids[0], "last_id": ids[ids.len() - 1]}),
+        ))
+        .expect(1)
+        .mount(server)
+        .await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn an_unknown_model_is_warned_about_and_its_cost_is_unknown_never_zero() {
+async fn model_checks_the_providers_list_and_its_cost_is_unknown_never_zero() {
     let repo = TempRepo::new();
     let home = Home::new();
     let server = anthropic_server(&[text("From the new model.")]).await;
+    list_models(
+        &server,
+        &["claude-haiku-4-5-20251001", "claude-sonnet-4-5-20250929"],
+    )
+    .await;
     let mut command = home.keel_anthropic(&server);
     command.current_dir(repo.path());
-    let transcript = blocking(|| {
+    let (typo, transcript) = blocking(|| {
         let mut keel = Pty::spawn(command);
         keel.prompt();
+        // Listed as a dated snapshot, and in the catalog: no warning.
         keel.send_line("/model claude-haiku-4-5");
         keel.expect("model: claude-haiku-4-5 (from the next request on)");
         keel.prompt();
+        keel.send_line("/model claude-haiku-4.5");
+        keel.expect("goes back.");
+        let typo = keel.screen_from("/model claude-haiku-4.5");
+        keel.prompt();
         keel.send_line("/model gpt-nonsense-9");
-        keel.expect("gpt-nonsense-9 is not a known model of anthropic; using it anyway");
+        keel.expect("gpt-nonsense-9 is not among the 2 models anthropic lists;");
         keel.prompt();
         keel.send_line("hi");
         keel.expect("From the new model.");
@@ -105,8 +133,17 @@ async fn an_unknown_model_is_warned_about_and_its_cost_is_unknown_never_zero() {
         keel.ctrl_d();
         let (code, transcript) = keel.wait();
         assert_eq!(code, 0, "{transcript}");
-        transcript
+        (typo, transcript)
     });
+    let typo = typo.split_whitespace().collect::<Vec<_>>().join(" ");
+    assert!(
+        typo.contains(
+            "warning: claude-haiku-4.5 is not among the 2 models anthropic lists (did you mean \
+             claude-haiku-4-5?); using it anyway from the next request on (its cost and context \
+             window are unknown to keel). /model claude-haiku-4-5 goes back."
+        ),
+        "{typo}"
+    );
     let after = transcript.split("From the new model.").nth(1).unwrap();
     assert!(!after.contains("$0.00"), "{after}");
     // An unknown model has no known window either: no made-up context share.
@@ -114,6 +151,42 @@ async fn an_unknown_model_is_warned_about_and_its_cost_is_unknown_never_zero() {
     assert!(!line.contains("context"), "{line}");
     let bodies = request_bodies(&server).await;
     assert_eq!(bodies[0]["model"], "gpt-nonsense-9");
+    // The list was asked for once, with the key (`expect(1)` is checked when the server drops).
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn model_says_when_the_providers_list_could_not_be_checked() {
+    let repo = TempRepo::new();
+    let home = Home::new();
+    // No `GET /v1/models` here: the server answers 404.
+    let server = anthropic_server(&[]).await;
+    let mut command = home.keel_anthropic(&server);
+    command.current_dir(repo.path());
+    let screen = blocking(|| {
+        let mut keel = Pty::spawn(command);
+        keel.prompt();
+        keel.send_line("/model claude-haiku-4-5");
+        keel.expect("model: claude-haiku-4-5 (from the next request on)");
+        keel.prompt();
+        keel.send_line("/model gpt-nonsense-9");
+        keel.expect("goes back.");
+        let screen = keel.screen_from("/model gpt-nonsense-9");
+        keel.prompt();
+        keel.ctrl_d();
+        let (code, transcript) = keel.wait();
+        assert_eq!(code, 0, "{transcript}");
+        screen
+    });
+    let words = screen.split_whitespace().collect::<Vec<_>>().join(" ");
+    assert!(
+        words
+            .contains("warning: gpt-nonsense-9 is not a known model of anthropic; using it anyway"),
+        "{words}"
+    );
+    assert!(
+        words.contains("its model list could not be checked: invalid request: HTTP 404). /model claude-haiku-4-5 goes back."),
+        "{words}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -72,6 +72,13 @@ pub enum ProviderError {
         /// Which limit it was.
         limit: TimeoutLimit,
     },
+    /// The provider cannot do what was asked, e.g. list its models
+    /// ([`Provider::list_models`](crate::Provider::list_models)).
+    #[error("{message}")]
+    Unsupported {
+        /// What cannot be done, as a sentence.
+        message: String,
+    },
     /// The provider is configured wrongly (bad base URL, a header that cannot be sent).
     #[error("provider configuration: {message}")]
     Config {
@@ -143,6 +150,9 @@ impl ProviderError {
                 message: f(&message),
             },
             Self::Config { message } => Self::Config {
+                message: f(&message),
+            },
+            Self::Unsupported { message } => Self::Unsupported {
                 message: f(&message),
             },
             Self::Timeout { after, limit } => Self::Timeout { after, limit },

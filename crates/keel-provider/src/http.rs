@@ -17,6 +17,9 @@ use tokio::time::Instant;
 use tracing::Span;
 
 use crate::error::{ProviderError, TimeoutLimit};
+use crate::models::{
+    MAX_MODEL_LIST_BODY, MAX_MODEL_LIST_PAGES, MODEL_LIST_TIMEOUT, ModelList, ModelPage,
+};
 use crate::retry::{RetryPolicy, server_wait, status_is_retryable};
 use crate::secret::{ApiKey, redact_opt};
 use crate::stream::StreamEvent;
@@ -347,6 +350,92 @@ impl HttpTransport {
             span,
             inner: Box::pin(events),
         })
+    }
+}
+
+impl HttpTransport {
+    /// The models listed at `url` with `GET` and `headers`: every page, following Anthropic's
+    /// `has_more`/`last_id` cursor (with `limit=1000` when `paged`) up to
+    /// [`MAX_MODEL_LIST_PAGES`]. The whole listing has the shorter of [`MODEL_LIST_TIMEOUT`]
+    /// and the idle timeout; each page is read up to [`MAX_MODEL_LIST_BODY`]; nothing is
+    /// retried.
+    pub(crate) async fn list_models(
+        &self,
+        url: &url::Url,
+        headers: HeaderMap,
+        paged: bool,
+    ) -> Result<ModelList, ProviderError> {
+        let limit = MODEL_LIST_TIMEOUT.min(self.idle_timeout);
+        let deadline = Instant::now().checked_add(limit);
+        let listing = async {
+            let mut ids = Vec::new();
+            let mut after: Option<String> = None;
+            for _ in 0..MAX_MODEL_LIST_PAGES {
+                let mut page_url = url.clone();
+                if paged {
+                    let mut query = page_url.query_pairs_mut();
+                    query.append_pair("limit", "1000");
+                    if let Some(after) = &after {
+                        query.append_pair("after_id", after);
+                    }
+                }
+                let page = ModelPage::parse(&self.get(&page_url, &headers).await?)?;
+                after = page.next_after().map(str::to_owned);
+                page.take_into(&mut ids);
+                if after.is_none() {
+                    break;
+                }
+            }
+            Ok(ModelList::new(ids))
+        };
+        let result = match deadline {
+            Some(deadline) => tokio::time::timeout_at(deadline, listing)
+                .await
+                .unwrap_or(Err(ProviderError::Timeout {
+                    after: limit,
+                    limit: TimeoutLimit::RequestDeadline,
+                })),
+            None => listing.await,
+        };
+        result.map_err(|error| self.scrub(error))
+    }
+
+    /// One `GET`: the body of a success, read up to [`MAX_MODEL_LIST_BODY`], or the error its
+    /// status and body mean.
+    async fn get(&self, url: &url::Url, headers: &HeaderMap) -> Result<Vec<u8>, ProviderError> {
+        let client = self.clients.for_url(url)?;
+        let mut response = client
+            .get(url.clone())
+            .headers(headers.clone())
+            .send()
+            .await
+            .map_err(|err| ProviderError::Transport {
+                message: self.redact(&error_chain(&err)),
+            })?;
+        let status = response.status();
+        if !status.is_success() {
+            let body = self.error_body(response, None).await;
+            return Err(error_from_status(status.as_u16(), None, &body));
+        }
+        let mut body = Vec::new();
+        while let Some(chunk) = response
+            .chunk()
+            .await
+            .map_err(|err| ProviderError::Transport {
+                message: self.redact(&error_chain(&err)),
+            })?
+        {
+            if body.len() + chunk.len() > MAX_MODEL_LIST_BODY {
+                return Err(ProviderError::Stream {
+                    message: format!(
+                        "the model list is longer than {} MiB",
+                        MAX_MODEL_LIST_BODY / (1024 * 1024)
+                    ),
+                });
+            }
+            body.extend_from_slice(&chunk);
+        }
+        Ok(body)
     }
 }
 

@@ -17,6 +17,9 @@
 //!   [`ProviderError::is_cut_mid_reply`] tells a caller it may retry the turn. Hostile
 //!   replies are bounded: any `retry-after` is clamped, error bodies are read up to
 //!   [`MAX_ERROR_BODY`], and SSE decoding is linear in its input.
+//! - **Models served**: [`Provider::list_models`] reads the provider's own list (Anthropic's
+//!   `GET /v1/models`, an OpenAI-compatible `GET {base}/models`) into a [`ModelList`], within
+//!   [`MODEL_LIST_TIMEOUT`] and [`MAX_MODEL_LIST_BODY`] a page.
 //! - **Cost**: [`ModelCatalog`] knows context windows and prices, and says `None` for a model
 //!   it does not know; [`Usage`] totals saturate rather than wrap.
 //! - **Secrets**: [`ApiKey`] prints as `[redacted]`, and keys are scrubbed from everything a
@@ -79,6 +82,7 @@ pub mod catalog;
 mod config;
 mod error;
 mod http;
+mod models;
 pub mod openai;
 mod provider;
 mod retry;
@@ -92,6 +96,7 @@ pub use catalog::{ModelCatalog, ModelInfo, Pricing};
 pub use config::{BuiltProvider, NO_PROVIDER, ProviderConfig, ProviderKind, from_env};
 pub use error::{ProviderError, TimeoutLimit};
 pub use http::{DEFAULT_IDLE_TIMEOUT, DEFAULT_REQUEST_DEADLINE, MAX_ERROR_BODY};
+pub use models::{MAX_MODEL_LIST_BODY, MODEL_LIST_TIMEOUT, ModelList};
 pub use openai::{MaxTokensField, OpenAiProvider, OpenAiStreamParser};
 pub use provider::Provider;
 pub use retry::RetryPolicy;

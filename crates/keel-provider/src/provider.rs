@@ -3,6 +3,7 @@
 use futures::stream::BoxStream;
 
 use crate::error::ProviderError;
+use crate::models::ModelList;
 use crate::stream::{StreamEvent, collect_response};
 use crate::types::{CompletionRequest, ToolUseResponse};
 
@@ -22,6 +23,16 @@ pub trait Provider: Send + Sync {
     /// [`StreamEvent::Retrying`]. The stream ends after [`StreamEvent::MessageEnd`] or the
     /// first error.
     fn stream(&self, req: &CompletionRequest) -> BoxStream<'_, Result<StreamEvent, ProviderError>>;
+
+    /// The models this provider serves, as its API lists them (Anthropic's `GET /v1/models`,
+    /// an OpenAI-compatible `GET {base}/models`): one bounded attempt of at most
+    /// [`MODEL_LIST_TIMEOUT`](crate::MODEL_LIST_TIMEOUT), never retried. A back end with no
+    /// listing answers [`ProviderError::Unsupported`], which is the default.
+    async fn list_models(&self) -> Result<ModelList, ProviderError> {
+        Err(ProviderError::Unsupported {
+            message: format!("{} has no model list", self.name()),
+        })
+    }
 
     /// The whole reply to `req`, assembled from [`stream`](Self::stream).
     async fn tool_use_completion(

@@ -29,13 +29,15 @@ pub async fn serve_sse(route: &str, body: impl Into<Vec<u8>>) -> MockServer {
     server
 }
 
-/// The JSON bodies of every request `server` received, in order.
+/// The JSON bodies of every `POST` request `server` received, in order (a `GET`, such as a
+/// model listing, has no body).
 pub async fn request_bodies(server: &MockServer) -> Vec<serde_json::Value> {
     server
         .received_requests()
         .await
         .unwrap_or_default()
         .iter()
+        .filter(|request| request.method.as_str() == "POST")
         .map(|request| serde_json::from_slice(&request.body).unwrap())
         .collect()
 }

@@ -89,7 +89,7 @@ pub(super) const HELP: &[(&str, &str)] = &[
     ("/clear", "start a new session (same model)"),
     (
         "/model [NAME]",
-        "show the model, or switch to NAME (a name the catalog does not know is used with a warning)",
+        "show the model, or switch to NAME (checked against the catalog and the provider's list; a doubtful name is used with a warning)",
     ),
     (
         "/context",
@@ -158,7 +158,7 @@ impl Repl {
             Command::Compact => self.compact().await,
             Command::Clear => self.clear(),
             Command::Model(None) => self.view.line(&format!("model: {}", self.session.model())),
-            Command::Model(Some(name)) => self.switch_model(name),
+            Command::Model(Some(name)) => self.switch_model(name).await,
             Command::Context => {
                 let tools = self.coding.agent().tools().definitions();
                 self.view
@@ -358,26 +358,6 @@ impl Repl {
                     .notice(&format!("new session {}", self.session.id()));
             }
             Err(err) => self.view.error(&err.to_string()),
-        }
-    }
-
-    /// `/model NAME`: the model from the next request on. A name the catalog does not know
-    /// is used anyway (a provider may serve models keel has never heard of), with a warning
-    /// saying so: its cost and context window are unknown.
-    fn switch_model(&mut self, name: String) {
-        let known = self.session.catalog().get(&name).is_some();
-        let provider = self.setup.provider_name.clone();
-        self.session.set_model(name.clone());
-        if known {
-            self.view
-                .notice(&format!("model: {name} (from the next request on)"));
-        } else {
-            self.view.warning(&format!(
-                "warning: {name} is not a known model of {provider}; using it anyway (from \
-                 the next request on; its cost and context window are unknown, and the \
-                 provider will say if it has no such model). /model {} goes back.",
-                self.setup.model
-            ));
         }
     }
 

@@ -17,6 +17,7 @@ mod complete;
 mod diff;
 mod input;
 mod mention;
+mod model;
 mod pager;
 mod resume;
 mod shell;
@@ -86,6 +87,8 @@ struct Repl {
     attachments: Vec<String>,
     /// The text the next prompt starts with (type-ahead, or a line that was not sent).
     next_line: String,
+    /// The provider's model list, once `/model` has read it.
+    listed_models: Option<keel_provider::ModelList>,
 }
 
 /// Runs the interactive session; returns the exit code.
@@ -143,6 +146,7 @@ pub(crate) async fn run(options: &Options, choice: SessionChoice) -> Result<u8, 
         mode,
         attachments: Vec::new(),
         next_line: String::new(),
+        listed_models: None,
     };
     repl.banner(choice != SessionChoice::New);
     for warning in repl.coding.warnings() {

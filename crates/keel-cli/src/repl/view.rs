@@ -176,17 +176,31 @@ impl View {
 
     /// Something the user may like to know, dimmed.
     pub(super) fn notice(&self, text: &str) {
-        self.line(&self.style.dim(text));
+        self.painted(text, Style::dim);
     }
 
     /// Something that went wrong but does not stop anything, in yellow.
     pub(super) fn warning(&self, text: &str) {
-        self.line(&self.style.yellow(text));
+        self.painted(text, Style::yellow);
     }
 
     /// Something that failed, in red.
     pub(super) fn error(&self, text: &str) {
-        self.line(&self.style.red(text));
+        self.painted(text, Style::red);
+    }
+
+    /// `text` on lines of its own, each painted with `paint`; on a terminal, text wider than
+    /// it is wrapped on words (the terminal would cut words).
+    fn painted(&self, text: &str, paint: fn(Style, &str) -> String) {
+        let width = crate::wrap::terminal_width();
+        let fits = text.lines().all(|line| line.chars().count() <= width);
+        let lines = if fits || !std::io::stdout().is_terminal() {
+            vec![text.to_owned()]
+        } else {
+            crate::wrap::wrap_words(text, width, "")
+        };
+        let lines: Vec<String> = lines.iter().map(|line| paint(self.style, line)).collect();
+        self.lines(&lines);
     }
 
     /// A finished tool call: its one-line description, the mark painted green or the whole

@@ -7,9 +7,11 @@ use std::time::Duration;
 
 use futures::stream::BoxStream;
 use reqwest::header::{ACCEPT, CONTENT_TYPE, HeaderMap, HeaderName, HeaderValue};
+use tracing::Instrument;
 
 use crate::error::ProviderError;
 use crate::http::{HttpTransport, PreparedRequest, endpoint};
+use crate::models::ModelList;
 use crate::provider::Provider;
 use crate::retry::RetryPolicy;
 use crate::secret::ApiKey;
@@ -122,9 +124,19 @@ impl AnthropicProvider {
     }
 
     fn prepare(&self, req: &CompletionRequest) -> Result<PreparedRequest, ProviderError> {
-        let mut headers = HeaderMap::new();
+        let mut headers = self.api_headers()?;
         headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
         headers.insert(ACCEPT, HeaderValue::from_static("text/event-stream"));
+        Ok(PreparedRequest {
+            url: self.url.clone(),
+            headers,
+            body: self.request_body(req)?.into(),
+        })
+    }
+
+    /// The headers every request carries: the API version, the key, the beta flags.
+    fn api_headers(&self) -> Result<HeaderMap, ProviderError> {
+        let mut headers = HeaderMap::new();
         headers.insert(
             HeaderName::from_static("anthropic-version"),
             HeaderValue::from_static(API_VERSION),
@@ -146,11 +158,7 @@ impl AnthropicProvider {
             })?;
             headers.insert(HeaderName::from_static("anthropic-beta"), value);
         }
-        Ok(PreparedRequest {
-            url: self.url.clone(),
-            headers,
-            body: self.request_body(req)?.into(),
-        })
+        Ok(headers)
     }
 }
 
@@ -176,5 +184,23 @@ impl Provider for AnthropicProvider {
             span,
             SseDriver::<parse::AnthropicEvents>::default,
         )
+    }
+
+    /// `GET /v1/models` beside the messages endpoint, every page.
+    async fn list_models(&self) -> Result<ModelList, ProviderError> {
+        let span = tracing::info_span!("model_list", provider = "anthropic");
+        let url = self
+            .url
+            .join("models")
+            .map_err(|err| ProviderError::Config {
+                message: format!(
+                    "cannot derive the model list's URL from {}: {err}",
+                    self.url
+                ),
+            })?;
+        self.transport
+            .list_models(&url, self.api_headers()?, true)
+            .instrument(span)
+            .await
     }
 }

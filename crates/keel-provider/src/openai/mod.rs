@@ -8,9 +8,11 @@ use std::time::Duration;
 
 use futures::stream::BoxStream;
 use reqwest::header::{ACCEPT, AUTHORIZATION, CONTENT_TYPE, HeaderMap, HeaderValue};
+use tracing::Instrument;
 
 use crate::error::ProviderError;
 use crate::http::{HttpTransport, PreparedRequest, endpoint};
+use crate::models::ModelList;
 use crate::provider::Provider;
 use crate::retry::RetryPolicy;
 use crate::secret::ApiKey;
@@ -41,6 +43,8 @@ pub const DEFAULT_BASE_URL: &str = "https://api.openai.com/v1";
 pub struct OpenAiProvider {
     transport: HttpTransport,
     url: url::Url,
+    /// `{base}/models`, where the served models are listed.
+    models_url: url::Url,
     max_tokens_field: MaxTokensField,
 }
 
@@ -50,6 +54,7 @@ impl OpenAiProvider {
     pub fn new(base_url: &str, api_key: Option<ApiKey>) -> Result<Self, ProviderError> {
         let url = endpoint(base_url, "chat/completions")?;
         Ok(Self {
+            models_url: endpoint(base_url, "models")?,
             max_tokens_field: default_max_tokens_field(&url),
             transport: HttpTransport::new(api_key)?,
             url,
@@ -122,9 +127,19 @@ impl OpenAiProvider {
     }
 
     fn prepare(&self, req: &CompletionRequest) -> Result<PreparedRequest, ProviderError> {
-        let mut headers = HeaderMap::new();
+        let mut headers = self.api_headers()?;
         headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
         headers.insert(ACCEPT, HeaderValue::from_static("text/event-stream"));
+        Ok(PreparedRequest {
+            url: self.url.clone(),
+            headers,
+            body: self.request_body(req)?.into(),
+        })
+    }
+
+    /// The headers every request carries: the key as a bearer token, if there is one.
+    fn api_headers(&self) -> Result<HeaderMap, ProviderError> {
+        let mut headers = HeaderMap::new();
         if let Some(key) = &self.transport.key {
             let mut value =
                 HeaderValue::from_str(&format!("Bearer {}", key.expose())).map_err(|_| {
@@ -136,11 +151,7 @@ impl OpenAiProvider {
             value.set_sensitive(true);
             headers.insert(AUTHORIZATION, value);
         }
-        Ok(PreparedRequest {
-            url: self.url.clone(),
-            headers,
-            body: self.request_body(req)?.into(),
-        })
+        Ok(headers)
     }
 }
 
@@ -165,5 +176,15 @@ impl Provider for OpenAiProvider {
             span,
             SseDriver::<parse::OpenAiEvents>::default,
         )
+    }
+
+    /// `GET {base}/models` beside the chat endpoint (OpenAI, Ollama, vLLM, llama.cpp and
+    /// OpenRouter all serve it).
+    async fn list_models(&self) -> Result<ModelList, ProviderError> {
+        let span = tracing::info_span!("model_list", provider = "openai");
+        self.transport
+            .list_models(&self.models_url, self.api_headers()?, false)
+            .instrument(span)
+            .await
     }
 }

@@ -1,0 +1,180 @@
+//! `/model NAME`: the model from the next request on, checked against keel's catalog and the
+//! provider's own model list. A doubtful name is used anyway (a gateway may serve models it
+//! does not list), but never silently: the warning says what is known and how to go back.
+
+use keel_provider::{ModelList, ProviderError};
+
+use super::Repl;
+
+/// What `/model NAME` tells the user.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) enum Verdict {
+    /// The model is served (or at least known): a dim line.
+    Fine(String),
+    /// The model may not work: a yellow line saying why.
+    Doubtful(String),
+}
+
+/// What is known about a name the user chose.
+pub(super) struct Choice<'a> {
+    /// The name typed.
+    pub name: &'a str,
+    /// The model in use before.
+    pub previous: &'a str,
+    /// The provider's short name, e.g. `anthropic`.
+    pub provider: &'a str,
+    /// Whether keel's catalog knows the name (so its price and window).
+    pub in_catalog: bool,
+    /// The provider's model list, or why it could not be read.
+    pub listing: Result<&'a ModelList, &'a ProviderError>,
+}
+
+impl Choice<'_> {
+    /// The line for this choice.
+    pub(super) fn verdict(&self) -> Verdict {
+        let Choice { name, provider, .. } = *self;
+        let unknown_cost = "its cost and context window are unknown to keel";
+        match self.listing {
+            Ok(list) if list.serves(name) => {
+                let mut line = format!("model: {name} (from the next request on");
+                if !self.in_catalog {
+                    line.push_str(&format!("; {provider} lists it, but {unknown_cost}"));
+                }
+                line.push(')');
+                Verdict::Fine(line)
+            }
+            Ok(list) => {
+                let mut line = format!(
+                    "warning: {name} is not among the {} models {provider} lists",
+                    list.len()
+                );
+                if let Some(close) = list.closest(name) {
+                    line.push_str(&format!(" (did you mean {close}?)"));
+                }
+                let known = if self.in_catalog {
+                    "keel's catalog knows it, but the provider will likely refuse it"
+                } else {
+                    unknown_cost
+                };
+                line.push_str(&format!(
+                    "; using it anyway from the next request on ({known}). {}",
+                    self.way_back()
+                ));
+                Verdict::Doubtful(line)
+            }
+            Err(_) if self.in_catalog => {
+                Verdict::Fine(format!("model: {name} (from the next request on)"))
+            }
+            Err(error) => Verdict::Doubtful(format!(
+                "warning: {name} is not a known model of {provider}; using it anyway (from \
+                 the next request on; {unknown_cost}, and the provider will say if it has no \
+                 such model; its model list could not be checked: {error}). {}",
+                self.way_back()
+            )),
+        }
+    }
+
+    fn way_back(&self) -> String {
+        format!("/model {} goes back.", self.previous)
+    }
+}
+
+impl Repl {
+    /// `/model NAME`: the model from the next request on. The provider's list is asked for
+    /// once and kept for the session (a failed listing is asked for again next time).
+    pub(super) async fn switch_model(&mut self, name: String) {
+        let listing = match &self.listed_models {
+            Some(list) => Ok(list.clone()),
+            None => self.setup.provider.list_models().await,
+        };
+        if let Ok(list) = &listing {
+            self.listed_models = Some(list.clone());
+        }
+        let previous = self.session.model().to_owned();
+        let choice = Choice {
+            name: &name,
+            previous: &previous,
+            provider: &self.setup.provider_name,
+            in_catalog: self.session.catalog().get(&name).is_some(),
+            listing: listing.as_ref(),
+        };
+        let verdict = choice.verdict();
+        self.session.set_model(name);
+        match verdict {
+            Verdict::Fine(line) => self.view.notice(&line),
+            Verdict::Doubtful(line) => self.view.warning(&line),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn listed() -> ModelList {
+        ModelList::new(vec![
+            "claude-haiku-4-5-20251001".into(),
+            "claude-opus-4-6".into(),
+            "MiniMax-M3".into(),
+        ])
+    }
+
+    fn verdict(
+        name: &str,
+        in_catalog: bool,
+        listing: Result<&ModelList, &ProviderError>,
+    ) -> Verdict {
+        Choice {
+            name,
+            previous: "claude-sonnet-4-5",
+            provider: "anthropic",
+            in_catalog,
+            listing,
+        }
+        .verdict()
+    }
+
+    #[test]
+    fn every_case_says_what_is_known() {
+        let list = listed();
+        let down = ProviderError::Auth {
+            message: "invalid x-api-key".into(),
+        };
+        assert_eq!(
+            verdict("claude-haiku-4-5", true, Ok(&list)),
+            Verdict::Fine("model: claude-haiku-4-5 (from the next request on)".into())
+        );
+        assert_eq!(
+            verdict("MiniMax-M3", false, Ok(&list)),
+            Verdict::Fine(
+                "model: MiniMax-M3 (from the next request on; anthropic lists it, but its cost \
+                 and context window are unknown to keel)"
+                    .into()
+            )
+        );
+        assert_eq!(
+            verdict("claude-opus-4.6", false, Ok(&list)),
+            Verdict::Doubtful(
+                "warning: claude-opus-4.6 is not among the 3 models anthropic lists (did you \
+                 mean claude-opus-4-6?); using it anyway from the next request on (its cost and \
+                 context window are unknown to keel). /model claude-sonnet-4-5 goes back."
+                    .into()
+            )
+        );
+        let Verdict::Doubtful(line) = verdict("claude-sonnet-4-5", true, Ok(&list)) else {
+            panic!("a catalog model the provider does not list is doubtful");
+        };
+        assert!(line.contains("keel's catalog knows it, but the provider will likely refuse it"));
+        assert_eq!(
+            verdict("claude-sonnet-4-5", true, Err(&down)),
+            Verdict::Fine("model: claude-sonnet-4-5 (from the next request on)".into())
+        );
+        let Verdict::Doubtful(line) = verdict("gpt-nonsense-9", false, Err(&down)) else {
+            panic!("an unknown model with no list to check is doubtful");
+        };
+        assert!(
+            line.contains("could not be checked: authentication failed: invalid x-api-key"),
+            "{line}"
+        );
+    }
+}
