@@ -5,6 +5,7 @@
 use keel_provider::{ModelList, ProviderError};
 
 use super::Repl;
+use crate::terminal::printable;
 
 /// What `/model NAME` tells the user.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -30,8 +31,16 @@ pub(super) struct Choice<'a> {
 }
 
 impl Choice<'_> {
-    /// The line for this choice.
+    /// The line for this choice, made printable: the listed ids and the listing's error come
+    /// from the network.
     pub(super) fn verdict(&self) -> Verdict {
+        match self.unprinted_verdict() {
+            Verdict::Fine(line) => Verdict::Fine(printable(&line)),
+            Verdict::Doubtful(line) => Verdict::Doubtful(printable(&line)),
+        }
+    }
+
+    fn unprinted_verdict(&self) -> Verdict {
         let Choice { name, provider, .. } = *self;
         let unknown_cost = "its cost and context window are unknown to keel";
         match self.listing {
@@ -44,8 +53,9 @@ impl Choice<'_> {
                 Verdict::Fine(line)
             }
             Ok(list) => {
+                let models = if list.len() == 1 { "model" } else { "models" };
                 let mut line = format!(
-                    "warning: {name} is not among the {} models {provider} lists",
+                    "warning: {name} is not among the {} {models} {provider} lists",
                     list.len()
                 );
                 if let Some(close) = list.closest(name) {
@@ -169,6 +179,23 @@ mod tests {
             verdict("claude-sonnet-4-5", true, Err(&down)),
             Verdict::Fine("model: claude-sonnet-4-5 (from the next request on)".into())
         );
+        // Ids and errors from the network never move the cursor or clear the screen.
+        let hostile = ModelList::new(vec!["claude-opus-4-6\u{1b}[2J".into()]);
+        let Verdict::Doubtful(line) = verdict("claude-opus-4-6", false, Ok(&hostile)) else {
+            panic!("not listed as typed");
+        };
+        assert!(
+            line.contains("did you mean claude-opus-4-6\u{FFFD}[2J"),
+            "{line}"
+        );
+        assert!(!line.chars().any(|c| c.is_control()), "{line:?}");
+        let garbled = ProviderError::Stream {
+            message: "\u{1b}[31mred".into(),
+        };
+        let Verdict::Doubtful(line) = verdict("gpt-nonsense-9", false, Err(&garbled)) else {
+            panic!("unchecked");
+        };
+        assert!(!line.chars().any(|c| c.is_control()), "{line:?}");
         let Verdict::Doubtful(line) = verdict("gpt-nonsense-9", false, Err(&down)) else {
             panic!("an unknown model with no list to check is doubtful");
         };
