@@ -75,9 +75,6 @@ fn main() -> ExitCode {
     if let Err(err) = nix::sys::prctl::set_dumpable(false) {
         eprintln!("keel: warning: cannot protect keel's memory from other processes: {err}");
     }
-    // The project's context is read from now on, beside the parsing of flags and config, for
-    // an agent this command may build in this directory.
-    setup::read_project_ahead();
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
         Err(err) => {

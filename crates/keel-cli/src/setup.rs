@@ -21,29 +21,6 @@ use crate::cli::Options;
 use crate::config::{self, ApprovalMode, Config};
 use crate::trouble::ProviderOrigin;
 
-/// The project's context for the directory keel started in, read from the top of `main`.
-static PROJECT_READING: std::sync::Mutex<Option<keel::ProjectReading>> =
-    std::sync::Mutex::new(None);
-
-/// Starts reading the project's context for the current directory (instruction files,
-/// libgit2's status: the slowest part of a start) beside the parsing of flags and config. The
-/// first agent built in that directory takes it; one built elsewhere reads its own.
-pub(crate) fn read_project_ahead() {
-    let reading = std::env::current_dir()
-        .ok()
-        .and_then(|dir| keel::ProjectReading::start(&dir));
-    *PROJECT_READING
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner) = reading;
-}
-
-/// The reading [`read_project_ahead`] started, if it was not taken yet.
-fn take_project_reading() -> Option<keel::ProjectReading> {
-    PROJECT_READING
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner)
-        .take()
-}
 use keel_provider::ProviderKind;
 
 /// Why keel stopped before or during a run; the exit code depends on which.
@@ -324,10 +301,6 @@ impl Setup {
                     .then(|| self.config.snapshots.limits()),
             )
             .background_tasks(Some(self.background_tasks()?));
-        let builder = match take_project_reading() {
-            Some(reading) => builder.project_reading(reading),
-            None => builder,
-        };
         builder.build().map_err(|err| match err {
             keel::BuildError::Hooks(err) => usage(format!("{}: [[hooks]]: {err}", config_file())),
             keel::BuildError::WorkingDir { .. } | keel::BuildError::AllowRead { .. } => {

@@ -17,7 +17,6 @@ use keel_tool::{DynTool, Tool, ToolRegistry};
 use crate::agent::CodingAgent;
 use crate::delegates::Delegates;
 use crate::home::Home;
-use crate::reading::ProjectReading;
 use crate::{BuildError, protected};
 
 #[cfg(feature = "tasks")]
@@ -53,7 +52,6 @@ pub struct CodingAgentBuilder {
     snapshots: Option<keel_snapshot::SnapshotLimits>,
     #[cfg(feature = "tasks")]
     tasks: Option<BackgroundTasks>,
-    reading: Option<ProjectReading>,
 }
 
 impl std::fmt::Debug for CodingAgentBuilder {
@@ -91,7 +89,6 @@ impl CodingAgentBuilder {
             snapshots: Some(keel_snapshot::SnapshotLimits::default()),
             #[cfg(feature = "tasks")]
             tasks: None,
-            reading: None,
         }
     }
 
@@ -113,15 +110,6 @@ impl CodingAgentBuilder {
     #[must_use]
     pub fn cwd(mut self, dir: impl Into<PathBuf>) -> Self {
         self.cwd = Some(dir.into());
-        self
-    }
-
-    /// The project's context already being read ([`ProjectReading::start`], e.g. at the top
-    /// of a command's `main`, before its flags and config are parsed). Used only if it reads
-    /// for the directory the agent works in; otherwise `build` reads its own.
-    #[must_use]
-    pub fn project_reading(mut self, reading: ProjectReading) -> Self {
-        self.reading = Some(reading);
         self
     }
 
@@ -270,17 +258,13 @@ impl CodingAgentBuilder {
             Some(home) => home.clone(),
             None => crate::home_dir()?,
         };
-        // The slow reads run on threads of their own, overlapping the rest of the build
-        // (about a millisecond off every start): the project's context (instruction files,
-        // libgit2's status; started by the host, earlier, if it gave a reading of this
-        // directory), until the prompt, and then the task store (SQLite, with recovery),
-        // waited for by the first call that needs it (a new session's first model request
-        // does not ask the notifier). The snapshot store opens on this thread.
-        let reading = match self.reading.filter(|reading| reading.cwd() == cwd) {
-            Some(reading) => reading,
-            None => ProjectReading::of_canonical(cwd.clone()),
-        };
-        let root = reading.root().to_path_buf();
+        // Everything is read on this thread: the project's context (instruction files,
+        // libgit2's status) and the snapshot store. A thread beside the build for the context
+        // was tried: on a two-core VM its start, its own malloc arena and the wake-ups cost
+        // more than the overlap saved (benches/startup.sh, 0.1-0.5 ms slower). The task store
+        // (SQLite, with recovery) opens at its first use, which a new session's first model
+        // request is not (it does not ask the notifier).
+        let root = keel_agents::project_root(&cwd);
         let mut warnings = Vec::new();
         let mut allow_read = Vec::new();
         for path in &self.allow_read {
@@ -343,12 +327,10 @@ impl CodingAgentBuilder {
             None
         });
 
-        let mut prompt = system_prompt(&reading.wait());
-        // Only now: on two cores a third thread would slow the context's, which the prompt
-        // waits for; the store is not waited for before the first request.
+        let mut prompt = system_prompt(&keel_agents::project_context(&root, &cwd));
         #[cfg(feature = "tasks")]
         let task_store = (self.delegation && self.tasks.is_some())
-            .then(|| crate::tasks::OpeningTaskStore::start(&home));
+            .then(|| crate::tasks::OpeningTaskStore::new(&home));
         #[cfg(feature = "tasks")]
         let tasks = match (&self.tasks, task_store) {
             (Some(options), Some(store)) => {

@@ -52,13 +52,11 @@
 //! - `tasks`: background tasks in a SQLite store (needs `delegation`).
 
 mod agent;
-mod beside;
 mod builder;
 mod delegates;
 mod error;
 mod home;
 mod protected;
-mod reading;
 #[cfg(feature = "tasks")]
 mod tasks;
 
@@ -67,7 +65,6 @@ pub use builder::CodingAgentBuilder;
 pub use delegates::Delegates;
 pub use error::BuildError;
 pub use home::{Home, home_dir, home_dir_from};
-pub use reading::ProjectReading;
 #[cfg(feature = "tasks")]
 pub use tasks::{BackgroundTasks, TaskLauncher, TaskNotifier, open_task_store};
 

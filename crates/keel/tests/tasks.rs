@@ -1,4 +1,4 @@
-//! Background tasks through the facade: what building the agent does to the task store.
+//! Background tasks through the facade: when the task store opens, and what opening it does.
 
 // Tests report failures by panicking.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
@@ -21,11 +21,15 @@ fn agent(repo: &TempRepo, home: &std::path::Path) -> CodingAgent {
 }
 
 #[test]
-fn building_the_agent_marks_tasks_whose_supervisor_died_interrupted() {
+fn the_store_opens_at_its_first_use_and_marks_tasks_whose_supervisor_died_interrupted() {
     let repo = TempRepo::new();
     let home = tempfile::tempdir().unwrap();
+    let db = home.path().join("tasks.db");
     // A task left running by a keel that was killed: its supervisor's pid is gone.
     let first = agent(&repo, home.path());
+    // Building opened nothing: a start that never uses the store never pays for it.
+    std::thread::sleep(std::time::Duration::from_millis(50));
+    assert!(!db.exists(), "the build opened the task store");
     let launcher = first.tasks().unwrap();
     let record = launcher
         .store()
@@ -52,9 +56,10 @@ fn building_the_agent_marks_tasks_whose_supervisor_died_interrupted() {
             .mark_running(&record.id, pid, started)
             .unwrap()
     );
+    assert!(db.exists());
     drop(first);
 
-    // The next agent built on this home finds it.
+    // The next agent built on this home finds it at its first use.
     let second = agent(&repo, home.path());
     let found = second
         .tasks()
@@ -72,7 +77,7 @@ fn a_task_store_that_cannot_be_opened_turns_tasks_off_when_they_are_used() {
     let home = tempfile::tempdir().unwrap();
     // Not a database: SQLite cannot open a directory.
     std::fs::create_dir(home.path().join("tasks.db")).unwrap();
-    // The store opens beside the build: the build itself does not fail on it.
+    // The store opens at its first use: the build itself does not fail on it.
     let agent = agent(&repo, home.path());
     let store = agent.tasks().unwrap().store();
     for _ in 0..2 {

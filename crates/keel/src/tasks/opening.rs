@@ -1,43 +1,42 @@
-//! The task store while it opens: SQLite and the recovery of dead supervisors' tasks take a
-//! millisecond or two, on a thread of their own from the top of the build. The first call
-//! that needs the store waits for it; a start that never touches it never waits.
+//! The task store opened at its first use: SQLite and the recovery of dead supervisors' tasks
+//! take a millisecond or two, which a start that never touches the store (most `keel exec`
+//! runs until their end, every new session until its first model reply) never pays. Opening
+//! on a thread beside the build was tried: on two cores it competed with the first request
+//! (and with the server answering it) and cost more than it hid.
 
 use std::path::Path;
 use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 
 use keel_tasks::{NewTask, TaskEnd, TaskError, TaskRecord, TaskSettings, TaskStore};
 
-use crate::beside::Beside;
-
 /// What opening gives: the store, or why it could not be opened.
 type Opened = Result<Arc<dyn TaskStore>, String>;
 
-/// Opening started, not waited for yet.
+/// The opening, not run yet.
 type Pending = Box<dyn FnOnce() -> Opened + Send>;
 
-/// A [`TaskStore`] opened beside the build ([`super::open_task_store`] on its own thread):
-/// every call first waits for the opening to end (once). A store that could not be opened
-/// makes every call an error saying so, so the task tools tell the model background tasks
-/// are off and `keel tasks` stays the place to see why.
+/// A [`TaskStore`] opened ([`super::open_task_store`]) by its first call, on the caller's
+/// thread; later calls use it. A store that could not be opened makes every call an error
+/// saying so, so the task tools tell the model background tasks are off and `keel tasks`
+/// stays the place to see why.
 pub(crate) struct OpeningTaskStore {
     pending: Mutex<Option<Pending>>,
     opened: OnceLock<Opened>,
 }
 
 impl OpeningTaskStore {
-    /// Starts opening the task store under `keel_home`.
-    pub(crate) fn start(keel_home: &Path) -> Self {
+    /// The task store under `keel_home`, opened by its first call.
+    pub(crate) fn new(keel_home: &Path) -> Self {
         let home = keel_home.to_path_buf();
-        let opening = Beside::start("keel-task-store", move || {
-            super::open_task_store(&home).map_err(|err| err.to_string())
-        });
         Self {
-            pending: Mutex::new(Some(Box::new(move || opening.wait()))),
+            pending: Mutex::new(Some(Box::new(move || {
+                super::open_task_store(&home).map_err(|err| err.to_string())
+            }))),
             opened: OnceLock::new(),
         }
     }
 
-    /// The open store, waiting for the opening the first time.
+    /// The open store, opened now if this is the first call.
     fn store(&self) -> Result<&Arc<dyn TaskStore>, TaskError> {
         let opened = self.opened.get_or_init(|| {
             let pending = self
