@@ -181,8 +181,11 @@ pub(crate) enum Command {
         /// The request.
         task: String,
     },
-    /// List the skills (.keel/skills, .claude/skills, $KEEL_HOME/skills).
-    Skills,
+    /// List the skills (.keel/skills, .claude/skills, $KEEL_HOME/skills), or show one.
+    Skills {
+        /// A skill to show: its description, file and instructions.
+        name: Option<String>,
+    },
     /// Trust the project in DIR (default: here): its configuration may then grant powers
     /// (approvals, sandbox, hooks, runners, providers), as long as it stays as it is now.
     Trust {

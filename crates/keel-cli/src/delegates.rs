@@ -12,6 +12,7 @@ use crate::approve::ModeApprover;
 use crate::cli::{Command, Options};
 use crate::render::describe_call;
 use crate::setup::{CliError, Mode, SessionChoice, Setup};
+use crate::terminal::printable;
 
 /// The `keel agents|teams|tasks|skills` listings.
 pub(crate) trait Listings {
@@ -23,6 +24,10 @@ pub(crate) trait Listings {
     fn task_lines(&self) -> Vec<String>;
     /// One line per skill: name, description.
     fn skill_lines(&self) -> Vec<String>;
+    /// Skill `name`: its name and description, its file, then its instructions made printable
+    /// (a repository's file may hold escape sequences); or why it cannot be shown (no such
+    /// skill: the known ones are named; its file now leads outside its folder; unreadable).
+    fn skill_detail_lines(&self, name: &str) -> Result<Vec<String>, String>;
 }
 
 impl Listings for Delegates {
@@ -103,6 +108,27 @@ impl Listings for Delegates {
             .map(|skill| format!("{}  {}", skill.name, skill.description))
             .collect()
     }
+
+    fn skill_detail_lines(&self, name: &str) -> Result<Vec<String>, String> {
+        let skills = self.skills();
+        let body = skills
+            .load(name)
+            .map_err(|err| printable(&err.to_string()))?;
+        let skill = skills
+            .get(name)
+            .ok_or_else(|| format!("no skill named {name}"))?;
+        let mut lines = vec![
+            printable(&format!("{} — {}", skill.name, skill.description)),
+            printable(&format!("file: {}", skill.path.display())),
+            String::new(),
+        ];
+        if body.trim().is_empty() {
+            lines.push("(no instructions beyond its description)".into());
+        } else {
+            lines.extend(body.trim_end().lines().map(printable));
+        }
+        Ok(lines)
+    }
 }
 
 /// A sub-agent run as lines: its tool calls, then a summary.
@@ -127,7 +153,7 @@ pub(crate) fn report_lines(agent: &str, report: &RunReport) -> Vec<String> {
 pub(crate) async fn command(options: &Options, command: Command) -> Result<u8, CliError> {
     // Listing needs no model: only running an agent or a team needs a provider.
     let mode = match command {
-        Command::Agents | Command::Teams | Command::Skills => Mode::Listing,
+        Command::Agents | Command::Teams | Command::Skills { .. } => Mode::Listing,
         _ => Mode::Exec,
     };
     let setup = Setup::resolve(options, mode, &SessionChoice::New)?;
@@ -158,7 +184,14 @@ pub(crate) async fn command(options: &Options, command: Command) -> Result<u8, C
     let (out, progress, code) = match command {
         Command::Agents => (delegates.agent_lines(), Vec::new(), 0),
         Command::Teams => (delegates.team_lines(), Vec::new(), 0),
-        Command::Skills => (delegates.skill_lines(), Vec::new(), 0),
+        Command::Skills { name: None } => (delegates.skill_lines(), Vec::new(), 0),
+        Command::Skills { name: Some(name) } => (
+            delegates
+                .skill_detail_lines(&name)
+                .map_err(CliError::Usage)?,
+            Vec::new(),
+            0,
+        ),
         Command::Agent { name, task } => {
             let report = delegates
                 .runner()

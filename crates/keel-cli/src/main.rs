@@ -48,7 +48,7 @@ async fn dispatch(cli: Cli) -> Result<u8, CliError> {
             | Command::Agent { .. }
             | Command::Teams
             | Command::Team { .. }
-            | Command::Skills),
+            | Command::Skills { .. }),
         ) => delegates::command(&cli.options, command).await,
         Some(Command::Tasks { action }) => tasks::command(action).await,
         Some(Command::Trust { dir }) => {

@@ -70,6 +70,62 @@ async fn listings_need_no_provider() {
 }
 
 #[tokio::test]
+async fn skills_name_shows_one_skill_and_nothing_a_repository_could_hide_in_it() {
+    let repo = TempRepo::new();
+    repo.write(
+        ".keel/skills/release/SKILL.md",
+        "---\ndescription: Cut a release\n---\nBump the version.\n\u{1b}]0;owned\u{7}\u{1b}[2JTag it.\n",
+    );
+    let outside = tempfile::tempdir().unwrap();
+    std::fs::write(outside.path().join("secret.md"), "the secret\n").unwrap();
+    std::fs::create_dir_all(repo.path().join(".keel/skills")).unwrap();
+    std::os::unix::fs::symlink(
+        outside.path().join("secret.md"),
+        repo.path().join(".keel/skills/leak.md"),
+    )
+    .unwrap();
+    let home = Home::new();
+    let keel = |args: &[&str]| {
+        let mut command = home.keel();
+        command.current_dir(repo.path()).args(args);
+        run(command)
+    };
+
+    let output = keel(&["skills", "release"]).await;
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    let shown = stdout(&output);
+    assert!(
+        shown.starts_with("release — Cut a release\nfile: "),
+        "{shown}"
+    );
+    assert!(
+        shown.contains("/.keel/skills/release/SKILL.md\n\nBump the version.\n"),
+        "{shown}"
+    );
+    assert!(shown.contains("Tag it."), "{shown}");
+    assert!(
+        !shown.contains('\u{1b}') && !shown.contains('\u{7}'),
+        "{shown:?}"
+    );
+
+    // An unknown name: one line naming the known skills, exit 2.
+    let output = keel(&["skills", "relase"]).await;
+    assert_eq!(output.status.code(), Some(2));
+    assert!(stderr(&output).contains("release"), "{}", stderr(&output));
+    assert!(stdout(&output).is_empty());
+
+    // A skill file that is a link out of the repository is never read.
+    let output = keel(&["skills", "leak"]).await;
+    assert_ne!(output.status.code(), Some(0));
+    assert!(!stdout(&output).contains("the secret"));
+    assert!(
+        !stderr(&output).contains("the secret"),
+        "{}",
+        stderr(&output)
+    );
+}
+
+#[tokio::test]
 async fn running_an_agent_or_a_team_still_needs_a_provider_and_says_so() {
     let repo = TempRepo::new();
     repo.write(

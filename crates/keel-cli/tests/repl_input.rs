@@ -428,3 +428,42 @@ async fn leaving_a_session_without_turns_prints_no_resume_line() {
     assert_eq!(code, 0, "{transcript}");
     assert!(!transcript.contains("keel resume"), "{transcript}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn skills_completes_a_skill_name_and_shows_that_skill() {
+    let repo = TempRepo::new();
+    repo.write(
+        ".keel/skills/release/SKILL.md",
+        "---\ndescription: Cut a release\n---\nBump the version, then tag it.\n",
+    );
+    let home = Home::new();
+    let server = anthropic_server(&[]).await;
+    let mut command = home.keel_anthropic(&server);
+    command.current_dir(repo.path());
+    let (code, transcript) = blocking(|| {
+        let mut keel = Pty::spawn(command);
+        keel.prompt();
+        keel.send("/skills rel\t");
+        keel.expect("/skills release");
+        keel.send("\r");
+        keel.expect("Bump the version, then tag it.");
+        keel.prompt();
+        keel.send_line("/skills nope");
+        keel.expect("nope");
+        keel.prompt();
+        keel.ctrl_d();
+        keel.wait()
+    });
+    assert_eq!(code, 0, "{transcript}");
+    assert!(
+        transcript.contains("release — Cut a release"),
+        "{transcript}"
+    );
+    let after = transcript.split("/skills nope").nth(1).unwrap();
+    assert!(
+        after.contains("release"),
+        "the known skills are named: {after}"
+    );
+    // Only the listing asked for anything: no model request was made.
+    assert!(request_bodies(&server).await.is_empty());
+}

@@ -55,8 +55,8 @@ pub(super) enum Command {
     Teams,
     /// `/team NAME TASK`.
     Team(Option<String>),
-    /// `/skills`.
-    Skills,
+    /// `/skills [NAME]`.
+    Skills(Option<String>),
     /// `/tasks`.
     Tasks,
     /// `/exit` or `/quit`.
@@ -108,7 +108,10 @@ pub(super) const HELP: &[(&str, &str)] = &[
     ("/agent NAME TASK", "run sub-agent NAME on TASK"),
     ("/teams", "list the teams"),
     ("/team NAME TASK", "run team NAME's pipeline on TASK"),
-    ("/skills", "list the skills"),
+    (
+        "/skills [NAME]",
+        "list the skills, or show skill NAME's instructions",
+    ),
     ("/tasks", "list the background tasks"),
     ("/exit, /quit", "leave keel (or Ctrl-D)"),
 ];
@@ -138,7 +141,7 @@ pub(super) fn parse(line: &str) -> Option<Command> {
         "agent" => Command::Agent(argument),
         "teams" => Command::Teams,
         "team" => Command::Team(argument),
-        "skills" => Command::Skills,
+        "skills" => Command::Skills(argument),
         "tasks" => Command::Tasks,
         "exit" | "quit" => Command::Exit,
         other => Command::Unknown(format!("/{other}")),
@@ -169,7 +172,8 @@ impl Repl {
             Command::Resume(argument) => self.resume(argument).await,
             Command::Agents => self.list(Delegates::agent_lines),
             Command::Teams => self.list(Delegates::team_lines),
-            Command::Skills => self.list(Delegates::skill_lines),
+            Command::Skills(None) => self.list(Delegates::skill_lines),
+            Command::Skills(Some(name)) => self.show_skill(&name),
             Command::Tasks => self.list(Delegates::task_lines),
             Command::Agent(argument) => self.delegate(false, argument).await,
             Command::Team(argument) => self.delegate(true, argument).await,
@@ -381,6 +385,17 @@ impl Repl {
             },
         };
         self.view.notice(&super::status::mode_line(mode));
+    }
+
+    /// `/skills NAME`: the skill's description, file and instructions.
+    fn show_skill(&self, name: &str) {
+        match &self.delegates {
+            Some(delegates) => match delegates.skill_detail_lines(name) {
+                Ok(lines) => self.view.lines(&lines),
+                Err(err) => self.view.error(&err),
+            },
+            None => self.view.error("delegation is off (--no-delegation)"),
+        }
     }
 
     /// `/agents`, `/teams`, `/skills`: the lines `lines` makes.
