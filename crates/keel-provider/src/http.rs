@@ -11,7 +11,7 @@ use std::time::Duration;
 use bytes::Bytes;
 use futures::stream::BoxStream;
 use futures::{Stream, StreamExt};
-use reqwest::header::HeaderMap;
+use reqwest::header::{ACCEPT, CONTENT_TYPE, HeaderMap, HeaderValue};
 use serde_json::Value;
 use tokio::time::Instant;
 use tracing::Span;
@@ -54,6 +54,20 @@ pub(crate) struct PreparedRequest {
     pub url: url::Url,
     pub headers: HeaderMap,
     pub body: Bytes,
+}
+
+impl PreparedRequest {
+    /// `body`, JSON, posted to `url` for a streamed (`text/event-stream`) reply, with the back
+    /// end's own `headers` besides.
+    pub(crate) fn streamed_json(url: url::Url, mut headers: HeaderMap, body: Vec<u8>) -> Self {
+        headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+        headers.insert(ACCEPT, HeaderValue::from_static("text/event-stream"));
+        Self {
+            url,
+            headers,
+            body: body.into(),
+        }
+    }
 }
 
 /// The HTTP clients, built on first use and shared by clones of a provider: one for `http://`

@@ -7,7 +7,7 @@ mod request;
 use std::time::Duration;
 
 use futures::stream::BoxStream;
-use reqwest::header::{ACCEPT, AUTHORIZATION, CONTENT_TYPE, HeaderMap, HeaderValue};
+use reqwest::header::{AUTHORIZATION, HeaderMap, HeaderValue};
 use tracing::Instrument;
 
 use crate::error::ProviderError;
@@ -127,14 +127,11 @@ impl OpenAiProvider {
     }
 
     fn prepare(&self, req: &CompletionRequest) -> Result<PreparedRequest, ProviderError> {
-        let mut headers = self.api_headers()?;
-        headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
-        headers.insert(ACCEPT, HeaderValue::from_static("text/event-stream"));
-        Ok(PreparedRequest {
-            url: self.url.clone(),
-            headers,
-            body: self.request_body(req)?.into(),
-        })
+        Ok(PreparedRequest::streamed_json(
+            self.url.clone(),
+            self.api_headers()?,
+            self.request_body(req)?,
+        ))
     }
 
     /// The headers every request carries: the key as a bearer token, if there is one.
