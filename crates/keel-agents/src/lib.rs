@@ -96,6 +96,8 @@ pub use code::{CodeArgs, CodeModel, CodeTool};
 pub use delegation::Delegation;
 pub use delegation::{Models, Policies};
 pub use error::AgentsError;
+#[cfg(feature = "git")]
+pub use project::STATUS_MAX_TRACKED;
 pub use project::{project_context, project_root};
 #[cfg(feature = "delegation")]
 pub use run::{CallRecord, RunReport, run_to_end};

@@ -76,7 +76,12 @@ fn git_summary(root: &Path, recent: usize) -> Option<GitSummary> {
     Some(GitSummary {
         branch,
         head: head.clone(),
-        status: status_summary(&repo),
+        status: match tracked_files(&repo) {
+            Some(tracked) if tracked > STATUS_MAX_TRACKED => {
+                format!("status not read at start ({tracked} tracked files; git_status reads it)")
+            }
+            _ => status_summary(&repo),
+        },
         recent_commits: if head.is_some() {
             recent_commits(&repo, recent)
         } else {
@@ -112,7 +117,9 @@ fn status_summary(repo: &Repository) -> String {
     let mut options = StatusOptions::new();
     options
         .include_untracked(true)
-        .recurse_untracked_dirs(true)
+        // An untracked directory counts once, as `git status` shows it: nothing below it is
+        // walked (an unignored node_modules would be walked whole).
+        .recurse_untracked_dirs(false)
         .include_ignored(false)
         .exclude_submodules(true);
     let statuses = match repo.statuses(Some(&mut options)) {
@@ -161,6 +168,26 @@ fn status_summary(repo: &Repository) -> String {
     } else {
         parts.join(", ")
     }
+}
+
+/// The most tracked files whose status a start reads. Reading it stats every tracked file and
+/// diffs the index against HEAD: about 60 ms for 20,000 files here, while the rest of a start
+/// takes about 4 ms. Above it the prompt says the status was not read, and the model asks
+/// `git_status` when it needs it.
+#[cfg(feature = "git")]
+pub const STATUS_MAX_TRACKED: u32 = 2_000;
+
+/// How many files the index tracks, from its header (`DIRC`, version, entry count), without
+/// reading the rest; `None` when there is no index or it cannot be read.
+#[cfg(feature = "git")]
+fn tracked_files(repo: &Repository) -> Option<u32> {
+    use std::io::Read;
+    let mut header = [0u8; 12];
+    std::fs::File::open(repo.path().join("index"))
+        .and_then(|mut file| file.read_exact(&mut header))
+        .ok()?;
+    let count: [u8; 4] = header[8..12].try_into().ok()?;
+    (header.starts_with(b"DIRC")).then(|| u32::from_be_bytes(count))
 }
 
 #[cfg(feature = "git")]

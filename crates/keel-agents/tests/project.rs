@@ -61,6 +61,36 @@ fn git_status_counts_every_kind_of_change_but_ignored() {
 }
 
 #[test]
+fn a_large_repository_s_status_is_left_to_git_status_and_untracked_dirs_count_once() {
+    let repo = TempRepo::new();
+    let files = keel_agents::STATUS_MAX_TRACKED as usize + 1;
+    for n in 0..files {
+        repo.write(&format!("src/f{n}.txt"), "x\n");
+    }
+    repo.commit("many files");
+    // Changes that a status would count: it is not read.
+    repo.write("src/f0.txt", "changed\n");
+    let git = project_context(&repo.path(), &repo.path()).git.unwrap();
+    let tracked = files + 1; // and the README every TempRepo starts with
+    assert_eq!(
+        git.status,
+        format!("status not read at start ({tracked} tracked files; git_status reads it)")
+    );
+    assert_eq!(
+        git.recent_commits.first().map(String::as_str),
+        Some("many files")
+    );
+
+    // At the limit or below, it is read; a directory of untracked files counts once.
+    let small = TempRepo::new();
+    for n in 0..50 {
+        small.write(&format!("node_modules/pkg{n}/index.js"), "x\n");
+    }
+    let git = project_context(&small.path(), &small.path()).git.unwrap();
+    assert_eq!(git.status, "1 untracked");
+}
+
+#[test]
 fn git_status_counts_conflicts() {
     let repo = TempRepo::new();
     repo.write("a.txt", "base\n");
