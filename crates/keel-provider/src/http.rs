@@ -175,6 +175,13 @@ impl HttpTransport {
         redact_opt(self.key.as_ref(), text)
     }
 
+    /// A request that failed to be sent or received, its causes on one line, the key removed.
+    fn transport_error(&self, err: &reqwest::Error) -> ProviderError {
+        ProviderError::Transport {
+            message: self.redact(&error_chain(err)),
+        }
+    }
+
     /// `error` with the key removed from its message: what a server echoes in a stream's error
     /// event goes through here before it becomes an error, an event or a log line.
     fn scrub(&self, error: ProviderError) -> ProviderError {
@@ -227,11 +234,7 @@ impl HttpTransport {
             .send();
         let response = match self.bounded(deadline, send).await {
             Err(timeout) => return Err(Failure::of(timeout)),
-            Ok(Err(err)) => {
-                return Err(Failure::of(ProviderError::Transport {
-                    message: self.redact(&error_chain(&err)),
-                }));
-            }
+            Ok(Err(err)) => return Err(Failure::of(self.transport_error(&err))),
             Ok(Ok(response)) => response,
         };
         let status = response.status();
@@ -423,9 +426,7 @@ impl HttpTransport {
             .headers(headers.clone())
             .send()
             .await
-            .map_err(|err| ProviderError::Transport {
-                message: self.redact(&error_chain(&err)),
-            })?;
+            .map_err(|err| self.transport_error(&err))?;
         let status = response.status();
         if !status.is_success() {
             let body = self.error_body(response, None).await;
@@ -435,9 +436,7 @@ impl HttpTransport {
         while let Some(chunk) = response
             .chunk()
             .await
-            .map_err(|err| ProviderError::Transport {
-                message: self.redact(&error_chain(&err)),
-            })?
+            .map_err(|err| self.transport_error(&err))?
         {
             if body.len() + chunk.len() > MAX_MODEL_LIST_BODY {
                 return Err(ProviderError::Stream {

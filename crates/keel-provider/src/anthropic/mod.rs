@@ -42,6 +42,8 @@ pub const API_VERSION: &str = "2023-06-01";
 pub struct AnthropicProvider {
     transport: HttpTransport,
     url: url::Url,
+    /// `GET` here lists the served models: `models` beside `messages`.
+    models_url: url::Url,
     betas: Vec<String>,
 }
 
@@ -51,6 +53,7 @@ impl AnthropicProvider {
         Ok(Self {
             transport: HttpTransport::new(Some(api_key))?,
             url: messages_url(DEFAULT_BASE_URL)?,
+            models_url: api_url(DEFAULT_BASE_URL, "models")?,
             betas: Vec::new(),
         })
     }
@@ -67,6 +70,7 @@ impl AnthropicProvider {
     /// Sends requests to `base_url` instead (`https://host` or `https://host/v1`).
     pub fn with_base_url(mut self, base_url: &str) -> Result<Self, ProviderError> {
         self.url = messages_url(base_url)?;
+        self.models_url = api_url(base_url, "models")?;
         Ok(self)
     }
 
@@ -160,11 +164,16 @@ impl AnthropicProvider {
 }
 
 fn messages_url(base_url: &str) -> Result<url::Url, ProviderError> {
+    api_url(base_url, "messages")
+}
+
+/// `base_url` (`https://host` or `https://host/v1`) joined with `v1/{path}`.
+fn api_url(base_url: &str, path: &str) -> Result<url::Url, ProviderError> {
     let base = base_url.trim_end_matches('/');
     if base.ends_with("/v1") {
-        endpoint(base, "messages")
+        endpoint(base, path)
     } else {
-        endpoint(base, "v1/messages")
+        endpoint(base, &format!("v1/{path}"))
     }
 }
 
@@ -186,17 +195,8 @@ impl Provider for AnthropicProvider {
     /// `GET /v1/models` beside the messages endpoint, every page.
     async fn list_models(&self) -> Result<ModelList, ProviderError> {
         let span = tracing::info_span!("model_list", provider = "anthropic");
-        let url = self
-            .url
-            .join("models")
-            .map_err(|err| ProviderError::Config {
-                message: format!(
-                    "cannot derive the model list's URL from {}: {err}",
-                    self.url
-                ),
-            })?;
         self.transport
-            .list_models(&url, self.api_headers()?, true)
+            .list_models(&self.models_url, self.api_headers()?, true)
             .instrument(span)
             .await
     }
