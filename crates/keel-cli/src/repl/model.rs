@@ -93,22 +93,25 @@ impl Repl {
     /// `/model NAME`: the model from the next request on. The provider's list is asked for
     /// once and kept for the session (a failed listing is asked for again next time).
     pub(super) async fn switch_model(&mut self, name: String) {
+        let mut fetched = None;
         let listing = match &self.listed_models {
-            Some(list) => Ok(list.clone()),
-            None => self.setup.provider.list_models().await,
+            Some(list) => Ok(list),
+            None => fetched
+                .insert(self.setup.provider.list_models().await)
+                .as_ref(),
         };
-        if let Ok(list) = &listing {
-            self.listed_models = Some(list.clone());
-        }
         let previous = self.session.model().to_owned();
         let choice = Choice {
             name: &name,
             previous: &previous,
             provider: &self.setup.provider_name,
             in_catalog: self.session.catalog().get(&name).is_some(),
-            listing: listing.as_ref(),
+            listing,
         };
         let verdict = choice.verdict();
+        if let Some(Ok(list)) = fetched {
+            self.listed_models = Some(list);
+        }
         self.session.set_model(name);
         match verdict {
             Verdict::Fine(line) => self.view.notice(&line),
