@@ -35,95 +35,147 @@ Exit codes: 0 success; 1 the run failed (iteration limit, provider failure, refu
 pub(crate) struct Cli {
     /// What to do; without one, an interactive session in the working directory.
     #[command(subcommand)]
-    pub command: Option<Command>,
+    command: Option<Command>,
 
     /// Flags for every command.
     #[command(flatten)]
-    pub options: Options,
+    options: Options,
 }
 
-/// Flags shared by the interactive session and `exec`.
-#[derive(Debug, Clone, Args)]
+impl Cli {
+    /// The subcommand, and the flags given before it joined with those given after it
+    /// (see [`Options::then`]).
+    pub(crate) fn into_parts(self) -> Result<(Option<Command>, Options), clap::Error> {
+        let mut command = self.command;
+        let mut options = self.options;
+        if let Some(command) = &mut command {
+            for later in command.take_options() {
+                options = options.then(later)?;
+            }
+        }
+        Ok((command, options))
+    }
+}
+
+// The flags every command takes. (A doc comment on this struct or on `ExecArgs` would become
+// the about text of the deferred subcommands that flatten them.)
+#[derive(Debug, Clone, Default, Args)]
 pub(crate) struct Options {
     /// Work in DIR instead of the current directory.
-    #[arg(short = 'C', long = "cwd", value_name = "DIR", global = true)]
+    #[arg(short = 'C', long = "cwd", value_name = "DIR")]
     pub cwd: Option<PathBuf>,
 
     /// The model provider: anthropic, openai (or any OpenAI-compatible server), or a name
     /// defined as [providers.NAME] in the config.
-    #[arg(long, value_name = "NAME", global = true)]
+    #[arg(long, value_name = "NAME")]
     pub provider: Option<String>,
 
     /// The model (default: claude-sonnet-4-5 for Anthropic, gpt-4.1 for OpenAI).
-    #[arg(long, value_name = "NAME", global = true)]
+    #[arg(long, value_name = "NAME")]
     pub model: Option<String>,
 
     /// The provider's base URL, e.g. http://localhost:11434/v1 for a local server.
-    #[arg(long, value_name = "URL", global = true)]
+    #[arg(long, value_name = "URL")]
     pub base_url: Option<String>,
 
     /// The most model calls in one run [default: 25].
-    #[arg(long, value_name = "N", global = true,
+    #[arg(long, value_name = "N",
           value_parser = clap::value_parser!(u32).range(1..))]
     pub max_iterations: Option<u32>,
 
     /// Also let the file tools read below PATH (outside the working directory); repeatable.
-    #[arg(long = "allow-read", value_name = "PATH", global = true)]
+    #[arg(long = "allow-read", value_name = "PATH")]
     pub allow_read: Vec<PathBuf>,
 
     /// Who approves destructive tool calls (commits, deletions, ...) [default: ask in the
     /// interactive session, deny in exec].
-    #[arg(long, value_enum, value_name = "MODE", global = true)]
+    #[arg(long, value_enum, value_name = "MODE")]
     pub approvals: Option<ApprovalMode>,
 
     /// Allow every tool call without asking (same as --approvals allow).
-    #[arg(short = 'y', long = "yes", global = true, conflicts_with = "approvals")]
+    #[arg(short = 'y', long = "yes", conflicts_with = "approvals")]
     pub yes: bool,
 
     /// Where commands may write [default: workspace-write].
-    #[arg(long, value_enum, value_name = "MODE", global = true)]
+    #[arg(long, value_enum, value_name = "MODE")]
     pub sandbox: Option<SandboxArg>,
 
     /// Let commands use the network (off by default under workspace-write and read-only;
     /// keel's own model calls are never affected).
-    #[arg(long, global = true)]
+    #[arg(long)]
     pub network: bool,
 
     /// Also let commands write below DIR (the file tools may read it); repeatable.
-    #[arg(long = "add-dir", value_name = "DIR", global = true)]
+    #[arg(long = "add-dir", value_name = "DIR")]
     pub add_dir: Vec<PathBuf>,
 
     /// Trust the project's configuration for this run (approvals, sandbox, hooks, runners,
     /// providers it sets apply), without recording it; for CI.
-    #[arg(long, global = true)]
+    #[arg(long)]
     pub trust_project: bool,
 
     /// Continue the newest session started in this directory.
-    #[arg(
-        short = 'c',
-        long = "continue",
-        global = true,
-        conflicts_with = "resume"
-    )]
+    #[arg(short = 'c', long = "continue", conflicts_with = "resume")]
     pub continue_latest: bool,
 
     /// Continue session ID (see `keel sessions`).
-    #[arg(long, value_name = "ID", global = true)]
+    #[arg(long, value_name = "ID")]
     pub resume: Option<String>,
 
     /// Leave out the delegation tools (code, spawn_agent, run_team, use_skill, the task tools)
     /// and the skills index.
-    #[arg(long, global = true)]
+    #[arg(long)]
     pub no_delegation: bool,
 
     /// In exec: do not wait for background tasks still running when the model ends its turn.
-    #[arg(long, global = true)]
+    #[arg(long)]
     pub no_wait_tasks: bool,
 
     /// Log keel's debug messages to $KEEL_HOME/logs/keel.log (KEEL_LOG, if set, says what
     /// to log instead).
-    #[arg(long, global = true)]
+    #[arg(long)]
     pub debug: bool,
+}
+
+impl Options {
+    /// These flags (given before a subcommand) with `later`'s (given after it): a value given
+    /// in both is the later one, lists are joined, a switch given in either is on. Flags that
+    /// clap keeps apart within one set (`--yes` and `--approvals`, `--continue` and
+    /// `--resume`) are kept apart across the two.
+    fn then(self, later: Options) -> Result<Options, clap::Error> {
+        let joined = Options {
+            cwd: later.cwd.or(self.cwd),
+            provider: later.provider.or(self.provider),
+            model: later.model.or(self.model),
+            base_url: later.base_url.or(self.base_url),
+            max_iterations: later.max_iterations.or(self.max_iterations),
+            allow_read: [self.allow_read, later.allow_read].concat(),
+            approvals: later.approvals.or(self.approvals),
+            yes: self.yes || later.yes,
+            sandbox: later.sandbox.or(self.sandbox),
+            network: self.network || later.network,
+            add_dir: [self.add_dir, later.add_dir].concat(),
+            trust_project: self.trust_project || later.trust_project,
+            continue_latest: self.continue_latest || later.continue_latest,
+            resume: later.resume.or(self.resume),
+            no_delegation: self.no_delegation || later.no_delegation,
+            no_wait_tasks: self.no_wait_tasks || later.no_wait_tasks,
+            debug: self.debug || later.debug,
+        };
+        let conflict = |one: &str, other: &str| {
+            clap::Error::raw(
+                clap::error::ErrorKind::ArgumentConflict,
+                format!("the argument '{one}' cannot be used with '{other}'\n"),
+            )
+        };
+        if joined.yes && joined.approvals.is_some() {
+            return Err(conflict("--yes", "--approvals <MODE>"));
+        }
+        if joined.continue_latest && joined.resume.is_some() {
+            return Err(conflict("--continue", "--resume <ID>"));
+        }
+        Ok(joined)
+    }
 }
 
 /// `--sandbox` values.
@@ -147,8 +199,13 @@ impl From<SandboxArg> for SandboxMode {
     }
 }
 
-/// The subcommands.
+/// The subcommands. Each takes the flags of [`Options`] too, after its name as before it:
+/// they are flattened into each rather than `global`, because clap copies a global flag into
+/// every subcommand at every start (17 flags into 19 subcommands: about 0.35 ms of keel's
+/// start-up, interleaved medians of benches/startup.sh) while a deferred subcommand is built
+/// only when it is the one given. [`Cli::into_parts`] joins the two sets.
 #[derive(Debug, Subcommand)]
+#[command(defer = true)]
 pub(crate) enum Command {
     /// Run one prompt headless and print the result (for scripts and CI).
     Exec(ExecArgs),
@@ -157,51 +214,73 @@ pub(crate) enum Command {
         /// How many to list.
         #[arg(long, short = 'n', default_value_t = 20)]
         limit: usize,
+        #[command(flatten)]
+        options: Options,
     },
     /// Continue session ID interactively.
     Resume {
         /// The session's id (see `keel sessions`).
         id: String,
+        #[command(flatten)]
+        options: Options,
     },
     /// List the sub-agents (.keel/agents, .claude/agents, $KEEL_HOME/agents).
-    Agents,
+    Agents {
+        #[command(flatten)]
+        options: Options,
+    },
     /// Run sub-agent NAME on TASK headless and print its answer.
     Agent {
         /// The agent's name (see `keel agents`).
         name: String,
         /// What it should do.
         task: String,
+        #[command(flatten)]
+        options: Options,
     },
     /// List the teams (.keel/teams, $KEEL_HOME/teams).
-    Teams,
+    Teams {
+        #[command(flatten)]
+        options: Options,
+    },
     /// Run team NAME's pipeline on TASK headless and print the result.
     Team {
         /// The team's name (see `keel teams`).
         name: String,
         /// The request.
         task: String,
+        #[command(flatten)]
+        options: Options,
     },
     /// List the skills (.keel/skills, .claude/skills, $KEEL_HOME/skills), or show one.
     Skills {
         /// A skill to show: its description, file and instructions.
         name: Option<String>,
+        #[command(flatten)]
+        options: Options,
     },
     /// Trust the project in DIR (default: here): its configuration may then grant powers
     /// (approvals, sandbox, hooks, runners, providers), as long as it stays as it is now.
     Trust {
         /// The project's directory (its repository root, or where its .keel/ is).
         dir: Option<PathBuf>,
+        #[command(flatten)]
+        options: Options,
     },
     /// Stop trusting the project in DIR (default: here).
     Untrust {
         /// The project's directory.
         dir: Option<PathBuf>,
+        #[command(flatten)]
+        options: Options,
     },
     /// List the background tasks (id, status, age, runner, workdir, task), or act on one.
     Tasks {
         /// What to do with a task.
         #[command(subcommand)]
         action: Option<TasksAction>,
+        #[command(flatten)]
+        options: Options,
     },
     /// List this workspace's snapshots (keel takes one before every call that may change
     /// files), or rewind the workspace to snapshot ID (its number in the list or its id).
@@ -212,6 +291,8 @@ pub(crate) enum Command {
         /// turn began.
         #[arg(long)]
         conversation: bool,
+        #[command(flatten)]
+        options: Options,
     },
     /// Print the shell completion script for SHELL on stdout.
     ///
@@ -220,6 +301,8 @@ pub(crate) enum Command {
         /// The shell.
         #[arg(value_enum)]
         shell: clap_complete::Shell,
+        #[command(flatten)]
+        options: Options,
     },
     /// Print keel's manual page (roff) on stdout, or write every command's into a directory.
     ///
@@ -229,22 +312,30 @@ pub(crate) enum Command {
         /// Write keel.1 and a page per subcommand (keel-exec.1, ...) into DIR instead.
         #[arg(long, value_name = "DIR")]
         dir: Option<PathBuf>,
+        #[command(flatten)]
+        options: Options,
     },
     /// Supervise background task ID (keel starts this itself).
     #[command(hide = true)]
     TaskRun {
         /// The task's id.
         id: String,
+        #[command(flatten)]
+        options: Options,
     },
 }
 
-/// `keel tasks` actions.
+// `keel tasks` actions. (A doc comment here would become `keel tasks`'s about text, the
+// subcommand being deferred.)
 #[derive(Debug, Subcommand)]
+#[command(defer = true)]
 pub(crate) enum TasksAction {
     /// Every field of task ID and the end of its output.
     Show {
         /// The task's id.
         id: String,
+        #[command(flatten)]
+        options: Options,
     },
     /// Task ID's whole log.
     Logs {
@@ -253,15 +344,19 @@ pub(crate) enum TasksAction {
         /// Keep printing what is added until the task ends.
         #[arg(short = 'f', long)]
         follow: bool,
+        #[command(flatten)]
+        options: Options,
     },
     /// Cancel task ID: its process group is killed.
     Cancel {
         /// The task's id.
         id: String,
+        #[command(flatten)]
+        options: Options,
     },
 }
 
-/// `keel exec`.
+// `keel exec`'s own arguments.
 #[derive(Debug, Args)]
 pub(crate) struct ExecArgs {
     /// The prompt; `-` (or nothing, with a pipe on stdin) reads it from stdin.
@@ -272,6 +367,10 @@ pub(crate) struct ExecArgs {
     /// line as it happens.
     #[arg(long, value_enum, default_value = "text", value_name = "FORMAT")]
     pub output_format: OutputFormat,
+
+    /// Flags for every command (also taken before `exec`).
+    #[command(flatten)]
+    pub options: Options,
 }
 
 /// `--output-format` values.
@@ -283,4 +382,120 @@ pub(crate) enum OutputFormat {
     Json,
     /// One object per line: init, each message, the result.
     StreamJson,
+}
+
+impl Command {
+    /// The flags given after this subcommand's name (and its action's, for `tasks`), taken
+    /// out of it in the order given.
+    fn take_options(&mut self) -> Vec<Options> {
+        let own = match self {
+            Command::Exec(ExecArgs { options, .. })
+            | Command::Sessions { options, .. }
+            | Command::Resume { options, .. }
+            | Command::Agents { options }
+            | Command::Agent { options, .. }
+            | Command::Teams { options }
+            | Command::Team { options, .. }
+            | Command::Skills { options, .. }
+            | Command::Trust { options, .. }
+            | Command::Untrust { options, .. }
+            | Command::Tasks { options, .. }
+            | Command::Rewind { options, .. }
+            | Command::Completions { options, .. }
+            | Command::Man { options, .. }
+            | Command::TaskRun { options, .. } => std::mem::take(options),
+        };
+        let mut taken = vec![own];
+        if let Command::Tasks {
+            action: Some(action),
+            ..
+        } = self
+        {
+            let (TasksAction::Show { options, .. }
+            | TasksAction::Logs { options, .. }
+            | TasksAction::Cancel { options, .. }) = action;
+            taken.push(std::mem::take(options));
+        }
+        taken
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::Parser;
+
+    use super::*;
+
+    fn parts(args: &[&str]) -> (Option<Command>, Options) {
+        Cli::try_parse_from(args)
+            .and_then(Cli::into_parts)
+            .unwrap_or_else(|err| panic!("{args:?}: {err}"))
+    }
+
+    #[test]
+    fn flags_before_and_after_the_subcommand_are_joined_the_later_winning() {
+        let (command, options) = parts(&[
+            "keel",
+            "--model",
+            "before",
+            "--allow-read",
+            "/a",
+            "--network",
+            "exec",
+            "--model",
+            "after",
+            "--allow-read",
+            "/b",
+            "--sandbox",
+            "read-only",
+            "hi",
+        ]);
+        assert_eq!(options.model.as_deref(), Some("after"));
+        assert_eq!(
+            options.allow_read,
+            [PathBuf::from("/a"), PathBuf::from("/b")]
+        );
+        assert!(options.network, "a switch given before stays on");
+        assert_eq!(options.sandbox, Some(SandboxArg::ReadOnly));
+        let Some(Command::Exec(args)) = command else {
+            panic!("not exec: {command:?}")
+        };
+        assert_eq!(args.prompt.as_deref(), Some("hi"));
+        // What was joined is not left in the subcommand for anyone to read instead.
+        assert!(args.options.model.is_none() && args.options.allow_read.is_empty());
+    }
+
+    #[test]
+    fn every_subcommand_takes_the_flags_after_its_name() {
+        let cases: &[&[&str]] = &[
+            &["keel", "exec", "hi", "-C", "/w"],
+            &["keel", "sessions", "-C", "/w"],
+            &["keel", "resume", "abc", "-C", "/w"],
+            &["keel", "agents", "-C", "/w"],
+            &["keel", "agent", "a", "t", "-C", "/w"],
+            &["keel", "teams", "-C", "/w"],
+            &["keel", "team", "a", "t", "-C", "/w"],
+            &["keel", "skills", "-C", "/w"],
+            &["keel", "trust", "-C", "/w"],
+            &["keel", "untrust", "-C", "/w"],
+            &["keel", "tasks", "-C", "/w"],
+            &["keel", "tasks", "show", "t1", "-C", "/w"],
+            &["keel", "tasks", "-C", "/w", "logs", "t1", "-f"],
+            &["keel", "tasks", "cancel", "t1", "-C", "/w"],
+            &["keel", "rewind", "-C", "/w"],
+            &["keel", "completions", "bash", "-C", "/w"],
+            &["keel", "man", "-C", "/w"],
+            &["keel", "task-run", "t1", "-C", "/w"],
+            &["keel", "-C", "/w"],
+        ];
+        for args in cases {
+            let (_, options) = parts(args);
+            assert_eq!(options.cwd, Some(PathBuf::from("/w")), "{args:?}");
+        }
+    }
+
+    #[test]
+    fn the_command_line_definition_is_consistent() {
+        <Cli as clap::CommandFactory>::command().debug_assert();
+    }
 }

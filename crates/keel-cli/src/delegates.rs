@@ -153,7 +153,7 @@ pub(crate) fn report_lines(agent: &str, report: &RunReport) -> Vec<String> {
 pub(crate) async fn command(options: &Options, command: Command) -> Result<u8, CliError> {
     // Listing needs no model: only running an agent or a team needs a provider.
     let mode = match command {
-        Command::Agents | Command::Teams | Command::Skills { .. } => Mode::Listing,
+        Command::Agents { .. } | Command::Teams { .. } | Command::Skills { .. } => Mode::Listing,
         _ => Mode::Exec,
     };
     let setup = Setup::resolve(options, mode, &SessionChoice::New)?;
@@ -182,17 +182,19 @@ pub(crate) async fn command(options: &Options, command: Command) -> Result<u8, C
         on_ctrl_c.cancel();
     });
     let (out, progress, code) = match command {
-        Command::Agents => (delegates.agent_lines(), Vec::new(), 0),
-        Command::Teams => (delegates.team_lines(), Vec::new(), 0),
-        Command::Skills { name: None } => (delegates.skill_lines(), Vec::new(), 0),
-        Command::Skills { name: Some(name) } => (
+        Command::Agents { .. } => (delegates.agent_lines(), Vec::new(), 0),
+        Command::Teams { .. } => (delegates.team_lines(), Vec::new(), 0),
+        Command::Skills { name: None, .. } => (delegates.skill_lines(), Vec::new(), 0),
+        Command::Skills {
+            name: Some(name), ..
+        } => (
             delegates
                 .skill_detail_lines(&name)
                 .map_err(CliError::Usage)?,
             Vec::new(),
             0,
         ),
-        Command::Agent { name, task } => {
+        Command::Agent { name, task, .. } => {
             let report = delegates
                 .runner()
                 .run(&name, &task, &setup.cwd, &cancel)
@@ -205,7 +207,7 @@ pub(crate) async fn command(options: &Options, command: Command) -> Result<u8, C
                 code,
             )
         }
-        Command::Team { name, task } => {
+        Command::Team { name, task, .. } => {
             let team = delegates
                 .teams()
                 .require(&name)

@@ -31,41 +31,41 @@ use std::process::ExitCode;
 
 use clap::Parser;
 
-use crate::cli::{Cli, Command};
+use crate::cli::{Cli, Command, Options};
 use crate::setup::{CliError, SessionChoice};
 
-async fn dispatch(cli: Cli) -> Result<u8, CliError> {
+async fn dispatch(command: Option<Command>, options: Options) -> Result<u8, CliError> {
     signals::install();
-    match cli.command {
-        Some(Command::Exec(args)) => exec::run(&cli.options, args).await,
-        Some(Command::Sessions { limit }) => {
+    match command {
+        Some(Command::Exec(args)) => exec::run(&options, args).await,
+        Some(Command::Sessions { limit, .. }) => {
             sessions::list(limit, &mut std::io::stdout().lock())?;
             Ok(0)
         }
-        Some(Command::Resume { id }) => repl::run(&cli.options, SessionChoice::Resume(id)).await,
+        Some(Command::Resume { id, .. }) => repl::run(&options, SessionChoice::Resume(id)).await,
         Some(
-            command @ (Command::Agents
+            command @ (Command::Agents { .. }
             | Command::Agent { .. }
-            | Command::Teams
+            | Command::Teams { .. }
             | Command::Team { .. }
             | Command::Skills { .. }),
-        ) => delegates::command(&cli.options, command).await,
-        Some(Command::Tasks { action }) => tasks::command(action).await,
-        Some(Command::Trust { dir }) => {
+        ) => delegates::command(&options, command).await,
+        Some(Command::Tasks { action, .. }) => tasks::command(action).await,
+        Some(Command::Trust { dir, .. }) => {
             println!("{}", trust::trust_command(dir.as_deref())?);
             Ok(0)
         }
-        Some(Command::Untrust { dir }) => {
+        Some(Command::Untrust { dir, .. }) => {
             println!("{}", trust::untrust_command(dir.as_deref())?);
             Ok(0)
         }
-        Some(Command::Rewind { id, conversation }) => {
-            rewind::command(&cli.options, id, conversation)
-        }
-        Some(Command::TaskRun { id }) => tasks::task_run(&id).await,
-        Some(Command::Completions { shell }) => shell::completions(shell),
-        Some(Command::Man { dir }) => shell::man(dir.as_deref()),
-        None => repl::run(&cli.options, exec::session_choice(&cli.options)).await,
+        Some(Command::Rewind {
+            id, conversation, ..
+        }) => rewind::command(&options, id, conversation),
+        Some(Command::TaskRun { id, .. }) => tasks::task_run(&id).await,
+        Some(Command::Completions { shell, .. }) => shell::completions(shell),
+        Some(Command::Man { dir, .. }) => shell::man(dir.as_deref()),
+        None => repl::run(&options, exec::session_choice(&options)).await,
     }
 }
 
@@ -75,8 +75,8 @@ fn main() -> ExitCode {
     if let Err(err) = nix::sys::prctl::set_dumpable(false) {
         eprintln!("keel: warning: cannot protect keel's memory from other processes: {err}");
     }
-    let cli = match Cli::try_parse() {
-        Ok(cli) => cli,
+    let (command, options) = match Cli::try_parse().and_then(Cli::into_parts) {
+        Ok(parts) => parts,
         Err(err) => {
             let (text, code) = usage::clap_failure(&err, std::env::args_os());
             if code == 0 {
@@ -89,7 +89,7 @@ fn main() -> ExitCode {
         }
     };
     // Only when KEEL_LOG or --debug asks: otherwise no subscriber, no file.
-    if let Some(warning) = logging::init(cli.options.debug) {
+    if let Some(warning) = logging::init(options.debug) {
         eprintln!("keel: {warning}");
     }
     // Orphans of the commands keel runs (double forks, `setsid -f`) become keel's children, so
@@ -107,7 +107,7 @@ fn main() -> ExitCode {
             return ExitCode::from(1);
         }
     };
-    let result = runtime.block_on(dispatch(cli));
+    let result = runtime.block_on(dispatch(command, options));
     drop(runtime);
     // Nothing keel started outlives it, but the detached supervisors of background tasks.
     let killed = keel_sandbox::reaper::kill_descendants();

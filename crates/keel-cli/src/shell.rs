@@ -12,7 +12,17 @@ use crate::setup::CliError;
 
 /// Prints the completion script for `shell`; returns the exit code.
 pub(crate) fn completions(shell: Shell) -> Result<u8, CliError> {
-    let mut command = Cli::command();
+    // The subcommands are deferred (built when used), so the tree of the `help` subcommand,
+    // which clap copies from them before building them, would miss `keel help tasks show`:
+    // the command is built once, and its built subcommands given to a fresh one.
+    let mut built = Cli::command();
+    built.build();
+    let mut command = Cli::command().mut_subcommands(|sub| {
+        built
+            .find_subcommand(sub.get_name())
+            .cloned()
+            .unwrap_or(sub)
+    });
     let mut out = Vec::new();
     clap_complete::generate(shell, &mut command, "keel", &mut out);
     print(&out)

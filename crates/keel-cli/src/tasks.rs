@@ -91,7 +91,7 @@ pub(crate) async fn command(action: Option<crate::cli::TasksAction>) -> Result<u
                 write(&task_line(record));
             }
         }
-        Some(TasksAction::Show { id }) => {
+        Some(TasksAction::Show { id, .. }) => {
             let record = get(&id)?;
             write(&describe(&record));
             if !record.output_tail.is_empty() {
@@ -103,12 +103,12 @@ pub(crate) async fn command(action: Option<crate::cli::TasksAction>) -> Result<u
                 write(&record.error_tail);
             }
         }
-        Some(TasksAction::Cancel { id }) => {
+        Some(TasksAction::Cancel { id, .. }) => {
             let record = tasks::cancel(store.as_ref(), &id)
                 .map_err(|err| CliError::Usage(err.to_string()))?;
             write(&format!("task {} cancelled", record.id));
         }
-        Some(TasksAction::Logs { id, follow }) => {
+        Some(TasksAction::Logs { id, follow, .. }) => {
             logs(&get(&id)?, follow, store.as_ref()).await?;
         }
     }

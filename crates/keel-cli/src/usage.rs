@@ -81,6 +81,8 @@ where
     S: AsRef<std::ffi::OsStr>,
 {
     let mut command = <crate::cli::Cli as clap::CommandFactory>::command();
+    // Subcommands are deferred: built here so that their own subcommands can be found.
+    command.build();
     let mut path = vec!["keel".to_owned()];
     for arg in args.into_iter().skip(1) {
         let Some(word) = arg.as_ref().to_str() else {
@@ -135,7 +137,9 @@ mod tests {
     use crate::cli::Cli;
 
     fn failure(args: &[&str]) -> (String, u8) {
-        let err = Cli::try_parse_from(args).expect_err("the command line should be refused");
+        let err = Cli::try_parse_from(args)
+            .and_then(Cli::into_parts)
+            .expect_err("the command line should be refused");
         clap_failure(&err, args)
     }
 
@@ -156,6 +160,20 @@ mod tests {
                 "provided: '<ID>' (see `keel tasks show --help`)",
             ),
             (&["keel", "-y", "--approvals", "ask"], "(see `keel --help`)"),
+            // Kept apart across the flags before and after the subcommand too.
+            (
+                &["keel", "-y", "exec", "--approvals", "deny", "hi"],
+                "the argument '--yes' cannot be used with '--approvals <MODE>' (see `keel exec \
+                 --help`)",
+            ),
+            (
+                &["keel", "--resume", "abc", "exec", "-c", "hi"],
+                "the argument '--continue' cannot be used with '--resume <ID>'",
+            ),
+            (
+                &["keel", "tasks", "show", "--bogus"],
+                "(see `keel tasks show --help`)",
+            ),
         ];
         for (args, expected) in cases {
             let (text, code) = failure(args);

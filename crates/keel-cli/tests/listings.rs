@@ -160,6 +160,11 @@ fn completions_cover_every_subcommand() {
             "no {name} in bash's"
         );
     }
+    // Subcommands are built when used; `keel help tasks <TAB>` still offers tasks' actions.
+    assert!(
+        script.contains("keel__subcmd__help__subcmd__tasks,show)"),
+        "no `keel help tasks show` in bash's"
+    );
     for shell in ["zsh", "fish", "elvish", "powershell"] {
         let output = home.keel().args(["completions", shell]).output().unwrap();
         assert_eq!(
