@@ -1,10 +1,16 @@
 #!/usr/bin/env bash
 # Start-up of the built `keel` binary: time from exec to the first model request arriving at
 # a loopback HTTP server (a tiny Python server that answers with a short Anthropic stream),
-# median of N runs (default 20). "From exec" starts at a timestamp `date` prints just before
-# `sh` execs keel (conservative: date's exit and the shell's wait are counted too); "from
-# spawn" starts when Python begins to spawn the process (its fork counted). With strace installed, also counts the files one run opens
-# under the system certificate directories (expected: 0 for an http:// endpoint).
+# median of N runs (default 20), three ways, interleaved:
+#   exec     from a timestamp taken right before `execve` (benches/stamp_exec.rs, built here
+#            with rustc, prints the time and execs keel in the same process): the target's
+#            measure;
+#   sh+date  from a timestamp `date` prints before `sh` execs keel (conservative: date's exit
+#            and the shell's wait are counted too, 0.3-0.8 ms on a 2-core VM; the measure of
+#            notes before 2026-11-24);
+#   spawn    from when Python begins to spawn the process (its fork counted).
+# With strace installed, also counts the files one run opens under the system certificate
+# directories (expected: 0 for an http:// endpoint).
 #
 #   cargo build --release -p keel-cli && benches/startup.sh [path/to/keel] [runs]
 #
@@ -22,11 +28,12 @@ trap 'rm -rf "$work"' EXIT
 mkdir -p "$work/repo" "$work/home/keel"
 git -C "$work/repo" init -q
 printf 'hello\n' >"$work/repo/README.md"
+rustc -O --edition 2024 -o "$work/stamp_exec" benches/stamp_exec.rs
 
-python3 - "$keel" "$runs" "$work" <<'PY'
+python3 - "$keel" "$runs" "$work" "$work/stamp_exec" <<'PY'
 import os, socket, statistics, subprocess, sys, threading, time, shutil
 
-keel, runs, work = sys.argv[1], int(sys.argv[2]), sys.argv[3]
+keel, runs, work, stamp_exec = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4]
 events = [
     ("message_start", '{"type":"message_start","message":{"id":"msg_1","type":"message","role":"assistant","model":"claude-sonnet-4-5","content":[],"usage":{"input_tokens":1,"output_tokens":1}}}'),
     ("content_block_start", '{"type":"content_block_start","index":0,"content_block":{"type":"text","text":""}}'),
@@ -100,15 +107,21 @@ def one(cmd):
         sys.exit(f"keel exec failed ({proc.returncode}): {proc.stderr.decode()}")
     return (arrivals[count] - start) * 1000
 
-def from_exec():
+def stamped(prefix):
+    """Milliseconds from the time the first line of stderr gives to the request's arrival."""
     count = len(arrivals)
-    stamped = ["/bin/sh", "-c", 'date +%s%N >&2; exec "$0" "$@"'] + argv
-    proc = subprocess.run(stamped, cwd=repo, env=env, stdin=subprocess.DEVNULL,
+    proc = subprocess.run(prefix + argv, cwd=repo, env=env, stdin=subprocess.DEVNULL,
                           stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     if proc.returncode != 0 or len(arrivals) != count + 1:
         sys.exit(f"keel exec failed ({proc.returncode}): {proc.stderr.decode()}")
     stamp = int(proc.stderr.decode().splitlines()[0]) / 1e9
     return (wall_arrivals[count] - stamp) * 1000
+
+def from_exec():
+    return stamped([stamp_exec])
+
+def from_sh():
+    return stamped(["/bin/sh", "-c", 'date +%s%N >&2; exec "$0" "$@"'])
 
 def report(what, times):
     times = sorted(times)
@@ -116,8 +129,13 @@ def report(what, times):
           f"min {times[0]:.2f} ms, max {times[-1]:.2f} ms over {runs} runs")
 
 one(argv)  # warm the page cache
-report("exec", [from_exec() for _ in range(runs)])
-report("spawn", [one(argv) for _ in range(runs)])
+measures = {"exec": [], "sh+date": [], "spawn": []}
+for _ in range(runs):
+    measures["exec"].append(from_exec())
+    measures["sh+date"].append(from_sh())
+    measures["spawn"].append(one(argv))
+for what, times in measures.items():
+    report(what, times)
 
 if shutil.which("strace"):
     trace = os.path.join(work, "trace")
