@@ -63,7 +63,8 @@ pub(crate) fn add_written(git_dir: &Path, bytes: u64) {
     write_state(git_dir, &state);
 }
 
-/// Whether a prune is due: the cheap check made on open and after each take.
+/// Whether a prune is due: the cheap check made after each take (never on open, which is on
+/// keel's way to its first request).
 pub(crate) fn due(git_dir: &Path, limits: &SnapshotLimits, extra: u64) -> bool {
     let state = read_state(git_dir);
     if state.last_ms == 0 {

@@ -105,11 +105,12 @@ fn pruning_by_size_drops_the_oldest_first() {
         max_bytes: 450 * 1024,
         ..SnapshotLimits::default()
     };
-    // Opening with a limit the store is past prunes it (over an eighth of it was written).
+    // Opening with a limit the store is past leaves it as it is; a prune drops the oldest.
     let snapshots = ShadowSnapshots::open(store.path(), ws.path(), limits).unwrap();
-    assert!(before - du(store.path()) > 150 * 1024);
+    assert_eq!(snapshots.list().unwrap().len(), 3);
     let report = snapshots.prune().unwrap();
-    assert_eq!((report.dropped, report.kept), (0, 2), "{report:?}");
+    assert_eq!((report.dropped, report.kept), (1, 2), "{report:?}");
+    assert!(before - du(store.path()) > 150 * 1024);
     assert!(report.store_bytes <= 450 * 1024, "{report:?}");
     let listed: Vec<_> = snapshots
         .list()
@@ -118,6 +119,29 @@ fn pruning_by_size_drops_the_oldest_first() {
         .map(|s| s.id)
         .collect();
     assert_eq!(listed, ids[1..]);
+}
+
+#[test]
+fn opening_never_prunes_and_the_next_take_prunes_when_due() {
+    let store = temp_dir();
+    let ws = temp_dir();
+    let roomy = ShadowSnapshots::open(store.path(), ws.path(), SnapshotLimits::default()).unwrap();
+    for n in 0..4 {
+        std::fs::write(ws.path().join("blob.bin"), noise(n)).unwrap();
+        roomy.take(&point(n as usize)).unwrap();
+    }
+    drop(roomy);
+    // Under these limits a prune is due (800 KiB written, more than an eighth of 300 KiB) and
+    // only the newest snapshot fits; opening leaves all four.
+    let limits = SnapshotLimits {
+        max_bytes: 300 * 1024,
+        ..SnapshotLimits::default()
+    };
+    let snapshots = ShadowSnapshots::open(store.path(), ws.path(), limits).unwrap();
+    assert_eq!(snapshots.list().unwrap().len(), 4);
+    std::fs::write(ws.path().join("blob.bin"), noise(4)).unwrap();
+    snapshots.take(&point(4)).unwrap();
+    assert_eq!(snapshots.list().unwrap().len(), 1);
 }
 
 #[test]
