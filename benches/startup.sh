@@ -18,7 +18,9 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-keel=${1:-${CARGO_TARGET_DIR:-target}/release/keel}
+# .cargo/config.toml names the host as the target: binaries are under target/<host triple>/.
+host=$(rustc -vV | sed -n 's/^host: //p')
+keel=${1:-${CARGO_TARGET_DIR:-target}/$host/release/keel}
 runs=${2:-20}
 [ -x "$keel" ] || { echo "no keel binary at $keel: cargo build --release -p keel-cli" >&2; exit 2; }
 keel=$(realpath "$keel")
