@@ -5,7 +5,7 @@
 use std::path::{Path, PathBuf};
 
 #[cfg(feature = "git")]
-use git2::{ErrorCode, Repository, Status, StatusOptions};
+use git2::{ErrorCode, Repository, RepositoryOpenFlags, Status, StatusOptions};
 use keel_engine::GitSummary;
 #[cfg(feature = "git")]
 use keel_engine::prompt::RECENT_COMMITS;
@@ -47,7 +47,12 @@ const UNREAD_STATE: &str = "state not read (keel was built without its `git` fea
 /// of the last `recent` commits), or `None` outside one. Never fails otherwise: what cannot
 /// be read is left out and logged with `tracing::debug`.
 fn git_summary(root: &Path, recent: usize) -> Option<GitSummary> {
-    let repo = match Repository::discover(root) {
+    // `root` is usually where [`project_root`] found the `.git` entry: opened there first,
+    // without a search upwards from it (a walk of stats on every start); any other directory is
+    // searched from.
+    let opened = Repository::open_ext(root, RepositoryOpenFlags::NO_SEARCH, [] as [&Path; 0])
+        .or_else(|_| Repository::discover(root));
+    let repo = match opened {
         Ok(repo) => repo,
         Err(error) => {
             tracing::debug!(root = %root.display(), %error, "not in a git repository");

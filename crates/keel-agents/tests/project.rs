@@ -32,6 +32,21 @@ fn instructions_come_with_the_git_state() {
 }
 
 #[test]
+fn a_root_below_the_work_tree_still_finds_its_repository() {
+    // The repository is opened where `root` is and, failing that, searched for upwards.
+    let repo = TempRepo::new();
+    repo.write("crates/app/keep.txt", "");
+    repo.commit("first");
+    let below = repo.path().join("crates/app");
+    let git = project_context(&below, &below).git.unwrap();
+    assert_eq!(git.branch.as_deref(), Some("main"));
+    assert_eq!(
+        git.recent_commits.first().map(String::as_str),
+        Some("first")
+    );
+}
+
+#[test]
 fn git_branch_head_and_recent_commits() {
     let repo = TempRepo::new();
     for subject in ["two", "three", "four", "five", "six"] {
