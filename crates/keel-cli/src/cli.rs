@@ -262,14 +262,16 @@ pub(crate) enum Command {
     /// Trust the project in DIR (default: here): its configuration may then grant powers
     /// (approvals, sandbox, hooks, runners, providers), as long as it stays as it is now.
     Trust {
-        /// The project's directory (its repository root, or where its .keel/ is).
+        /// The project's directory (its repository root, or where its .keel/ is); without it,
+        /// -C's directory; a relative one is read from -C's directory.
         dir: Option<PathBuf>,
         #[command(flatten)]
         options: Options,
     },
     /// Stop trusting the project in DIR (default: here).
     Untrust {
-        /// The project's directory.
+        /// The project's directory; without it, -C's directory; a relative one is read from
+        /// -C's directory.
         dir: Option<PathBuf>,
         #[command(flatten)]
         options: Options,

@@ -89,11 +89,14 @@ fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     written
 }
 
-/// The project directory `dir` (default: the current directory) stands for, canonical.
-fn project_of(dir: Option<&Path>) -> Result<PathBuf, CliError> {
-    let given = match dir {
-        Some(dir) => dir.to_path_buf(),
-        None => std::env::current_dir()
+/// The project directory `dir` stands for, canonical. `cwd` is `-C DIR`: the default when no
+/// `dir` is given, and what a relative `dir` is read against (as `git -C`); without either,
+/// the current directory.
+fn project_of(dir: Option<&Path>, cwd: Option<&Path>) -> Result<PathBuf, CliError> {
+    let given = match (dir, cwd) {
+        (Some(dir), Some(cwd)) => cwd.join(dir),
+        (Some(dir), None) | (None, Some(dir)) => dir.to_path_buf(),
+        (None, None) => std::env::current_dir()
             .map_err(|err| CliError::Usage(format!("the current directory: {err}")))?,
     };
     Ok(project::locate(&existing_dir(&given, "")?))
@@ -107,10 +110,10 @@ fn present(dir: &Path) -> Vec<&'static str> {
         .collect()
 }
 
-/// `keel trust [DIR]`: prints what is now trusted.
-pub(crate) fn trust_command(dir: Option<&Path>) -> Result<String, CliError> {
+/// `keel [-C CWD] trust [DIR]`: prints what is now trusted.
+pub(crate) fn trust_command(dir: Option<&Path>, cwd: Option<&Path>) -> Result<String, CliError> {
     let home = keel_home()?;
-    let dir = project_of(dir)?;
+    let dir = project_of(dir, cwd)?;
     let hash = project::config_hash(&dir);
     record(&home, &dir, &hash, true).map_err(CliError::Usage)?;
     let files = present(&dir);
@@ -130,10 +133,10 @@ pub(crate) fn trust_command(dir: Option<&Path>) -> Result<String, CliError> {
     ))
 }
 
-/// `keel untrust [DIR]`: prints what changed.
-pub(crate) fn untrust_command(dir: Option<&Path>) -> Result<String, CliError> {
+/// `keel [-C CWD] untrust [DIR]`: prints what changed.
+pub(crate) fn untrust_command(dir: Option<&Path>, cwd: Option<&Path>) -> Result<String, CliError> {
     let home = keel_home()?;
-    let dir = project_of(dir)?;
+    let dir = project_of(dir, cwd)?;
     let removed = forget(&home, &dir).map_err(CliError::Usage)?;
     Ok(if removed {
         format!(

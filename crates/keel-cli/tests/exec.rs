@@ -711,6 +711,54 @@ async fn keel_untrust_takes_the_trust_back() {
 }
 
 #[tokio::test]
+async fn trust_and_untrust_take_their_directory_from_dash_c() {
+    let repo = TempRepo::new();
+    repo.write(".keel/config.toml", "approvals = \"allow\"\n");
+    let elsewhere = tempfile::tempdir().unwrap();
+    let home = Home::new();
+    let keel_elsewhere = |args: &[&str]| {
+        let mut command = home.keel();
+        command.current_dir(elsewhere.path()).args(args);
+        command
+    };
+    let path = repo.path();
+    let canonical = std::fs::canonicalize(&path).unwrap();
+    let repo_dir = path.to_str().unwrap();
+
+    // No DIR: -C's directory, not the one keel was started in.
+    let trusted = run(keel_elsewhere(&["-C", repo_dir, "trust"])).await;
+    assert_eq!(trusted.status.code(), Some(0), "{}", stderr(&trusted));
+    assert!(
+        stdout(&trusted).starts_with(&format!("trusted {}:", canonical.display())),
+        "{}",
+        stdout(&trusted)
+    );
+    let untrusted = run(keel_elsewhere(&["untrust", "-C", repo_dir])).await;
+    assert!(
+        stdout(&untrusted).contains(&format!("{} is no longer trusted", canonical.display())),
+        "{}",
+        stdout(&untrusted)
+    );
+
+    // A relative DIR is read from -C's directory.
+    let parent = path.parent().unwrap().to_str().unwrap();
+    let name = path.file_name().unwrap().to_str().unwrap();
+    let relative = run(keel_elsewhere(&["-C", parent, "trust", name])).await;
+    assert!(
+        stdout(&relative).starts_with(&format!("trusted {}:", canonical.display())),
+        "{}",
+        stdout(&relative)
+    );
+    // The trust holds for a run in the repository: its approvals are not ignored.
+    let server = anthropic_server(&[text("Hi.")]).await;
+    let mut command = home.keel_anthropic(&server);
+    command.current_dir(repo.path()).args(["exec", "hi"]);
+    let output = run(command).await;
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    assert!(!stderr(&output).contains("ignored"), "{}", stderr(&output));
+}
+
+#[tokio::test]
 async fn a_restored_protected_path_is_told_to_the_person_too() {
     let repo = TempRepo::new();
     let config_before = std::fs::read_to_string(repo.path().join(".git/config")).unwrap();
