@@ -9,6 +9,8 @@
 #            and the shell's wait are counted too, 0.3-0.8 ms on a 2-core VM; the measure of
 #            notes before 2026-11-24);
 #   spawn    from when Python begins to spawn the process (its fork counted).
+# Beside them, interleaved too, the host's floor: exec -> main of a minimal Rust program
+# (stamp_exec --now), which a busy host (a contended VM) slows as much as it slows keel.
 # With strace installed, also counts the files one run opens under the system certificate
 # directories (expected: 0 for an http:// endpoint).
 #
@@ -122,6 +124,13 @@ def stamped(prefix):
 def from_exec():
     return stamped([stamp_exec])
 
+def floor():
+    """Milliseconds from exec to main of a minimal Rust program (stamp_exec --now)."""
+    proc = subprocess.run([stamp_exec, stamp_exec, "--now"], stdin=subprocess.DEVNULL,
+                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, check=True)
+    before, at_main = (int(line) for line in proc.stderr.decode().split())
+    return (at_main - before) / 1e6
+
 def from_sh():
     return stamped(["/bin/sh", "-c", 'date +%s%N >&2; exec "$0" "$@"'])
 
@@ -132,12 +141,17 @@ def report(what, times):
 
 one(argv)  # warm the page cache
 measures = {"exec": [], "sh+date": [], "spawn": []}
+floors = []
 for _ in range(runs):
     measures["exec"].append(from_exec())
     measures["sh+date"].append(from_sh())
     measures["spawn"].append(one(argv))
+    floors.append(floor())
 for what, times in measures.items():
     report(what, times)
+floors.sort()
+print(f"floor (exec -> main of a minimal Rust program): median {statistics.median(floors):.2f} ms, "
+      f"min {floors[0]:.2f} ms over {runs} runs")
 
 if shutil.which("strace"):
     trace = os.path.join(work, "trace")
