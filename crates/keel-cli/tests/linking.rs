@@ -1,6 +1,6 @@
 //! How the `keel` binary is linked. On Linux with glibc, the workspace's `.cargo/config.toml`
 //! links the C library statically (a static-pie executable): nothing for the dynamic loader
-//! to load or look up before `main`, which is 0.6-0.7 ms of `keel exec`'s start-up
+//! to load or look up before `main`, which is 0.7-0.9 ms of `keel exec`'s start-up
 //! (benches/startup.sh). This test fails if that configuration stops reaching the binary (the
 //! file removed, the target no longer named, RUSTFLAGS set in the environment, which replaces
 //! the file's flags).
