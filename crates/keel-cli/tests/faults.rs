@@ -174,6 +174,16 @@ async fn slow_script(calls: usize) -> wiremock::MockServer {
     server
 }
 
+/// Whether a session file in `dir` holds at least its first record, whole: what `--continue`
+/// can resume.
+fn holds_a_session(dir: &std::path::Path) -> bool {
+    std::fs::read_dir(dir).is_ok_and(|entries| {
+        entries.flatten().any(|entry| {
+            std::fs::read_to_string(entry.path()).is_ok_and(|text| text.contains('\n'))
+        })
+    })
+}
+
 /// keel killed with SIGKILL at random moments of a run of several calls, then continued: the
 /// request after the resume is a valid conversation, no command ran twice, and the continued
 /// run ends well.
@@ -203,10 +213,9 @@ async fn a_session_killed_at_any_moment_resumes_into_a_valid_conversation() {
         tokio::time::sleep(Duration::from_millis(300)).await;
 
         let ran = std::fs::read_to_string(repo.path().join("ran.log")).unwrap_or_default();
-        if std::fs::read_dir(home.keel_home().join("sessions"))
-            .map_or(true, |mut entries| entries.next().is_none())
-        {
-            // Killed before the session was created: there is nothing to resume.
+        if !holds_a_session(&home.keel_home().join("sessions")) {
+            // Killed before the session's first record was written (also between creating its
+            // file and writing its header): there is nothing to resume.
             continue;
         }
         let resumed = anthropic_server(&[text("Picked up where I was.")]).await;
