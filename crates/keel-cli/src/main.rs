@@ -52,17 +52,11 @@ async fn dispatch(command: Option<Command>, options: Options) -> Result<u8, CliE
         ) => delegates::command(&options, command).await,
         Some(Command::Tasks { action, .. }) => tasks::command(action).await,
         Some(Command::Trust { dir, .. }) => {
-            println!(
-                "{}",
-                trust::trust_command(dir.as_deref(), options.cwd.as_deref())?
-            );
+            println!("{}", trust::trust_command(dir.as_deref(), &options)?);
             Ok(0)
         }
         Some(Command::Untrust { dir, .. }) => {
-            println!(
-                "{}",
-                trust::untrust_command(dir.as_deref(), options.cwd.as_deref())?
-            );
+            println!("{}", trust::untrust_command(dir.as_deref(), &options)?);
             Ok(0)
         }
         Some(Command::Rewind {

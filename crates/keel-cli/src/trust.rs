@@ -9,8 +9,9 @@ use std::path::{Path, PathBuf};
 
 use toml_edit::{DocumentMut, Item, Table, value};
 
+use crate::cli::Options;
 use crate::config::{self, project};
-use crate::setup::{CliError, existing_dir, keel_home};
+use crate::setup::{CliError, existing_dir, given_dir, keel_home};
 
 /// Records the user's decision about the project in `dir` (canonical), pinned to `hash`, in
 /// `$KEEL_HOME/config.toml` (`keel_home`); creates the file if needed.
@@ -89,15 +90,13 @@ fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     written
 }
 
-/// The project directory `dir` stands for, canonical. `cwd` is `-C DIR`: the default when no
-/// `dir` is given, and what a relative `dir` is read against (as `git -C`); without either,
-/// the current directory.
-fn project_of(dir: Option<&Path>, cwd: Option<&Path>) -> Result<PathBuf, CliError> {
-    let given = match (dir, cwd) {
-        (Some(dir), Some(cwd)) => cwd.join(dir),
-        (Some(dir), None) | (None, Some(dir)) => dir.to_path_buf(),
-        (None, None) => std::env::current_dir()
-            .map_err(|err| CliError::Usage(format!("the current directory: {err}")))?,
+/// The project directory `dir` stands for, canonical: without `dir`, the directory keel works
+/// in (`-C`'s, else the current one); a relative `dir` is read from there (as `git -C`).
+fn project_of(dir: Option<&Path>, options: &Options) -> Result<PathBuf, CliError> {
+    let given = match dir {
+        Some(dir) if dir.is_absolute() => dir.to_path_buf(),
+        Some(dir) => given_dir(options)?.join(dir),
+        None => given_dir(options)?,
     };
     Ok(project::locate(&existing_dir(&given, "")?))
 }
@@ -111,9 +110,9 @@ fn present(dir: &Path) -> Vec<&'static str> {
 }
 
 /// `keel [-C CWD] trust [DIR]`: prints what is now trusted.
-pub(crate) fn trust_command(dir: Option<&Path>, cwd: Option<&Path>) -> Result<String, CliError> {
+pub(crate) fn trust_command(dir: Option<&Path>, options: &Options) -> Result<String, CliError> {
     let home = keel_home()?;
-    let dir = project_of(dir, cwd)?;
+    let dir = project_of(dir, options)?;
     let hash = project::config_hash(&dir);
     record(&home, &dir, &hash, true).map_err(CliError::Usage)?;
     let files = present(&dir);
@@ -134,9 +133,9 @@ pub(crate) fn trust_command(dir: Option<&Path>, cwd: Option<&Path>) -> Result<St
 }
 
 /// `keel [-C CWD] untrust [DIR]`: prints what changed.
-pub(crate) fn untrust_command(dir: Option<&Path>, cwd: Option<&Path>) -> Result<String, CliError> {
+pub(crate) fn untrust_command(dir: Option<&Path>, options: &Options) -> Result<String, CliError> {
     let home = keel_home()?;
-    let dir = project_of(dir, cwd)?;
+    let dir = project_of(dir, options)?;
     let removed = forget(&home, &dir).map_err(CliError::Usage)?;
     Ok(if removed {
         format!(
