@@ -14,6 +14,7 @@
 //! - [`temp`]: temporary directories.
 //! - [`git`]: temporary git repositories.
 //! - [`manifest`]: a directory tree described byte for byte (paths, bytes, modes, links).
+//! - [`peers`]: the real protocol peers `.ci/peers` installs (MCP servers, the MCP Python SDK).
 //!
 //! ```
 //! use keel_provider::{CompletionRequest, Message, Provider};
@@ -34,6 +35,7 @@
 pub mod git;
 pub mod manifest;
 pub mod mock;
+pub mod peers;
 pub mod raw_http;
 pub mod render;
 pub mod rng;

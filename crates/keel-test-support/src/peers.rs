@@ -1,0 +1,46 @@
+//! The real protocol peers `.ci/peers` installs under `.peers/` at the workspace root: MCP
+//! reference servers from npm and the official MCP Python SDK.
+//!
+//! A test asks for a peer and gets `None` when it is not installed, after saying so on
+//! stderr, so `cargo test` on a machine without them still passes; under `CI=true` a missing
+//! peer fails the test instead, so CI never passes by skipping.
+
+use std::path::PathBuf;
+
+/// The workspace's `.peers/` directory.
+pub fn peers_dir() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../.peers")
+}
+
+/// `path` if it exists; otherwise `None` with a note (a panic under `CI=true`).
+fn installed(what: &str, path: PathBuf) -> Option<PathBuf> {
+    if path.exists() {
+        return Some(path);
+    }
+    let message = format!(
+        "{what} is not installed ({} is missing): run .ci/peers",
+        path.display()
+    );
+    if std::env::var_os("CI").is_some_and(|ci| ci == "true") {
+        panic!("{message}");
+    }
+    eprintln!("skipped: {message}");
+    None
+}
+
+/// The entry script of an npm MCP server package, e.g. `server-everything` for
+/// `@modelcontextprotocol/server-everything`: run it as `node <path> <args>`.
+pub fn mcp_server(package: &str) -> Option<PathBuf> {
+    installed(
+        &format!("@modelcontextprotocol/{package}"),
+        peers_dir()
+            .join("npm/node_modules/@modelcontextprotocol")
+            .join(package)
+            .join("dist/index.js"),
+    )
+}
+
+/// The Python interpreter of the virtualenv that has the official `mcp` SDK.
+pub fn mcp_python() -> Option<PathBuf> {
+    installed("the MCP Python SDK", peers_dir().join("venv/bin/python"))
+}
