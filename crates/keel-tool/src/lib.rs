@@ -13,6 +13,9 @@
 //!   cut off by the provider, a panic, a timeout or a cancellation each become an error result
 //!   the model can read and act on. Results over 30,000 characters are cut to head and tail,
 //!   with the whole text saved to the session's scratch directory.
+//! - **Tools that change while the agent runs.** A [`ToolSource`] (the tools of an MCP
+//!   server) is asked before each model request; its tools are offered beside the registry's
+//!   own.
 //!
 //! ```
 //! use keel_provider::{ToolCall, ToolInput};
@@ -72,6 +75,7 @@ mod output;
 mod process;
 mod registry;
 mod schema;
+mod source;
 mod tool;
 
 pub use context::{Progress, ToolContext};
@@ -82,6 +86,7 @@ pub use output::{DEFAULT_OUTPUT_LIMIT, ToolOutput};
 pub use process::{ProcessError, ProcessOutput, ProcessRunner, ProcessSpec};
 pub use registry::{DEFAULT_TIMEOUT, ToolRegistry};
 pub use schema::{is_valid_tool_name, normalize_schema, schema_for, validate_definition};
+pub use source::ToolSource;
 pub use tool::{CallFailure, DynTool, Tool};
 
 /// The conversation types a tool author meets, from keel-provider, so a tool crate depends

@@ -14,6 +14,7 @@ use crate::effect::Effect;
 use crate::error::RegistryError;
 use crate::output::{DEFAULT_OUTPUT_LIMIT, ToolOutput, limit_output};
 use crate::schema::validate_definition;
+use crate::source::ToolSource;
 use crate::tool::{CallFailure, DynTool, Tool};
 
 /// How long a call may run when neither the tool nor the registry says otherwise.
@@ -25,7 +26,7 @@ struct Entry {
     definition: ToolDefinition,
 }
 
-/// The tools an agent may call, by name.
+/// The tools an agent may call, by name: its own, and those its [`ToolSource`]s offer now.
 ///
 /// [`definitions`](Self::definitions) come sorted by name, so prompts are cacheable and
 /// snapshots deterministic. [`dispatch`](Self::dispatch) turns every failure (unknown tool,
@@ -34,6 +35,7 @@ struct Entry {
 #[derive(Clone)]
 pub struct ToolRegistry {
     tools: BTreeMap<String, Entry>,
+    sources: Vec<Arc<dyn ToolSource>>,
     default_timeout: Duration,
     timeouts: HashMap<String, Duration>,
     output_limit: usize,
@@ -43,6 +45,10 @@ impl std::fmt::Debug for ToolRegistry {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("ToolRegistry")
             .field("tools", &self.tools.keys().collect::<Vec<_>>())
+            .field(
+                "sources",
+                &self.sources.iter().map(|s| s.name()).collect::<Vec<_>>(),
+            )
             .field("default_timeout", &self.default_timeout)
             .field("timeouts", &self.timeouts)
             .field("output_limit", &self.output_limit)
@@ -61,6 +67,7 @@ impl ToolRegistry {
     pub fn new() -> Self {
         Self {
             tools: BTreeMap::new(),
+            sources: Vec::new(),
             default_timeout: DEFAULT_TIMEOUT,
             timeouts: HashMap::new(),
             output_limit: DEFAULT_OUTPUT_LIMIT,
@@ -93,8 +100,8 @@ impl ToolRegistry {
         Ok(())
     }
 
-    /// Moves every tool of `other` into this registry, with the per-tool timeouts `other`
-    /// set for them (this registry's default timeout and output limit stay). Fails with
+    /// Moves every tool and source of `other` into this registry, with the per-tool timeouts
+    /// `other` set for them (this registry's default timeout and output limit stay). Fails with
     /// [`RegistryError::Duplicate`] naming the first clash, in name order, and then adds
     /// nothing.
     ///
@@ -114,8 +121,12 @@ impl ToolRegistry {
             return Err(RegistryError::Duplicate(name.clone()));
         }
         let ToolRegistry {
-            tools, timeouts, ..
+            tools,
+            timeouts,
+            sources,
+            ..
         } = other;
+        self.sources.extend(sources);
         for (name, timeout) in timeouts {
             if tools.contains_key(&name) {
                 self.timeouts.insert(name, timeout);
@@ -131,36 +142,110 @@ impl ToolRegistry {
         self.tools.remove(name).map(|entry| entry.tool)
     }
 
-    /// The tool called `name`.
-    pub fn get(&self, name: &str) -> Option<Arc<dyn DynTool>> {
-        self.tools.get(name).map(|entry| entry.tool.clone())
+    /// Adds a source of tools that may change while the agent runs (an MCP server's). Its
+    /// tools are offered after this registry's own: one whose name is taken, or whose
+    /// definition breaks a provider rule, is left out (and logged).
+    pub fn add_source(&mut self, source: Arc<dyn ToolSource>) {
+        self.sources.push(source);
     }
 
-    /// The tools' names, sorted.
+    /// The sources added with [`add_source`](Self::add_source).
+    pub fn sources(&self) -> &[Arc<dyn ToolSource>] {
+        &self.sources
+    }
+
+    /// Brings every source's tools up to date; the engine runs it before each model request.
+    pub async fn refresh_sources(&self) {
+        futures::future::join_all(self.sources.iter().map(|source| source.refresh())).await;
+    }
+
+    /// The tools the sources offer now, each with its definition, in the order offered,
+    /// without those whose name is taken or whose definition is invalid.
+    fn source_entries(&self) -> Vec<Entry> {
+        let mut seen: Vec<Entry> = Vec::new();
+        for source in &self.sources {
+            for tool in source.tools() {
+                let definition = tool.definition();
+                if self.tools.contains_key(&definition.name)
+                    || seen.iter().any(|e| e.definition.name == definition.name)
+                {
+                    tracing::warn!(
+                        source = source.name(),
+                        tool = definition.name,
+                        "a tool of this name is already offered; this one is left out"
+                    );
+                    continue;
+                }
+                if let Err(reason) = validate_definition(&definition) {
+                    tracing::warn!(
+                        source = source.name(),
+                        tool = definition.name,
+                        reason,
+                        "an invalid tool definition is left out"
+                    );
+                    continue;
+                }
+                seen.push(Entry { tool, definition });
+            }
+        }
+        seen
+    }
+
+    /// The entry for `name`: one of this registry's own tools, else a source's.
+    fn entry(&self, name: &str) -> Option<Entry> {
+        if let Some(entry) = self.tools.get(name) {
+            return Some(entry.clone());
+        }
+        if self.sources.is_empty() {
+            return None;
+        }
+        self.source_entries()
+            .into_iter()
+            .find(|entry| entry.definition.name == name)
+    }
+
+    /// The tool called `name` (its own or a source's).
+    pub fn get(&self, name: &str) -> Option<Arc<dyn DynTool>> {
+        self.entry(name).map(|entry| entry.tool)
+    }
+
+    /// The names of this registry's own tools, sorted (not the sources'; see
+    /// [`definitions`](Self::definitions)).
     pub fn names(&self) -> Vec<&str> {
         self.tools.keys().map(String::as_str).collect()
     }
 
-    /// How many tools there are.
+    /// How many tools of its own there are.
     pub fn len(&self) -> usize {
         self.tools.len()
     }
 
-    /// Whether there are none.
+    /// Whether there are no tools of its own and no sources.
     pub fn is_empty(&self) -> bool {
-        self.tools.is_empty()
+        self.tools.is_empty() && self.sources.is_empty()
     }
 
-    /// The definitions to send to the model, sorted by name.
+    /// The definitions to send to the model, its own tools' and the sources' current ones,
+    /// sorted by name.
     pub fn definitions(&self) -> Vec<ToolDefinition> {
-        self.tools
+        let mut definitions: Vec<ToolDefinition> = self
+            .tools
             .values()
             .map(|entry| entry.definition.clone())
-            .collect()
+            .collect();
+        if !self.sources.is_empty() {
+            definitions.extend(
+                self.source_entries()
+                    .into_iter()
+                    .map(|entry| entry.definition),
+            );
+            definitions.sort_by(|a, b| a.name.cmp(&b.name));
+        }
+        definitions
     }
 
-    /// A registry with only the tools named in `names` that this one has (the intersection),
-    /// and the same settings.
+    /// A registry with only the tools named in `names` that this one has (the intersection;
+    /// a source's tools by their current names too), and the same settings.
     pub fn subset(&self, names: &[&str]) -> Self {
         let tools = self
             .tools
@@ -168,8 +253,20 @@ impl ToolRegistry {
             .filter(|(name, _)| names.contains(&name.as_str()))
             .map(|(name, entry)| (name.clone(), entry.clone()))
             .collect();
+        let kept: Vec<String> = names.iter().map(|name| (*name).to_owned()).collect();
+        let sources = self
+            .sources
+            .iter()
+            .map(|source| {
+                Arc::new(Narrowed {
+                    source: source.clone(),
+                    names: kept.clone(),
+                }) as Arc<dyn ToolSource>
+            })
+            .collect();
         Self {
             tools,
+            sources,
             ..self.clone()
         }
     }
@@ -195,7 +292,7 @@ impl ToolRegistry {
     /// What `call` would do. Calls that will not run (unknown tool, invalid or unparseable
     /// input) are `ReadOnly`.
     pub fn effect(&self, call: ToolCall<'_>) -> Effect {
-        let (Some(entry), ToolInput::Valid(input)) = (self.tools.get(call.name), call.input) else {
+        let (Some(entry), ToolInput::Valid(input)) = (self.entry(call.name), call.input) else {
             return Effect::ReadOnly;
         };
         std::panic::catch_unwind(AssertUnwindSafe(|| entry.tool.effect(input))).unwrap_or_else(
@@ -229,7 +326,7 @@ impl ToolRegistry {
 
     async fn run(&self, call: ToolCall<'_>, ctx: &ToolContext) -> ToolOutput {
         let name = call.name;
-        let Some(entry) = self.tools.get(name) else {
+        let Some(entry) = self.entry(name) else {
             return ToolOutput::error(self.unknown_tool(name));
         };
         let input = match call.input {
@@ -252,7 +349,7 @@ impl ToolRegistry {
             return ToolOutput::error("interrupted by the user");
         }
         let ctx = ctx.for_call(call.id, name);
-        let timeout = self.timeout_for(entry);
+        let timeout = self.timeout_for(&entry);
         let running = AssertUnwindSafe(entry.tool.call_json(input, &ctx)).catch_unwind();
         let outcome = tokio::select! {
             biased;
@@ -277,13 +374,37 @@ impl ToolRegistry {
     }
 
     fn unknown_tool(&self, name: &str) -> String {
-        if self.tools.is_empty() {
+        let names: Vec<String> = self.definitions().into_iter().map(|d| d.name).collect();
+        if names.is_empty() {
             return format!("unknown tool {name:?}: no tools are available");
         }
         format!(
             "unknown tool {name:?}; the available tools are: {}",
-            self.names().join(", ")
+            names.join(", ")
         )
+    }
+}
+
+/// A source seen through [`ToolRegistry::subset`]: only the tools of the given names.
+struct Narrowed {
+    source: Arc<dyn ToolSource>,
+    names: Vec<String>,
+}
+
+#[async_trait::async_trait]
+impl ToolSource for Narrowed {
+    fn name(&self) -> &str {
+        self.source.name()
+    }
+
+    fn tools(&self) -> Vec<Arc<dyn DynTool>> {
+        let mut tools = self.source.tools();
+        tools.retain(|tool| self.names.iter().any(|name| name == tool.name()));
+        tools
+    }
+
+    async fn refresh(&self) {
+        self.source.refresh().await;
     }
 }
 

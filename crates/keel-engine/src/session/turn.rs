@@ -141,6 +141,9 @@ impl Session {
             );
             self.canonicalize_history();
             self.take_notices(sink).await;
+            // Tools that change while the agent runs (an MCP server's) are brought up to
+            // date before the request that offers them.
+            self.config.tools().refresh_sources().await;
             let mut request = self.turn_request(state, limit);
             let estimate = estimate_tokens(
                 request.system.as_deref(),

@@ -1,0 +1,239 @@
+//! Reaching a server: a stdio program started in a process group of its own with a scrubbed
+//! environment, or a streamable HTTP endpoint; then the MCP handshake and `tools/list`.
+
+use std::collections::HashMap;
+use std::process::Stdio;
+use std::sync::{Arc, Mutex};
+
+use reqwest::header::{HeaderName, HeaderValue};
+use rmcp::ServiceExt;
+use rmcp::service::{Peer, RoleClient, RunningService};
+use rmcp::transport::StreamableHttpClientTransport;
+use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+use tokio::io::AsyncReadExt;
+
+use keel_sandbox::{GroupChild, scrub_env, spawn_in_group};
+use keel_tool::HeadTail;
+
+use super::ClientOptions;
+use super::handler::{Handler, Shared};
+use crate::config::{HttpServer, McpServerConfig, McpTransport, StdioServer};
+
+/// How much of a stdio server's stderr is kept, for saying why it stopped.
+const STDERR_TAIL: usize = 4096;
+
+/// One live connection to a server.
+pub(crate) struct Connection {
+    service: RunningService<RoleClient, Handler>,
+    /// A stdio server's process (its group killed when this is dropped) and stderr tail.
+    process: Option<Process>,
+}
+
+struct Process {
+    child: GroupChild,
+    stderr: Arc<Mutex<HeadTail>>,
+}
+
+impl Connection {
+    pub(crate) fn peer(&self) -> Peer<RoleClient> {
+        self.service.peer().clone()
+    }
+
+    pub(crate) fn is_closed(&self) -> bool {
+        self.service.is_closed()
+            || self
+                .process
+                .as_ref()
+                .is_some_and(|process| process.child.child.id().is_none())
+    }
+
+    /// Why the connection ended, without waiting.
+    pub(crate) fn why_closed(&self) -> String {
+        match &self.process {
+            Some(process) => stderr_tail(&process.stderr).map_or_else(
+                || "it stopped".to_owned(),
+                |tail| format!("it stopped: {tail}"),
+            ),
+            None => "its connection ended".to_owned(),
+        }
+    }
+
+    /// Ends the connection and says why it ended: a stdio server's exit status (it is
+    /// killed if it still runs) and the last line of its stderr.
+    pub(crate) async fn reap(&mut self) -> String {
+        let Some(process) = self.process.as_mut() else {
+            return "its connection ended".to_owned();
+        };
+        let status = match tokio::time::timeout(
+            std::time::Duration::from_millis(200),
+            process.child.child.wait(),
+        )
+        .await
+        {
+            Ok(Ok(status)) => describe_status(status),
+            _ => {
+                process.child.group.kill();
+                "its connection ended".to_owned()
+            }
+        };
+        match stderr_tail(&process.stderr) {
+            Some(tail) => format!("{status}: {tail}"),
+            None => status,
+        }
+    }
+}
+
+/// The last non-empty line of a server's stderr, if it wrote any.
+fn stderr_tail(stderr: &Mutex<HeadTail>) -> Option<String> {
+    let tail = stderr.lock().ok()?.last_lines(1);
+    let line = tail.trim();
+    (!line.is_empty()).then(|| line.to_owned())
+}
+
+fn describe_status(status: std::process::ExitStatus) -> String {
+    use std::os::unix::process::ExitStatusExt;
+    match (status.code(), status.signal()) {
+        (Some(code), _) => format!("it exited with status {code}"),
+        (None, Some(signal)) => format!("it was killed by signal {signal}"),
+        _ => "it exited".to_owned(),
+    }
+}
+
+/// Connects to the server of `config`: the connection and the tools it lists. Errors are
+/// one-line reasons.
+pub(crate) async fn connect(
+    config: &McpServerConfig,
+    options: &ClientOptions,
+    shared: Arc<Shared>,
+) -> Result<(Connection, Vec<rmcp::model::Tool>), String> {
+    let handler = Handler {
+        server: config.name().to_owned(),
+        shared,
+    };
+    let connection = match &config.transport {
+        McpTransport::Stdio(stdio) => connect_stdio(stdio, options, handler).await?,
+        McpTransport::Http(http) => connect_http(http, handler).await?,
+    };
+    let listed = match connection.service.peer().list_all_tools().await {
+        Ok(tools) => tools,
+        Err(err) => {
+            return Err(format!("tools/list failed: {err}"));
+        }
+    };
+    Ok((connection, listed))
+}
+
+async fn connect_stdio(
+    server: &StdioServer,
+    options: &ClientOptions,
+    handler: Handler,
+) -> Result<Connection, String> {
+    let mut command = tokio::process::Command::new(&server.command);
+    command
+        .args(&server.args)
+        .current_dir(server.cwd.as_ref().unwrap_or(&options.cwd))
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    // Like every process keel starts: no credentials, no session sockets; then what the
+    // configuration passes on purpose.
+    scrub_env(&mut command, &options.hidden_env);
+    for name in &server.env_vars {
+        if let Some(value) = std::env::var_os(name) {
+            command.env(name, value);
+        }
+    }
+    command.envs(&server.env);
+    let mut child = spawn_in_group(&mut command)
+        .map_err(|err| format!("cannot run {}: {err}", server.command))?;
+    let (Some(stdout), Some(stdin), Some(mut stderr)) = (
+        child.child.stdout.take(),
+        child.child.stdin.take(),
+        child.child.stderr.take(),
+    ) else {
+        return Err("its pipes could not be set up".to_owned());
+    };
+    let tail = Arc::new(Mutex::new(HeadTail::new(0, STDERR_TAIL)));
+    let sink = tail.clone();
+    tokio::spawn(async move {
+        let mut buffer = vec![0_u8; 4096];
+        while let Ok(read) = stderr.read(&mut buffer).await {
+            if read == 0 {
+                break;
+            }
+            if let (Ok(mut tail), Some(bytes)) = (sink.lock(), buffer.get(..read)) {
+                tail.push(bytes);
+            }
+        }
+    });
+    let mut process = Process {
+        child,
+        stderr: tail,
+    };
+    match handler.serve((stdout, stdin)).await {
+        Ok(service) => Ok(Connection {
+            service,
+            process: Some(process),
+        }),
+        Err(err) => {
+            let mut ended = Connection::reap_process(&mut process).await;
+            if ended.is_empty() {
+                ended = err.to_string();
+            }
+            Err(format!("the MCP handshake failed ({ended})"))
+        }
+    }
+}
+
+impl Connection {
+    /// [`Connection::reap`] for a process that never got a connection.
+    async fn reap_process(process: &mut Process) -> String {
+        let status = match tokio::time::timeout(
+            std::time::Duration::from_millis(500),
+            process.child.child.wait(),
+        )
+        .await
+        {
+            Ok(Ok(status)) => describe_status(status),
+            _ => {
+                process.child.group.kill();
+                String::new()
+            }
+        };
+        match (status.is_empty(), stderr_tail(&process.stderr)) {
+            (true, Some(tail)) => tail,
+            (false, Some(tail)) => format!("{status}: {tail}"),
+            (_, None) => status,
+        }
+    }
+}
+
+async fn connect_http(server: &HttpServer, handler: Handler) -> Result<Connection, String> {
+    let mut headers = HashMap::new();
+    for (name, value) in &server.headers {
+        let name = HeaderName::from_bytes(name.as_bytes())
+            .map_err(|_| format!("the header name {name:?} is not valid"))?;
+        let mut value = HeaderValue::from_str(value)
+            .map_err(|_| format!("the value of header {name} is not a valid header value"))?;
+        value.set_sensitive(true);
+        headers.insert(name, value);
+    }
+    let mut config =
+        StreamableHttpClientTransportConfig::with_uri(server.url.as_str()).custom_headers(headers);
+    if let Some(token) = &server.bearer_token {
+        config = config.auth_header(token.clone());
+    }
+    let client = reqwest::Client::builder()
+        .user_agent(concat!("keel/", env!("CARGO_PKG_VERSION")))
+        .build()
+        .map_err(|err| format!("cannot make an HTTP client: {err}"))?;
+    let transport = StreamableHttpClientTransport::with_client(client, config);
+    let service = handler
+        .serve(transport)
+        .await
+        .map_err(|err| format!("the MCP handshake with {} failed: {err}", server.url))?;
+    Ok(Connection {
+        service,
+        process: None,
+    })
+}
