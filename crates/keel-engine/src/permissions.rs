@@ -3,6 +3,9 @@
 //! A rule names a tool, optionally with a pattern matched against the call's primary argument:
 //! `git_commit` matches every `git_commit` call, `run_command(cargo test*)` matches commands
 //! starting with `cargo test`, `write_file(src/**)` matches writes anywhere under `src/`.
+//! MCP tools are named as Claude Code names them: `mcp__github__create_issue` is one tool,
+//! `mcp__github__*` (a name ending in `*` matches every tool whose name starts with the rest)
+//! and `mcp__github` are every tool of the server `github`.
 //! [`PermissionRules::check`] applies deny rules first, then allow rules; when neither
 //! matches the verdict is [`Verdict::Ask`] and the engine decides by the call's effect.
 //!
@@ -86,7 +89,8 @@ pub enum PermissionError {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(try_from = "String", into = "String")]
 pub struct PermissionRule {
-    /// The tool it applies to (`^[a-zA-Z0-9_-]{1,64}$`).
+    /// The tool it applies to (`^[a-zA-Z0-9_-]{1,64}$`), or tools: a name ending in `*` is a
+    /// prefix, and `mcp__<server>` stands for every tool of that MCP server.
     pub tool: String,
     /// Matched against the call's primary argument; `None` matches every call of the tool.
     pub pattern: Option<String>,
@@ -135,9 +139,10 @@ impl PermissionRule {
         if tool.is_empty() {
             return Err(invalid("missing the tool name before \"(\"".to_owned()));
         }
-        if !valid_tool_name(tool) {
+        if !valid_tool_name(tool.strip_suffix('*').unwrap_or(tool)) {
             return Err(invalid(format!(
-                "tool name {tool:?} may only have letters, digits, \"_\" and \"-\" (1 to 64)"
+                "tool name {tool:?} may only have letters, digits, \"_\" and \"-\" (1 to 64), \
+                 and a \"*\" at its end"
             )));
         }
         Ok(Self {
@@ -146,12 +151,31 @@ impl PermissionRule {
         })
     }
 
+    /// Whether the rule's tool name covers `tool`: the same name; a name ending in `*` whose
+    /// rest starts `tool`; or `mcp__<server>` for `mcp__<server>__<any tool>`.
+    pub fn covers_tool(&self, tool: &str) -> bool {
+        if let Some(prefix) = self.tool.strip_suffix('*') {
+            return tool.starts_with(prefix);
+        }
+        if self.tool == tool {
+            return true;
+        }
+        let is_server = self
+            .tool
+            .strip_prefix("mcp__")
+            .is_some_and(|server| !server.is_empty() && !server.contains("__"));
+        is_server
+            && tool
+                .strip_prefix(self.tool.as_str())
+                .is_some_and(|rest| rest.starts_with("__") && rest.len() > 2)
+    }
+
     /// Whether this rule on its own covers the call, as allow rules are applied: the tool
     /// matches and, if the rule has a pattern, so does the call's primary argument. For
     /// `run_command` every sub-command must match, and a command with command substitution
     /// matches only a pattern of `*`.
     pub fn matches(&self, tool: &str, input: &Value) -> bool {
-        if self.tool != tool {
+        if !self.covers_tool(tool) {
             return false;
         }
         let Some(pattern) = &self.pattern else {
@@ -174,7 +198,7 @@ impl PermissionRule {
     /// [`matches`](Self::matches), except that for `run_command` one matching sub-command is
     /// enough (and command substitution is no obstacle).
     pub fn matches_any_part(&self, tool: &str, input: &Value) -> bool {
-        if self.tool != tool {
+        if !self.covers_tool(tool) {
             return false;
         }
         let Some(pattern) = &self.pattern else {

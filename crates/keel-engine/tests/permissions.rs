@@ -298,3 +298,42 @@ fn sources_parse_back_to_the_same_rules() {
         rules
     );
 }
+
+#[test]
+fn mcp_tools_are_matched_by_claude_code_s_names() {
+    let rules = PermissionRules::parse(
+        &["mcp__github__*".into(), "mcp__docs".into()],
+        &[
+            "mcp__github__delete_repo".into(),
+            "mcp__fs__write_file(/etc/**)".into(),
+        ],
+    )
+    .unwrap();
+    let check = |tool: &str, input: Value| rules.check(tool, &input);
+    assert!(matches!(
+        check("mcp__github__create_issue", json!({})),
+        Verdict::Allow { .. }
+    ));
+    assert!(matches!(
+        check("mcp__github__delete_repo", json!({})),
+        Verdict::Deny { .. }
+    ));
+    assert!(matches!(
+        check("mcp__docs__search", json!({})),
+        Verdict::Allow { .. }
+    ));
+    // `mcp__docs` is the server's tools, not any name that starts the same way.
+    assert_eq!(check("mcp__docsearch__find", json!({})), Verdict::Ask);
+    assert!(matches!(
+        check("mcp__fs__write_file", json!({"path": "/etc/passwd"})),
+        Verdict::Deny { .. }
+    ));
+    assert_eq!(
+        check("mcp__fs__write_file", json!({"path": "/tmp/x"})),
+        Verdict::Ask
+    );
+    assert_eq!(check("run_command", json!({"command": "ls"})), Verdict::Ask);
+    // A `*` anywhere but the end is still refused.
+    assert!(PermissionRule::parse("mcp__*__x").is_err());
+    assert!(PermissionRule::parse("*").is_err());
+}
