@@ -109,6 +109,12 @@ pub(crate) struct Options {
     #[arg(long = "add-dir", value_name = "DIR")]
     pub add_dir: Vec<PathBuf>,
 
+    /// Also start the MCP servers of FILE, or of inline JSON, in Claude Code's `.mcp.json`
+    /// format (`{"mcpServers": {"NAME": {...}}}`); repeatable; a server named again replaces
+    /// the configured one.
+    #[arg(long = "mcp-config", value_name = "FILE|JSON")]
+    pub mcp_config: Vec<String>,
+
     /// Trust the project's configuration for this run (approvals, sandbox, hooks, runners,
     /// providers it sets apply), without recording it; for CI.
     #[arg(long)]
@@ -155,6 +161,7 @@ impl Options {
             sandbox: later.sandbox.or(self.sandbox),
             network: self.network || later.network,
             add_dir: [self.add_dir, later.add_dir].concat(),
+            mcp_config: [self.mcp_config, later.mcp_config].concat(),
             trust_project: self.trust_project || later.trust_project,
             continue_latest: self.continue_latest || later.continue_latest,
             resume: later.resume.or(self.resume),
@@ -296,6 +303,15 @@ pub(crate) enum Command {
         #[command(flatten)]
         options: Options,
     },
+    /// The MCP servers keel is configured with: `keel mcp list` starts each and says whether
+    /// it answers and what tools it has.
+    Mcp {
+        /// What to do.
+        #[command(subcommand)]
+        action: McpAction,
+        #[command(flatten)]
+        options: Options,
+    },
     /// Print the shell completion script for SHELL on stdout.
     ///
     /// E.g. `keel completions bash > ~/.local/share/bash-completion/completions/keel`.
@@ -358,6 +374,20 @@ pub(crate) enum TasksAction {
     },
 }
 
+// `keel mcp` actions.
+#[derive(Debug, Subcommand)]
+#[command(defer = true)]
+pub(crate) enum McpAction {
+    /// Each configured MCP server: connected or why not, how many tools, how it is reached.
+    List {
+        /// Also list each server's tools, by the names the model sees.
+        #[arg(long)]
+        tools: bool,
+        #[command(flatten)]
+        options: Options,
+    },
+}
+
 // `keel exec`'s own arguments.
 #[derive(Debug, Args)]
 pub(crate) struct ExecArgs {
@@ -402,6 +432,7 @@ impl Command {
             | Command::Trust { options, .. }
             | Command::Untrust { options, .. }
             | Command::Tasks { options, .. }
+            | Command::Mcp { options, .. }
             | Command::Rewind { options, .. }
             | Command::Completions { options, .. }
             | Command::Man { options, .. }
@@ -416,6 +447,10 @@ impl Command {
             let (TasksAction::Show { options, .. }
             | TasksAction::Logs { options, .. }
             | TasksAction::Cancel { options, .. }) = action;
+            taken.push(std::mem::take(options));
+        }
+        if let Command::Mcp { action, .. } = self {
+            let McpAction::List { options, .. } = action;
             taken.push(std::mem::take(options));
         }
         taken

@@ -113,9 +113,12 @@ fn progress(text: &str) {
 pub(crate) async fn run(options: &Options, args: ExecArgs) -> Result<u8, CliError> {
     let prompt = read_prompt(args.prompt)?;
     let choice = session_choice(options);
-    let setup = Setup::resolve(options, Mode::Exec, &choice)?;
+    let mut setup = Setup::resolve(options, Mode::Exec, &choice)?;
     for notice in &setup.notices {
         progress(&format!("keel: {notice}"));
+    }
+    for line in setup.start_mcp_servers().await {
+        progress(&format!("keel: {line}"));
     }
     let ask = match setup.approvals {
         crate::config::ApprovalMode::Ask => {
@@ -145,9 +148,9 @@ pub(crate) async fn run(options: &Options, args: ExecArgs) -> Result<u8, CliErro
             provider: &setup.provider_name,
             tools: agent
                 .tools()
-                .names()
-                .iter()
-                .map(|n| n.to_string())
+                .definitions()
+                .into_iter()
+                .map(|definition| definition.name)
                 .collect(),
             approvals: setup.approvals.name(),
             sandbox: sandbox_name(setup.policy.mode),

@@ -12,6 +12,7 @@ mod delegates;
 mod exec;
 mod logging;
 mod markdown;
+mod mcp;
 mod output;
 mod render;
 mod repl;
@@ -51,6 +52,7 @@ async fn dispatch(command: Option<Command>, options: Options) -> Result<u8, CliE
             | Command::Skills { .. }),
         ) => delegates::command(&options, command).await,
         Some(Command::Tasks { action, .. }) => tasks::command(action).await,
+        Some(Command::Mcp { action, .. }) => mcp::run(action, &options).await,
         Some(Command::Trust { dir, .. }) => {
             println!("{}", trust::trust_command(dir.as_deref(), &options)?);
             Ok(0)

@@ -8,6 +8,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
+use keel::mcp::{ClientOptions, McpServer, McpServerConfig};
 use keel::{BackgroundTasks, CodingAgent};
 use keel_engine::{
     Agent, Approver, HookConfig, Hooks, JsonlSessionStore, PermissionRules, Session, SessionStore,
@@ -108,6 +109,14 @@ pub(crate) struct Setup {
     pub policy: SandboxPolicy,
     /// Lines for stderr about the configuration (keys an untrusted project may not set).
     pub notices: Vec<String>,
+    /// The MCP servers to start: the user's `[mcp_servers]`, a trusted project's
+    /// `[mcp_servers]` and `.mcp.json`, then `--mcp-config`'s (a later one of the same name
+    /// replaces an earlier one).
+    pub mcp: Vec<McpServerConfig>,
+    /// The MCP servers started by [`Setup::start_mcp_servers`], for the agent.
+    pub mcp_servers: Vec<McpServer>,
+    /// One line for each server that did not start.
+    pub mcp_failed: Vec<String>,
     /// When this is a background task's own run (`KEEL_TASK_ID`): the settings recorded when
     /// it was started, which replace the sandbox, approvals, allow-read paths, rules and hooks
     /// the flags and config files would give.
@@ -230,6 +239,10 @@ impl Setup {
             .and_then(config::Project::notice)
             .into_iter()
             .collect();
+        let mcp = match mode {
+            Mode::Listing => Vec::new(),
+            _ => mcp_configs(&config, options).map_err(CliError::Usage)?,
+        };
         Ok(Self {
             cwd,
             keel_home,
@@ -246,8 +259,29 @@ impl Setup {
             delegation: !options.no_delegation,
             policy,
             notices,
+            mcp,
+            mcp_servers: Vec::new(),
+            mcp_failed: Vec::new(),
             task,
         })
+    }
+
+    /// Starts the configured MCP servers, all at once; one line for each that did not start
+    /// and for each tool one left out, for stderr. The session goes on without them.
+    pub(crate) async fn start_mcp_servers(&mut self) -> Vec<String> {
+        if self.mcp.is_empty() {
+            return Vec::new();
+        }
+        let mut options = ClientOptions::new(&self.cwd);
+        options.hidden_env = self.policy.hidden_env.clone();
+        let started = keel::mcp::start_servers(self.mcp.clone(), &options).await;
+        self.mcp_failed = started.failures.iter().map(ToString::to_string).collect();
+        let mut lines = self.mcp_failed.clone();
+        for server in &started.servers {
+            lines.extend(server.warnings());
+        }
+        self.mcp_servers = started.servers;
+        lines
     }
 
     /// The agent ([`CodingAgent`]): everything the flags, environment and config files say,
@@ -300,7 +334,8 @@ impl Setup {
                     .enabled()
                     .then(|| self.config.snapshots.limits()),
             )
-            .background_tasks(Some(self.background_tasks()?));
+            .background_tasks(Some(self.background_tasks()?))
+            .mcp_servers(self.mcp_servers.iter().cloned());
         builder.build().map_err(|err| match err {
             keel::BuildError::Hooks(err) => usage(format!("{}: [[hooks]]: {err}", config_file())),
             keel::BuildError::WorkingDir { .. } | keel::BuildError::AllowRead { .. } => {
@@ -570,4 +605,50 @@ fn provider(options: &Options, config: &Config) -> Result<Chosen, CliError> {
         provider: built.provider,
         key_var: built.key_var,
     })
+}
+
+/// The MCP servers the configuration and `--mcp-config` name, in that order; a later server of
+/// the same name replaces an earlier one. One line naming the place of an unusable one.
+pub(crate) fn mcp_configs(
+    config: &Config,
+    options: &Options,
+) -> Result<Vec<McpServerConfig>, String> {
+    let lookup = |name: &str| std::env::var(name).ok();
+    let mut servers: Vec<McpServerConfig> = Vec::new();
+    let mut add = |server: McpServerConfig| {
+        servers.retain(|s| s.name() != server.name());
+        servers.push(server);
+    };
+    let files = || {
+        config
+            .files
+            .iter()
+            .map(|f| f.display().to_string())
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    for (name, table) in &config.mcp_servers {
+        if let Some(server) = table
+            .to_config(name, &lookup)
+            .map_err(|err| format!("{}: {err}", files()))?
+        {
+            add(server);
+        }
+    }
+    if let Some(json) = &config.project_mcp_json {
+        let text = std::fs::read_to_string(json)
+            .map_err(|err| format!("{}: cannot read it: {err}", json.display()))?;
+        let origin = json.display().to_string();
+        for server in
+            keel::mcp::parse_mcp_json(&text, &origin, &lookup).map_err(|e| e.to_string())?
+        {
+            add(server);
+        }
+    }
+    for given in &options.mcp_config {
+        for server in config::mcp::read_claude_json(given, &lookup)? {
+            add(server);
+        }
+    }
+    Ok(servers)
 }

@@ -52,6 +52,8 @@ pub struct CodingAgentBuilder {
     snapshots: Option<keel_snapshot::SnapshotLimits>,
     #[cfg(feature = "tasks")]
     tasks: Option<BackgroundTasks>,
+    #[cfg(feature = "mcp")]
+    mcp_servers: Vec<keel_mcp::McpServer>,
 }
 
 impl std::fmt::Debug for CodingAgentBuilder {
@@ -89,6 +91,8 @@ impl CodingAgentBuilder {
             snapshots: Some(keel_snapshot::SnapshotLimits::default()),
             #[cfg(feature = "tasks")]
             tasks: None,
+            #[cfg(feature = "mcp")]
+            mcp_servers: Vec::new(),
         }
     }
 
@@ -227,6 +231,16 @@ impl CodingAgentBuilder {
     #[must_use]
     pub fn background_tasks(mut self, tasks: Option<BackgroundTasks>) -> Self {
         self.tasks = tasks;
+        self
+    }
+
+    /// Tools from connected MCP servers (see [`keel_mcp::start_servers`]): each server's
+    /// tools are offered to the main agent as `mcp__<server>__<tool>`, as they are before each
+    /// model request, after keel's own and the host's. Delegated runs do not get them.
+    #[cfg(feature = "mcp")]
+    #[must_use]
+    pub fn mcp_servers(mut self, servers: impl IntoIterator<Item = keel_mcp::McpServer>) -> Self {
+        self.mcp_servers.extend(servers);
         self
     }
 
@@ -383,6 +397,10 @@ impl CodingAgentBuilder {
         let mut tools: ToolRegistry = tools;
         for tool in self.tools {
             tools.register_dyn(tool)?;
+        }
+        #[cfg(feature = "mcp")]
+        for server in self.mcp_servers {
+            tools.add_source(Arc::new(server));
         }
 
         let store: Arc<dyn SessionStore> = match self.session_store {

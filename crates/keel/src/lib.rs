@@ -73,6 +73,8 @@ pub use keel_agents::Policies;
 /// The crates under the front door, for what the prelude leaves out.
 pub use keel_agents as agents;
 pub use keel_engine as engine;
+#[cfg(feature = "mcp")]
+pub use keel_mcp as mcp;
 pub use keel_provider as provider;
 pub use keel_sandbox as sandbox;
 #[cfg(feature = "snapshots")]

@@ -8,6 +8,7 @@
 //! Flags and environment variables win over both (see `setup`). A file that cannot be used is
 //! one error naming the file, the line, the key and what is allowed.
 
+pub(crate) mod mcp;
 mod parse;
 pub(crate) mod project;
 
@@ -180,6 +181,10 @@ pub(crate) struct Config {
     pub tasks: TasksConfig,
     /// Workspace snapshots.
     pub snapshots: SnapshotsConfig,
+    /// `[mcp_servers.NAME]` of the user's file and of a trusted project's.
+    pub mcp_servers: BTreeMap<String, mcp::McpServerToml>,
+    /// The project's `.mcp.json`, when the project is trusted and has one.
+    pub project_mcp_json: Option<PathBuf>,
     /// The user's trust decisions, by project directory.
     pub projects: BTreeMap<String, ProjectTrust>,
     /// The files read, in order.
@@ -240,9 +245,11 @@ impl Config {
         if user.as_ref().is_some_and(|user| same_file(user, &path)) {
             return Ok(config);
         }
-        let Some(file) = parse::read(&path)? else {
+        let file = parse::read(&path)?;
+        let mcp_json = mcp::project_mcp_json(&dir);
+        if file.is_none() && mcp_json.is_none() {
             return Ok(config);
-        };
+        }
         let hash = project::config_hash(&dir);
         let trust = if trust_project {
             Trust::TrustedByFlag
@@ -251,15 +258,20 @@ impl Config {
         };
         let mut project = Project {
             dir,
-            file: path.clone(),
+            file: match (&file, &mcp_json) {
+                (None, Some(json)) => json.clone(),
+                _ => path.clone(),
+            },
             hash,
             trust,
             ignored: Vec::new(),
             needs_trust: Vec::new(),
             commands: Vec::new(),
         };
-        config.apply_project(file, &mut project);
-        config.files.push(path);
+        if file.is_some() {
+            config.files.push(path);
+        }
+        config.apply_project(file.unwrap_or_default(), mcp_json, &mut project);
         config.project = Some(project);
         Ok(config)
     }
@@ -279,10 +291,12 @@ impl Config {
             tools,
             tasks,
             snapshots,
+            mcp_servers,
             projects,
         } = file;
         let provider = provider.unwrap_or_default();
         self.provider = provider.name;
+        self.mcp_servers = mcp_servers;
         self.idle_timeout_secs = provider.idle_timeout_secs;
         self.request_timeout_secs = provider.request_timeout_secs;
         self.model = model;
@@ -303,9 +317,14 @@ impl Config {
         self.projects = projects;
     }
 
-    /// The project's file: what it may set depends on `project.trust`; what it may not is
-    /// recorded in `project.ignored`.
-    fn apply_project(&mut self, file: ConfigFile, project: &mut Project) {
+    /// The project's file (and `.mcp.json`, when there is one): what it may set depends on
+    /// `project.trust`; what it may not is recorded in `project.ignored`.
+    fn apply_project(
+        &mut self,
+        file: ConfigFile,
+        mcp_json: Option<PathBuf>,
+        project: &mut Project,
+    ) {
         let ConfigFile {
             provider,
             model,
@@ -319,6 +338,7 @@ impl Config {
             tools,
             tasks,
             snapshots,
+            mcp_servers,
             projects,
         } = file;
         // Always: the model, and rules that only forbid.
@@ -393,6 +413,21 @@ impl Config {
             && take(true, "snapshots")
         {
             self.snapshots = snapshots;
+        }
+        // MCP servers start programs (or send the project's headers to a URL).
+        if take(!mcp_servers.is_empty(), "mcp_servers") {
+            project.commands.extend(
+                mcp_servers
+                    .values()
+                    .filter_map(mcp::McpServerToml::command_line),
+            );
+            self.mcp_servers.extend(mcp_servers);
+        }
+        if let Some(json) = mcp_json
+            && take(true, ".mcp.json (its MCP servers)")
+        {
+            project.commands.extend(mcp::commands_in_mcp_json(&json));
+            self.project_mcp_json = Some(json);
         }
         if take(!tasks.allowed_agents.is_empty(), "tasks.allowed_agents") {
             self.tasks.allowed_agents.extend(tasks.allowed_agents);

@@ -9,6 +9,7 @@ use keel_engine::{HookConfig, Hooks, PermissionRules};
 use keel_sandbox::SandboxMode;
 use serde::{Deserialize, Deserializer};
 
+use super::mcp::McpServerToml;
 use super::{
     ApprovalMode, PermissionsConfig, ProviderConfig, SnapshotsConfig, TasksConfig, ToolsConfig,
 };
@@ -124,6 +125,8 @@ pub(super) struct ConfigFile {
     #[serde(default)]
     pub tasks: TasksConfig,
     pub snapshots: Option<SnapshotsConfig>,
+    #[serde(default)]
+    pub mcp_servers: BTreeMap<String, McpServerToml>,
     #[serde(default)]
     pub projects: BTreeMap<String, ProjectTrust>,
 }
@@ -261,6 +264,9 @@ fn check(file: &ConfigFile) -> Result<(), String> {
                  again"
             ));
         }
+    }
+    for (name, server) in &file.mcp_servers {
+        server.check(name)?;
     }
     PermissionRules::parse(&file.permissions.allow, &file.permissions.deny)
         .map_err(|err| format!("[permissions]: {err}"))?;

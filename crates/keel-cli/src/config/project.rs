@@ -173,9 +173,16 @@ impl Project {
     }
 }
 
-/// The command lines of the hooks and task runners `dir/.keel/config.toml` sets, read
-/// leniently (a file that does not parse names none; it is refused when loaded anyway).
+/// The command lines of the hooks, task runners and MCP servers `dir/.keel/config.toml` and
+/// `dir/.mcp.json` set, read leniently (a file that does not parse names none; it is refused
+/// when loaded anyway).
 pub(crate) fn commands_in_config(dir: &Path) -> Vec<String> {
+    let mut commands = commands_in_toml(dir);
+    commands.extend(super::mcp::commands_in_mcp_json(&dir.join(".mcp.json")));
+    commands
+}
+
+fn commands_in_toml(dir: &Path) -> Vec<String> {
     let Ok(text) = std::fs::read_to_string(dir.join(".keel").join("config.toml")) else {
         return Vec::new();
     };
@@ -197,6 +204,15 @@ pub(crate) fn commands_in_config(dir: &Path) -> Vec<String> {
     for runner in runners.into_iter().flat_map(|runners| runners.values()) {
         if let Some(argv) = runner.get("command").and_then(toml::Value::as_array) {
             let words: Vec<&str> = argv.iter().filter_map(toml::Value::as_str).collect();
+            commands.push(words.join(" "));
+        }
+    }
+    let servers = value.get("mcp_servers").and_then(toml::Value::as_table);
+    for server in servers.into_iter().flat_map(|servers| servers.values()) {
+        if let Some(command) = server.get("command").and_then(toml::Value::as_str) {
+            let args = server.get("args").and_then(toml::Value::as_array);
+            let mut words = vec![command];
+            words.extend(args.into_iter().flatten().filter_map(toml::Value::as_str));
             commands.push(words.join(" "));
         }
     }

@@ -59,6 +59,8 @@ pub(super) enum Command {
     Skills(Option<String>),
     /// `/tasks`.
     Tasks,
+    /// `/mcp`.
+    Mcp,
     /// `/exit` or `/quit`.
     Exit,
     /// Anything else that starts with `/`: the word as typed.
@@ -113,6 +115,7 @@ pub(super) const HELP: &[(&str, &str)] = &[
         "list the skills, or show skill NAME's instructions",
     ),
     ("/tasks", "list the background tasks"),
+    ("/mcp", "the MCP servers: connected or not, their tools"),
     ("/exit, /quit", "leave keel (or Ctrl-D)"),
 ];
 
@@ -143,6 +146,7 @@ pub(super) fn parse(line: &str) -> Option<Command> {
         "team" => Command::Team(argument),
         "skills" => Command::Skills(argument),
         "tasks" => Command::Tasks,
+        "mcp" => Command::Mcp,
         "exit" | "quit" => Command::Exit,
         other => Command::Unknown(format!("/{other}")),
     })
@@ -175,6 +179,7 @@ impl Repl {
             Command::Skills(None) => self.list(Delegates::skill_lines),
             Command::Skills(Some(name)) => self.show_skill(&name),
             Command::Tasks => self.list(Delegates::task_lines),
+            Command::Mcp => self.mcp(),
             Command::Agent(argument) => self.delegate(false, argument).await,
             Command::Team(argument) => self.delegate(true, argument).await,
             Command::Exit => return Flow::Exit,
@@ -399,6 +404,21 @@ impl Repl {
     }
 
     /// `/agents`, `/teams`, `/skills`: the lines `lines` makes.
+    /// `/mcp`: each MCP server, its state and tools; those that did not start.
+    fn mcp(&self) {
+        let mut lines: Vec<String> = self
+            .setup
+            .mcp_servers
+            .iter()
+            .flat_map(|server| crate::mcp::server_lines(server, true))
+            .collect();
+        lines.extend(self.setup.mcp_failed.iter().cloned());
+        if lines.is_empty() {
+            lines.push(crate::mcp::NONE.to_owned());
+        }
+        self.view.lines(&lines);
+    }
+
     fn list(&self, lines: fn(&Delegates) -> Vec<String>) {
         match &self.delegates {
             Some(delegates) => self.view.lines(&lines(delegates)),

@@ -99,9 +99,12 @@ pub(crate) async fn run(options: &Options, choice: SessionChoice) -> Result<u8, 
     let _ = tokio::signal::ctrl_c().now_or_never();
     let view = View::new(Style::detect());
     let mut input = Input::open(&setup.keel_home.join("history"), &view)?;
-    let setup = ask_trust(setup, options, &choice, &input, &view).await?;
+    let mut setup = ask_trust(setup, options, &choice, &input, &view).await?;
     for notice in &setup.notices {
         view.warning(&format!("keel: {notice}"));
+    }
+    for line in setup.start_mcp_servers().await {
+        view.warning(&format!("keel: {line}"));
     }
     let snapshots = Snapshots::default();
     let mut hooks = Hooks::new();

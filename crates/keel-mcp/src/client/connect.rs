@@ -32,6 +32,17 @@ pub(crate) struct Connection {
 struct Process {
     child: GroupChild,
     stderr: Arc<Mutex<HeadTail>>,
+    /// The task reading stderr; awaited (briefly) after an exit so its last words are kept.
+    reader: Option<tokio::task::JoinHandle<()>>,
+}
+
+impl Process {
+    /// Waits a moment for the stderr reader to reach the end of the pipe.
+    async fn drain_stderr(&mut self) {
+        if let Some(reader) = self.reader.take() {
+            let _ = tokio::time::timeout(std::time::Duration::from_millis(200), reader).await;
+        }
+    }
 }
 
 impl Connection {
@@ -76,6 +87,7 @@ impl Connection {
                 "its connection ended".to_owned()
             }
         };
+        process.drain_stderr().await;
         match stderr_tail(&process.stderr) {
             Some(tail) => format!("{status}: {tail}"),
             None => status,
@@ -155,7 +167,7 @@ async fn connect_stdio(
     };
     let tail = Arc::new(Mutex::new(HeadTail::new(0, STDERR_TAIL)));
     let sink = tail.clone();
-    tokio::spawn(async move {
+    let reader = tokio::spawn(async move {
         let mut buffer = vec![0_u8; 4096];
         while let Ok(read) = stderr.read(&mut buffer).await {
             if read == 0 {
@@ -169,6 +181,7 @@ async fn connect_stdio(
     let mut process = Process {
         child,
         stderr: tail,
+        reader: Some(reader),
     };
     match handler.serve((stdout, stdin)).await {
         Ok(service) => Ok(Connection {
@@ -200,6 +213,7 @@ impl Connection {
                 String::new()
             }
         };
+        process.drain_stderr().await;
         match (status.is_empty(), stderr_tail(&process.stderr)) {
             (true, Some(tail)) => tail,
             (false, Some(tail)) => format!("{status}: {tail}"),

@@ -1,0 +1,114 @@
+//! `keel mcp list [--tools]` and the REPL's `/mcp`: the configured MCP servers, whether each
+//! is connected (or why not) and its tools.
+
+use keel::mcp::{McpServer, McpServerConfig, McpTransport, ServerState};
+
+use crate::cli::{McpAction, Options};
+use crate::setup::{CliError, Mode, SessionChoice, Setup};
+use crate::terminal::printable;
+
+/// What `keel mcp list` and `/mcp` say when no server is configured.
+pub(crate) const NONE: &str = "no MCP servers: add [mcp_servers.NAME] to ~/.keel/config.toml, a \
+                               .mcp.json to a trusted project, or pass --mcp-config FILE";
+
+/// One server's line (and, with `tools`, one line per tool under it).
+pub(crate) fn server_lines(server: &McpServer, tools: bool) -> Vec<String> {
+    let mut names = server.tool_names();
+    names.sort();
+    let state = match server.state() {
+        ServerState::Connected => "connected".to_owned(),
+        ServerState::Stopped(why) => format!("stopped ({why}; started again at its next call)"),
+        _ => "unknown".to_owned(),
+    };
+    let count = match names.len() {
+        1 => "1 tool".to_owned(),
+        n => format!("{n} tools"),
+    };
+    let mut lines = vec![printable(&format!(
+        "{}  {state}  {count}  {}",
+        server.name(),
+        source(server.config())
+    ))];
+    if tools {
+        lines.extend(names.iter().map(|name| printable(&format!("  {name}"))));
+    }
+    lines.extend(
+        server
+            .warnings()
+            .iter()
+            .map(|w| printable(&format!("  {w}"))),
+    );
+    lines
+}
+
+/// A failed server's line.
+fn failed_line(config: &McpServerConfig, reason: &str) -> String {
+    printable(&format!(
+        "{}  failed  {}  {}",
+        config.name(),
+        source(config),
+        reason
+    ))
+}
+
+/// How the server is reached: `stdio: npx -y server` or `http: https://…/mcp`.
+fn source(config: &McpServerConfig) -> String {
+    match &config.transport {
+        McpTransport::Stdio(stdio) => {
+            let mut line = format!("stdio: {}", stdio.command);
+            for arg in &stdio.args {
+                line.push(' ');
+                line.push_str(arg);
+            }
+            line
+        }
+        McpTransport::Http(http) => format!("http: {}", http.url),
+        _ => "unknown transport".to_owned(),
+    }
+}
+
+/// `keel mcp ...`.
+pub(crate) async fn run(action: McpAction, options: &Options) -> Result<u8, CliError> {
+    match action {
+        McpAction::List { tools, .. } => {
+            // No provider needed: nothing is asked of a model.
+            let mut setup = Setup::resolve(options, Mode::Listing, &SessionChoice::New)?;
+            setup.mcp =
+                crate::setup::mcp_configs(&setup.config, options).map_err(CliError::Usage)?;
+            for notice in &setup.notices {
+                eprintln_line(&format!("keel: {notice}"));
+            }
+            if setup.mcp.is_empty() {
+                println_line(NONE);
+                return Ok(0);
+            }
+            let configs = setup.mcp.clone();
+            let failures = setup.start_mcp_servers().await;
+            for config in &configs {
+                if let Some(server) = setup.mcp_servers.iter().find(|s| s.name() == config.name()) {
+                    for line in server_lines(server, tools) {
+                        println_line(&line);
+                    }
+                } else {
+                    let prefix = format!("MCP server {} did not start: ", config.name());
+                    let reason = failures
+                        .iter()
+                        .find_map(|line| line.strip_prefix(&prefix))
+                        .unwrap_or("did not start");
+                    println_line(&failed_line(config, reason));
+                }
+            }
+            Ok(0)
+        }
+    }
+}
+
+#[allow(clippy::print_stdout)] // the command's output
+fn println_line(line: &str) {
+    println!("{line}");
+}
+
+#[allow(clippy::print_stderr)] // notices beside the command's output
+fn eprintln_line(line: &str) {
+    eprintln!("{line}");
+}
