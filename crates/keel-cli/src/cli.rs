@@ -303,8 +303,8 @@ pub(crate) enum Command {
         #[command(flatten)]
         options: Options,
     },
-    /// The MCP servers keel is configured with: `keel mcp list` starts each and says whether
-    /// it answers and what tools it has.
+    /// The MCP servers keel takes tools from: `keel mcp list` says which answer, with what
+    /// tools.
     Mcp {
         /// What to do.
         #[command(subcommand)]

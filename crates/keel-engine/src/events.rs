@@ -105,6 +105,16 @@ pub enum AgentEvent {
         /// Its arguments.
         input: Value,
     },
+    /// A running tool call reported progress (a line of a command's output, an MCP server's
+    /// progress notification); always between its `ToolCallStarted` and `ToolCallFinished`.
+    ToolProgress {
+        /// The call's id.
+        id: String,
+        /// The tool.
+        name: String,
+        /// The progress, one line.
+        line: String,
+    },
     /// A tool call finished (or was refused, denied or interrupted).
     ToolCallFinished {
         /// The call's id.

@@ -6,7 +6,7 @@
 
 use std::sync::{Arc, Mutex};
 
-use keel_engine::{Agent, Stop};
+use keel_engine::{Agent, AgentEvent, Stop};
 use keel_test_support::scripted::ScriptedProvider;
 use keel_tool::{
     CallFailure, DynTool, Effect, ToolContext, ToolDefinition, ToolOutput, ToolRegistry, ToolSource,
@@ -121,4 +121,76 @@ async fn each_request_offers_the_source_s_tools_as_they_are_then() {
         })
         .collect();
     assert_eq!(results, ["mcp__server__grow ran", "mcp__server__grown ran"]);
+}
+
+/// A tool that reports three progress lines, one per millisecond, then answers.
+struct Counting;
+
+#[async_trait::async_trait]
+impl DynTool for Counting {
+    fn name(&self) -> &str {
+        "count"
+    }
+    fn definition(&self) -> ToolDefinition {
+        ToolDefinition {
+            name: "count".into(),
+            description: "counts".into(),
+            input_schema: json!({"type": "object"}),
+        }
+    }
+    fn effect(&self, _input: &Value) -> Effect {
+        Effect::ReadOnly
+    }
+    fn timeout(&self) -> Option<std::time::Duration> {
+        None
+    }
+    async fn call_json(
+        &self,
+        _input: &Value,
+        ctx: &ToolContext,
+    ) -> Result<ToolOutput, CallFailure> {
+        for step in 1..=3 {
+            ctx.progress(format!("{step}/3"));
+            tokio::time::sleep(std::time::Duration::from_millis(1)).await;
+        }
+        Ok(ToolOutput::text("counted"))
+    }
+}
+
+#[tokio::test]
+async fn progress_lines_are_events_between_a_call_s_start_and_finish() {
+    use futures::StreamExt;
+    let provider = Arc::new(
+        ScriptedProvider::new()
+            .then_tool_call("t1", "count", json!({}))
+            .then_text("done"),
+    );
+    let mut registry = ToolRegistry::new();
+    registry.register_dyn(Arc::new(Counting)).unwrap();
+    let agent = Agent::builder(provider)
+        .model("claude-sonnet-4-5")
+        .tools(registry)
+        .build()
+        .unwrap();
+    let mut session = agent.session(".").unwrap();
+    let events: Vec<AgentEvent> = session.run_streaming("count").collect().await;
+    let seen: Vec<String> = events
+        .iter()
+        .filter_map(|event| match event {
+            AgentEvent::ToolCallStarted { id, .. } => Some(format!("start {id}")),
+            AgentEvent::ToolProgress { id, name, line } => Some(format!("{name} {id} {line}")),
+            AgentEvent::ToolCallFinished { id, .. } => Some(format!("finish {id}")),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        seen,
+        [
+            "start t1",
+            "count t1 1/3",
+            "count t1 2/3",
+            "count t1 3/3",
+            "finish t1"
+        ]
+    );
 }

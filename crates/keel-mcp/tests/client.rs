@@ -191,6 +191,21 @@ async fn effects_follow_the_annotations() {
         Effect::Destructive { .. }
     ));
     assert_eq!(effect("mcp__changing__pid"), Effect::Mutating);
+    // A schema that cannot be made valid (a recursive type needs $ref): left out, with a
+    // warning naming it.
+    let changing = &started.servers[1];
+    assert!(
+        !changing
+            .tool_names()
+            .contains(&"mcp__changing__tree".to_owned())
+    );
+    let warnings = changing.warnings();
+    assert_eq!(warnings.len(), 1, "{warnings:?}");
+    assert!(
+        warnings[0].starts_with("MCP server changing: tool \"tree\" is left out")
+            && warnings[0].contains("$ref"),
+        "{warnings:?}"
+    );
 }
 
 #[tokio::test]

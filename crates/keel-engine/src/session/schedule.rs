@@ -195,7 +195,10 @@ impl Session {
             },
         );
         let started = Instant::now();
-        let mut output = self.config.tools().dispatch(call.as_call(), ctx).await;
+        let mut output = match sink {
+            Some(events) => with_progress(self.config.tools(), call, ctx, events).await,
+            None => self.config.tools().dispatch(call.as_call(), ctx).await,
+        };
         if self.config.hooks().handles(HookEvent::PostToolUse) {
             let response =
                 serde_json::json!({"content": output.content, "is_error": output.is_error});
@@ -256,6 +259,39 @@ pub(super) fn finished(
             duration,
         },
     );
+}
+
+/// Dispatches `call` with a progress channel whose lines become [`AgentEvent::ToolProgress`]
+/// events, all of them sent before the call's result is known (no task: the lines are
+/// forwarded while the call runs, the rest drained after it).
+async fn with_progress(
+    tools: &keel_tool::ToolRegistry,
+    call: &OwnedCall,
+    ctx: &ToolContext,
+    events: &tokio::sync::mpsc::UnboundedSender<AgentEvent>,
+) -> ToolOutput {
+    let (sender, mut lines) = tokio::sync::mpsc::unbounded_channel();
+    let ctx = ctx.clone().with_progress(sender);
+    let running = tools.dispatch(call.as_call(), &ctx);
+    tokio::pin!(running);
+    let forward = |progress: keel_tool::Progress| {
+        let _ = events.send(AgentEvent::ToolProgress {
+            id: call.id.clone(),
+            name: call.name.clone(),
+            line: progress.line,
+        });
+    };
+    let output = loop {
+        tokio::select! {
+            biased;
+            Some(progress) = lines.recv() => forward(progress),
+            output = &mut running => break output,
+        }
+    };
+    while let Ok(progress) = lines.try_recv() {
+        forward(progress);
+    }
+    output
 }
 
 #[cfg(test)]

@@ -1,6 +1,6 @@
 """An MCP server (the official Python SDK's MCPServer) for keel's client tests: a destructive
 tool, a tool that adds another and says the tool list changed, its own pid, a slow tool that
-records a cancellation, and a tool with a schema keel cannot use."""
+records a cancellation, and a tool with a schema keel cannot use (recursive: $ref)."""
 
 import os
 import sys
@@ -8,6 +8,7 @@ import sys
 import anyio
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.types import ToolAnnotations
+from pydantic import BaseModel
 
 server = MCPServer("changing")
 marks = os.environ.get("MARKS_DIR", "")
@@ -23,6 +24,17 @@ def mark(name: str) -> None:
 def wipe(target: str) -> str:
     """Pretends to delete `target`."""
     return f"wiped {target}"
+
+
+class Node(BaseModel):
+    name: str
+    children: list["Node"] = []
+
+
+@server.tool()
+def tree(root: Node) -> str:
+    """Takes a recursive type: its schema needs $ref, which keel cannot offer."""
+    return root.name
 
 
 @server.tool()
