@@ -4,7 +4,7 @@
 use std::ops::Range;
 use std::time::Instant;
 
-use keel_provider::ContentBlock;
+use keel_provider::{ContentBlock, ImageData};
 use keel_snapshot::SnapshotPoint;
 use keel_tool::{ToolContext, ToolOutput};
 use serde_json::Value;
@@ -252,6 +252,7 @@ pub(super) fn finished(
             id: call.id.clone(),
             name: call.name.clone(),
             output: output.content.clone(),
+            images: output.images.iter().map(ImageData::describe).collect(),
             is_error: output.is_error,
             duration,
         },
