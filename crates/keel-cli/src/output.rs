@@ -150,3 +150,39 @@ pub(crate) fn message_object(message: &Message, session_id: &str) -> Value {
         "session_id": session_id,
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use keel_test_support::images::{TINY_PNG, png_base64_of_len, result_with_png};
+
+    #[test]
+    fn stream_json_shows_images_by_type_and_size_only() {
+        let big = keel_provider::ImageData::new("image/png", png_base64_of_len(16_384)).unwrap();
+        let message = Message::new(
+            Role::User,
+            vec![
+                result_with_png("t1", "shot"),
+                ContentBlock::tool_result_with_images("t2", "", false, vec![big]),
+                ContentBlock::tool_result("t3", "plain", false),
+            ],
+        );
+        let line = message_object(&message, "s");
+        let text = line.to_string();
+        assert!(
+            !text.contains(TINY_PNG) && !text.contains("AAAAAAAA"),
+            "{text}"
+        );
+        let content = &line["message"]["content"];
+        assert_eq!(
+            content[0]["images"],
+            json!([{"media_type": "image/png", "bytes": 69}])
+        );
+        assert_eq!(content[0]["content"], "shot");
+        assert_eq!(
+            content[1]["images"],
+            json!([{"media_type": "image/png", "bytes": 12_288}])
+        );
+        assert!(content[2].get("images").is_none());
+    }
+}

@@ -245,6 +245,23 @@ mod tests {
     use serde_json::json;
 
     #[test]
+    fn images_are_described_not_dumped() {
+        let images = vec![keel_test_support::images::png().describe()];
+        let line = finished_line(
+            "screenshot",
+            &json!({}),
+            "the screen",
+            &images,
+            false,
+            Duration::from_millis(9),
+        );
+        assert_eq!(
+            line,
+            "✓ screenshot() · the screen · [image: image/png, 69 bytes] · 9 ms"
+        );
+    }
+
+    #[test]
     fn calls_are_described_by_their_subject() {
         assert_eq!(
             describe_call("run_command", &json!({"command": "cargo test\n  --all"})),

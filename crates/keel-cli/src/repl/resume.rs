@@ -268,6 +268,32 @@ mod tests {
     }
 
     #[test]
+    fn a_replayed_image_result_is_described_not_dumped() {
+        let history = vec![
+            Message::user("look"),
+            Message::new(
+                Role::Assistant,
+                vec![ContentBlock::tool_use("t1", "screenshot", json!({}))],
+            ),
+            Message::new(
+                Role::User,
+                vec![keel_test_support::images::result_with_png(
+                    "t1",
+                    "the screen",
+                )],
+            ),
+        ];
+        let lines = replay_lines(Style::new(false), &history);
+        assert_eq!(
+            lines,
+            [
+                "› look",
+                "✓ screenshot() · the screen · [image: image/png, 69 bytes]"
+            ]
+        );
+    }
+
+    #[test]
     fn a_long_session_replays_its_last_prompts() {
         let mut history = Vec::new();
         for n in 0..15 {
