@@ -297,3 +297,50 @@ fn a_tampered_image_record_is_skipped_and_the_call_answered() {
     canonicalize(&mut messages);
     check_pairing(&messages).unwrap();
 }
+
+/// Keeps the `tool_response` of every PostToolUse it sees.
+struct Capture(std::sync::Mutex<Vec<serde_json::Value>>);
+
+#[async_trait::async_trait]
+impl keel_engine::Hook for Capture {
+    async fn run(
+        &self,
+        input: &keel_engine::HookInput,
+    ) -> Result<keel_engine::HookOutcome, String> {
+        self.0
+            .lock()
+            .unwrap()
+            .push(input.tool_response.clone().unwrap_or_default());
+        Ok(keel_engine::HookOutcome::Continue)
+    }
+}
+
+#[tokio::test]
+async fn post_tool_use_hooks_learn_of_images_without_their_data() {
+    let work = tempfile::tempdir().unwrap();
+    let capture = Arc::new(Capture(std::sync::Mutex::new(Vec::new())));
+    let mut hooks = keel_engine::Hooks::new();
+    hooks
+        .add(keel_engine::HookEvent::PostToolUse, None, capture.clone())
+        .unwrap();
+    let provider = Arc::new(
+        ScriptedProvider::new()
+            .then_tool_call("t1", "screenshot", json!({}))
+            .then_text("A white pixel."),
+    );
+    let agent = Agent::builder(provider)
+        .model("claude-sonnet-4-5")
+        .tools(ToolRegistry::new().with(Screenshot).unwrap())
+        .hooks(hooks)
+        .build()
+        .unwrap();
+    let mut session = agent.session(work.path()).unwrap();
+    assert_eq!(session.run("look").await.stop, Stop::Completed);
+    let seen = capture.0.lock().unwrap().clone();
+    assert_eq!(seen.len(), 1);
+    assert_eq!(
+        seen[0]["images"],
+        json!([{"media_type": "image/png", "bytes": 69}])
+    );
+    assert!(!seen[0].to_string().contains(TINY_PNG));
+}

@@ -197,8 +197,21 @@ impl Session {
         let started = Instant::now();
         let mut output = self.config.tools().dispatch(call.as_call(), ctx).await;
         if self.config.hooks().handles(HookEvent::PostToolUse) {
-            let response =
+            let mut response =
                 serde_json::json!({"content": output.content, "is_error": output.is_error});
+            // Hooks learn what images the result carries, not their data.
+            if !output.images.is_empty() {
+                response["images"] = output
+                    .images
+                    .iter()
+                    .map(|image| {
+                        serde_json::json!({
+                            "media_type": image.media_type(),
+                            "bytes": image.decoded_len(),
+                        })
+                    })
+                    .collect();
+            }
             let input = HookInput::post_tool_use(
                 &self.id,
                 &self.cwd,
