@@ -23,7 +23,7 @@ pub fn gif() -> ImageData {
 /// Valid base64 of exactly `len` characters (`len` a multiple of 4, at least 12) whose
 /// decoded bytes begin with the PNG signature: an "image" of any size for the limits.
 pub fn png_base64_of_len(len: usize) -> String {
-    assert!(len >= 12 && len % 4 == 0, "{len}");
+    assert!(len >= 12 && len.is_multiple_of(4), "{len}");
     let mut data = String::with_capacity(len);
     // The first 12 characters encode the 8-byte PNG signature and one more byte.
     data.push_str(&TINY_PNG[..12]);
