@@ -198,6 +198,7 @@ pub async fn run_demo(out: &mut impl Write) -> Result<DemoReport, Box<dyn Error>
                     output,
                     is_error,
                     duration,
+                    ..
                 } => {
                     let input = inputs.remove(&id).unwrap_or_default();
                     let call = Call {

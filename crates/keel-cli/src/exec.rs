@@ -260,11 +260,14 @@ async fn stream_run(
                 id,
                 name,
                 output,
+                images,
                 is_error,
                 duration,
             } if format == OutputFormat::Text => {
                 let input = calls.take(&id);
-                progress(&finished_line(&name, &input, &output, is_error, duration));
+                progress(&finished_line(
+                    &name, &input, &output, &images, is_error, duration,
+                ));
                 for line in failure_tail(&name, &output, is_error) {
                     progress(&format!("    {line}"));
                 }

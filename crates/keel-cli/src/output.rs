@@ -4,7 +4,7 @@
 use std::time::Duration;
 
 use keel_engine::{RunOutcome, Stop};
-use keel_provider::{Message, Role, Usage};
+use keel_provider::{ContentBlock, Message, Role, Usage};
 use serde_json::{Value, json};
 
 /// `success`, `error_max_turns` or `error_during_execution`.
@@ -118,16 +118,71 @@ pub(crate) fn snapshot_object(call_id: &str, snapshot: &str, session_id: &str) -
 }
 
 /// A `stream-json` line for a message added to the history: `assistant` for the model's,
-/// `user` for tool results (and a `Stop` hook's reason).
+/// `user` for tool results (and a `Stop` hook's reason). An image a tool result carries is
+/// shown as its media type and size (`{"media_type": "image/png", "bytes": 12345}`), never its
+/// base64 data.
 pub(crate) fn message_object(message: &Message, session_id: &str) -> Value {
     let kind = match message.role {
         Role::Assistant => "assistant",
         _ => "user",
     };
+    let mut shown = serde_json::to_value(message).unwrap_or(Value::Null);
+    if let Some(blocks) = shown.get_mut("content").and_then(Value::as_array_mut) {
+        for (block, original) in blocks.iter_mut().zip(&message.content) {
+            if let ContentBlock::ToolResult { images, .. } = original
+                && !images.is_empty()
+                && let Some(object) = block.as_object_mut()
+            {
+                let described = images
+                    .iter()
+                    .map(|image| {
+                        json!({"media_type": image.media_type(), "bytes": image.decoded_len()})
+                    })
+                    .collect();
+                object.insert("images".to_owned(), Value::Array(described));
+            }
+        }
+    }
     json!({
         "type": kind,
-        "message": message,
+        "message": shown,
         "parent_tool_use_id": null,
         "session_id": session_id,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use keel_test_support::images::{TINY_PNG, png_base64_of_len, result_with_png};
+
+    #[test]
+    fn stream_json_shows_images_by_type_and_size_only() {
+        let big = keel_provider::ImageData::new("image/png", png_base64_of_len(16_384)).unwrap();
+        let message = Message::new(
+            Role::User,
+            vec![
+                result_with_png("t1", "shot"),
+                ContentBlock::tool_result_with_images("t2", "", false, vec![big]),
+                ContentBlock::tool_result("t3", "plain", false),
+            ],
+        );
+        let line = message_object(&message, "s");
+        let text = line.to_string();
+        assert!(
+            !text.contains(TINY_PNG) && !text.contains("AAAAAAAA"),
+            "{text}"
+        );
+        let content = &line["message"]["content"];
+        assert_eq!(
+            content[0]["images"],
+            json!([{"media_type": "image/png", "bytes": 69}])
+        );
+        assert_eq!(content[0]["content"], "shot");
+        assert_eq!(
+            content[1]["images"],
+            json!([{"media_type": "image/png", "bytes": 12_288}])
+        );
+        assert!(content[2].get("images").is_none());
+    }
 }

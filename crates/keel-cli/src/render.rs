@@ -152,11 +152,14 @@ pub(crate) fn failure_tail(name: &str, output: &str, is_error: bool) -> Vec<Stri
 }
 
 /// A finished call on one line: `✓ read_file(src/lib.rs) · 42 lines · 3 ms`,
-/// `✗ run_command(pytest) · exit code 1 · 12 lines · 1.2 s`.
+/// `✗ run_command(pytest) · exit code 1 · 12 lines · 1.2 s`; a result with images says what
+/// they are, never their data: `✓ screenshot() · 1 line · [image: image/png, 12 KB] · 9 ms`.
+/// `images` holds one description per image ([`keel_provider::ImageData::describe`]).
 pub(crate) fn finished_line(
     name: &str,
     input: &Value,
     output: &str,
+    images: &[String],
     is_error: bool,
     duration: Duration,
 ) -> String {
@@ -171,6 +174,10 @@ pub(crate) fn finished_line(
     } else {
         summarize_result(name, output, is_error)
     };
+    let mut summary = summary;
+    for image in images {
+        summary.push_str(&format!(" · [image: {image}]"));
+    }
     format!(
         "{mark} {} · {summary} · {}",
         describe_call(name, input),
@@ -238,6 +245,23 @@ mod tests {
     use serde_json::json;
 
     #[test]
+    fn images_are_described_not_dumped() {
+        let images = vec![keel_test_support::images::png().describe()];
+        let line = finished_line(
+            "screenshot",
+            &json!({}),
+            "the screen",
+            &images,
+            false,
+            Duration::from_millis(9),
+        );
+        assert_eq!(
+            line,
+            "✓ screenshot() · the screen · [image: image/png, 69 bytes] · 9 ms"
+        );
+    }
+
+    #[test]
     fn calls_are_described_by_their_subject() {
         assert_eq!(
             describe_call("run_command", &json!({"command": "cargo test\n  --all"})),
@@ -270,6 +294,7 @@ mod tests {
             "read_file",
             &json!({"path": "a"}),
             "fine",
+            &[],
             true,
             Duration::from_millis(1500),
         );
@@ -287,22 +312,22 @@ mod tests {
         let ms = Duration::from_millis(3);
         let quiet = command_output("(no output)", "exit code 0");
         assert_eq!(
-            finished_line("run_command", &input, &quiet, false, ms),
+            finished_line("run_command", &input, &quiet, &[], false, ms),
             "✓ run_command(pytest) · no output · 3 ms"
         );
         let one = command_output("hi", "exit code 0");
         assert_eq!(
-            finished_line("run_command", &input, &one, false, ms),
+            finished_line("run_command", &input, &one, &[], false, ms),
             "✓ run_command(pytest) · hi · 3 ms"
         );
         let failed = command_output("(no output)", "exit code 2");
         assert_eq!(
-            finished_line("run_command", &input, &failed, true, ms),
+            finished_line("run_command", &input, &failed, &[], true, ms),
             "✗ run_command(pytest) · exit code 2 · no output · 3 ms"
         );
         let killed = command_output("x", "killed by signal 9 (SIGKILL)");
         assert_eq!(
-            finished_line("run_command", &input, &killed, true, ms),
+            finished_line("run_command", &input, &killed, &[], true, ms),
             "✗ run_command(pytest) · killed by signal 9 (SIGKILL) · x · 3 ms"
         );
     }
@@ -320,6 +345,7 @@ mod tests {
             "run_command",
             &json!({"command": "python t.py"}),
             &output,
+            &[],
             true,
             Duration::from_millis(3),
         );

@@ -63,6 +63,7 @@ async fn exec_offers_and_calls_an_mcp_server_s_tools_without_handing_it_keel_s_k
     let server = anthropic_server(&[
         tool_call("t1", "mcp__everything__echo", json!({"message": "hi"})),
         tool_call("t2", "mcp__everything__get-env", json!({})),
+        tool_call("t3", "mcp__everything__get-tiny-image", json!({})),
         text("done"),
     ])
     .await;
@@ -91,6 +92,12 @@ async fn exec_offers_and_calls_an_mcp_server_s_tools_without_handing_it_keel_s_k
         "the key reached the MCP server: {env}"
     );
     assert!(!env.contains("ANTHROPIC_API_KEY"), "{env}");
+    // An image result reaches Anthropic as an image block in the tool result.
+    let last = bodies.last().unwrap().to_string();
+    assert!(
+        last.contains(r#""type":"image","source":{"type":"base64","media_type":"image/png""#),
+        "{last}"
+    );
 }
 
 #[tokio::test]

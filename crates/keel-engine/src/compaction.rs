@@ -10,8 +10,8 @@
 //! [`split_point`], [`summary_request`], [`rebuild`]) or all at once with [`compact`].
 
 use keel_provider::{
-    CachePolicy, CompletionRequest, ContentBlock, Message, ModelCatalog, Provider, ProviderError,
-    Role, StopReason, ToolChoice, ToolDefinition, Usage,
+    CachePolicy, CompletionRequest, ContentBlock, ImageData, Message, ModelCatalog, Provider,
+    ProviderError, Role, StopReason, ToolChoice, ToolDefinition, Usage,
 };
 
 use crate::history::repair_pairing;
@@ -109,6 +109,48 @@ pub fn json_tokens<T: serde::Serialize + ?Sized>(value: &T) -> u64 {
     bytes_to_tokens(bytes)
 }
 
+/// The tokens one image of a tool result is estimated at, whatever its size: Anthropic's
+/// documented figure for the largest image it takes without scaling it down (about 1.15
+/// megapixels; tokens ≈ width × height / 750, so larger images are scaled to about this).
+/// Its base64 text is not counted: the model never reads it as text.
+pub const IMAGE_TOKENS: u64 = 1_600;
+
+/// The images `block` carries.
+fn images_of(block: &ContentBlock) -> &[ImageData] {
+    match block {
+        ContentBlock::ToolResult { images, .. } => images,
+        _ => &[],
+    }
+}
+
+/// Rough size of `blocks` in tokens: as [`json_tokens`], except that each image counts as
+/// [`IMAGE_TOKENS`] instead of its base64 text.
+fn blocks_tokens<'a, T: serde::Serialize + ?Sized>(
+    value: &T,
+    blocks: impl Iterator<Item = &'a ContentBlock>,
+) -> u64 {
+    let (mut count, mut base64) = (0u64, 0usize);
+    for image in blocks.flat_map(images_of) {
+        count = count.saturating_add(1);
+        base64 = base64.saturating_add(image.data().len());
+    }
+    let bytes = serde_json::to_vec(value).map_or(0, |v| v.len());
+    // Base64 needs no escaping in JSON, so its bytes are exactly these.
+    bytes_to_tokens(bytes.saturating_sub(base64)).saturating_add(count.saturating_mul(IMAGE_TOKENS))
+}
+
+/// Rough size of one block in tokens: its serialized JSON length / 4, each image it carries
+/// counted as [`IMAGE_TOKENS`] instead.
+pub fn block_tokens(block: &ContentBlock) -> u64 {
+    blocks_tokens(block, std::iter::once(block))
+}
+
+/// Rough size of `messages` in tokens, as [`estimate_tokens`] counts them: their serialized
+/// JSON length / 4, each image counted as [`IMAGE_TOKENS`] instead of its base64 text.
+pub fn messages_tokens(messages: &[Message]) -> u64 {
+    blocks_tokens(messages, messages.iter().flat_map(|m| m.content.iter()))
+}
+
 fn bytes_to_tokens(bytes: usize) -> u64 {
     u64::try_from(bytes.div_ceil(4)).unwrap_or(u64::MAX)
 }
@@ -120,7 +162,8 @@ fn bytes_to_tokens(bytes: usize) -> u64 {
 /// ([`Usage::total_input_tokens`]) plus about one token per 4 bytes of serialized JSON for
 /// `messages[covered..]`. Without a report, or when `covered` is beyond the end of `messages`
 /// (the history shrank since, so the report is stale), everything is estimated at 4 bytes per
-/// token, system prompt and tool definitions included.
+/// token, system prompt and tool definitions included. Either way an image in a tool result
+/// counts as [`IMAGE_TOKENS`], not by its base64 size ([`messages_tokens`]).
 pub fn estimate_tokens(
     system: Option<&str>,
     tools: &[ToolDefinition],
@@ -132,11 +175,11 @@ pub fn estimate_tokens(
     {
         return usage
             .total_input_tokens()
-            .saturating_add(json_tokens(added));
+            .saturating_add(messages_tokens(added));
     }
     bytes_to_tokens(system.map_or(0, str::len))
         .saturating_add(json_tokens(tools))
-        .saturating_add(json_tokens(messages))
+        .saturating_add(messages_tokens(messages))
 }
 
 /// Whether `estimate` reaches the policy's threshold of the context window: the policy's
@@ -260,6 +303,7 @@ fn render_message(out: &mut String, message: &Message) {
                 tool_use_id,
                 content,
                 is_error,
+                images,
             } => {
                 let kind = if *is_error {
                     "tool error"
@@ -269,6 +313,10 @@ fn render_message(out: &mut String, message: &Message) {
                 out.push_str(&format!("[{kind} {tool_use_id}]\n"));
                 out.push_str(&clip(content, MAX_TOOL_RESULT_BYTES));
                 out.push('\n');
+                // The summary model gets no pictures, only what they were.
+                for image in images {
+                    out.push_str(&format!("[image: {}]\n", image.describe()));
+                }
             }
             // Reasoning is private and signature-bound; the summary works from what was done.
             _ => {}

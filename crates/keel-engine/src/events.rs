@@ -123,6 +123,10 @@ pub enum AgentEvent {
         name: String,
         /// What the model will read.
         output: String,
+        /// One short description per image the result carries besides `output`, e.g.
+        /// `image/png, 12 KB` ([`ImageData::describe`](keel_provider::ImageData::describe));
+        /// the images themselves are in the message [`AgentEvent::MessageAdded`] reports.
+        images: Vec<String>,
         /// Whether it failed.
         is_error: bool,
         /// How long it took.

@@ -69,6 +69,7 @@ fn results(session: &Session) -> Vec<(String, String, bool)> {
                 tool_use_id,
                 content,
                 is_error,
+                ..
             } => Some((tool_use_id.clone(), content.clone(), *is_error)),
             _ => None,
         })

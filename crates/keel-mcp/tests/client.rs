@@ -165,6 +165,24 @@ async fn calls_return_text_sums_errors_and_structured_content() {
 }
 
 #[tokio::test]
+async fn an_image_result_is_an_image_beside_the_text() {
+    let Some(config) = everything() else { return };
+    let server = McpServer::connect(config, options()).await.unwrap();
+    let registry = registry_of(&server);
+    let output = call(&registry, "mcp__everything__get-tiny-image", json!({})).await;
+    assert!(!output.is_error, "{output:?}");
+    assert_eq!(output.images.len(), 1, "{output:?}");
+    assert_eq!(output.images[0].media_type(), "image/png");
+    // The text blocks around it stay text; no base64 in the text.
+    assert!(!output.content.is_empty());
+    assert!(
+        !output.content.contains(output.images[0].data()),
+        "{}",
+        output.content
+    );
+}
+
+#[tokio::test]
 async fn effects_follow_the_annotations() {
     let Some(config) = everything() else { return };
     let marks = tempfile::tempdir().unwrap();

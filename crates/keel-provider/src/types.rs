@@ -7,6 +7,8 @@
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use crate::image::ImageData;
+
 /// Who wrote a message.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -96,6 +98,12 @@ pub enum ContentBlock {
         /// Whether the tool failed.
         #[serde(default)]
         is_error: bool,
+        /// Images the tool returned besides its text, in order. Sent as image blocks where
+        /// the provider takes them (Anthropic); elsewhere the text says how many were left
+        /// out. Absent from the serialized form when empty, so text-only results look as they
+        /// always did.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        images: Vec<ImageData>,
     },
     /// The model's visible reasoning. Providers that return it require it sent back unchanged,
     /// signature included, in the same assistant turn.
@@ -135,10 +143,21 @@ impl ContentBlock {
         content: impl Into<String>,
         is_error: bool,
     ) -> Self {
+        Self::tool_result_with_images(tool_use_id, content, is_error, Vec::new())
+    }
+
+    /// A tool result block carrying `images` besides its text.
+    pub fn tool_result_with_images(
+        tool_use_id: impl Into<String>,
+        content: impl Into<String>,
+        is_error: bool,
+        images: Vec<ImageData>,
+    ) -> Self {
         Self::ToolResult {
             tool_use_id: tool_use_id.into(),
             content: content.into(),
             is_error,
+            images,
         }
     }
 }

@@ -7,6 +7,7 @@ use keel_provider::{
     AnthropicProvider, ApiKey, CachePolicy, CompletionRequest, ContentBlock, InvalidToolInput,
     Message, OpenAiProvider, Provider, Role, ToolChoice, ToolDefinition,
 };
+use keel_test_support::images;
 use keel_test_support::mock::{request_bodies, serve_sse};
 use keel_test_support::wire::wire_bytes;
 use serde_json::{Value, json};
@@ -116,6 +117,44 @@ async fn sent_to_openai(request: &CompletionRequest) -> (Value, wiremock::Reques
     (request_bodies(&server).await.remove(0), received)
 }
 
+/// A short conversation whose last message is a tool result with text and two images, and
+/// an earlier result that is images only.
+fn image_conversation() -> CompletionRequest {
+    CompletionRequest::new("claude-sonnet-4-5")
+        .tool(ToolDefinition {
+            name: "screenshot".into(),
+            description: "Take a screenshot.".into(),
+            input_schema: json!({"type": "object", "properties": {}}),
+        })
+        .message(Message::user("What is on the screen?"))
+        .message(Message::new(
+            Role::Assistant,
+            vec![ContentBlock::tool_use("toolu_1", "screenshot", json!({}))],
+        ))
+        .message(Message::new(
+            Role::User,
+            vec![ContentBlock::tool_result_with_images(
+                "toolu_1",
+                "",
+                false,
+                vec![images::png()],
+            )],
+        ))
+        .message(Message::new(
+            Role::Assistant,
+            vec![ContentBlock::tool_use("toolu_2", "screenshot", json!({}))],
+        ))
+        .message(Message::new(
+            Role::User,
+            vec![ContentBlock::tool_result_with_images(
+                "toolu_2",
+                "two windows",
+                true,
+                vec![images::png(), images::gif()],
+            )],
+        ))
+}
+
 fn header<'r>(request: &'r wiremock::Request, name: &str) -> &'r str {
     request.headers.get(name).unwrap().to_str().unwrap()
 }
@@ -127,6 +166,17 @@ async fn anthropic_body() {
     assert_eq!(header(&received, "x-api-key"), "sk-ant-test");
     assert_eq!(header(&received, "anthropic-version"), "2023-06-01");
     assert_eq!(header(&received, "content-type"), "application/json");
+}
+
+#[tokio::test]
+async fn anthropic_body_with_images() {
+    let (body, _) = sent_to_anthropic(&image_conversation()).await;
+    insta::assert_json_snapshot!("anthropic_body_with_images", body);
+    // The result carrying images is the last block: it is still the breakpoint.
+    let last = &body["messages"][4]["content"][0];
+    assert_eq!(last["type"], "tool_result");
+    assert_eq!(last["cache_control"], json!({"type": "ephemeral"}));
+    assert_eq!(body.to_string().matches("cache_control").count(), 2);
 }
 
 #[tokio::test]
@@ -164,6 +214,16 @@ async fn openai_body() {
     let (body, received) = sent_to_openai(&request).await;
     insta::assert_json_snapshot!("openai_body", body);
     assert_eq!(header(&received, "authorization"), "Bearer sk-test");
+}
+
+#[tokio::test]
+async fn openai_body_with_images() {
+    let mut request = image_conversation();
+    request.model = "gpt-4.1".into();
+    let (body, _) = sent_to_openai(&request).await;
+    insta::assert_json_snapshot!("openai_body_with_images", body);
+    // No base64 reaches a back end that cannot show it.
+    assert!(!body.to_string().contains(images::TINY_PNG), "{body}");
 }
 
 #[tokio::test]

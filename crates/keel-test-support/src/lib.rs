@@ -14,6 +14,7 @@
 //! - [`temp`]: temporary directories.
 //! - [`git`]: temporary git repositories.
 //! - [`manifest`]: a directory tree described byte for byte (paths, bytes, modes, links).
+//! - [`images`]: small valid images (and huge ones) for tool results that carry images.
 //! - [`peers`]: the real protocol peers `.ci/peers` installs (MCP servers, the MCP Python SDK).
 //!
 //! ```
@@ -33,6 +34,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 pub mod git;
+pub mod images;
 pub mod manifest;
 pub mod mock;
 pub mod peers;

@@ -82,7 +82,10 @@ pub use context::{Progress, ToolContext};
 pub use effect::Effect;
 pub use error::{RegistryError, ToolError};
 pub use head_tail::{Cut, HeadTail, LINE_SLACK};
-pub use output::{DEFAULT_OUTPUT_LIMIT, ToolOutput};
+pub use output::{
+    DEFAULT_OUTPUT_LIMIT, MAX_IMAGE_BASE64_BYTES, MAX_IMAGES_PER_RESULT,
+    MAX_RESULT_IMAGE_BASE64_BYTES, ToolOutput,
+};
 pub use process::{ProcessError, ProcessOutput, ProcessRunner, ProcessSpec};
 pub use registry::{DEFAULT_TIMEOUT, ToolRegistry};
 pub use schema::{is_valid_tool_name, normalize_schema, schema_for, validate_definition};
@@ -92,7 +95,9 @@ pub use tool::{CallFailure, DynTool, Tool};
 /// The conversation types a tool author meets, from keel-provider, so a tool crate depends
 /// on keel-tool alone: the calls [`ToolRegistry::dispatch`] takes, the definitions it offers,
 /// and the block [`ToolOutput::into_block`] makes.
-pub use keel_provider::{ContentBlock, InvalidToolInput, ToolCall, ToolDefinition, ToolInput};
+pub use keel_provider::{
+    ContentBlock, ImageData, InvalidToolInput, ToolCall, ToolDefinition, ToolInput,
+};
 
 pub use tokio_util::sync::CancellationToken;
 

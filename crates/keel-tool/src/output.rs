@@ -2,7 +2,7 @@
 
 use std::path::Path;
 
-use keel_provider::ContentBlock;
+use keel_provider::{ContentBlock, ImageData, human_size};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
@@ -18,6 +18,12 @@ pub struct ToolOutput {
     /// Structured facts for the host (exit code, files changed, ...); not sent to the model.
     #[serde(default, skip_serializing_if = "Value::is_null")]
     pub metadata: Value,
+    /// Images for the model besides the text, in order (see
+    /// [`ContentBlock::ToolResult`]). The registry keeps at most [`MAX_IMAGES_PER_RESULT`]
+    /// of them, each at most [`MAX_IMAGE_BASE64_BYTES`], together at most
+    /// [`MAX_RESULT_IMAGE_BASE64_BYTES`]; the rest become a note in the text.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub images: Vec<ImageData>,
 }
 
 impl ToolOutput {
@@ -27,6 +33,7 @@ impl ToolOutput {
             content: content.into(),
             is_error: false,
             metadata: Value::Null,
+            images: Vec::new(),
         }
     }
 
@@ -36,6 +43,7 @@ impl ToolOutput {
             content: content.into(),
             is_error: true,
             metadata: Value::Null,
+            images: Vec::new(),
         }
     }
 
@@ -45,9 +53,98 @@ impl ToolOutput {
         self
     }
 
-    /// The `tool_result` block answering call `tool_use_id`.
+    /// Attaches an image.
+    pub fn with_image(mut self, image: ImageData) -> Self {
+        self.images.push(image);
+        self
+    }
+
+    /// Attaches the image `data` (base64) of `media_type`, as a tool may get it from elsewhere
+    /// (an MCP server, a screenshot command). One that cannot be sent
+    /// ([`ImageData::new`] refuses it: unknown media type, not base64, not an image) is
+    /// replaced by a line in the text saying so, e.g.
+    /// `[image not shown: unsupported media type "image/svg+xml" (...)]`; never a failure.
+    pub fn with_image_base64(mut self, media_type: &str, data: impl Into<String>) -> Self {
+        match ImageData::new(media_type, data) {
+            Ok(image) => self.images.push(image),
+            Err(err) => {
+                tracing::debug!(error = %err, "a tool returned an image that cannot be sent");
+                self.push_note(&format!("[image not shown: {err}]"));
+            }
+        }
+        self
+    }
+
+    /// Appends `note` to the text on a line of its own.
+    fn push_note(&mut self, note: &str) {
+        if !self.content.is_empty() && !self.content.ends_with('\n') {
+            self.content.push('\n');
+        }
+        self.content.push_str(note);
+    }
+
+    /// The `tool_result` block answering call `tool_use_id`, images included.
     pub fn into_block(self, tool_use_id: impl Into<String>) -> ContentBlock {
-        ContentBlock::tool_result(tool_use_id, self.content, self.is_error)
+        ContentBlock::tool_result_with_images(tool_use_id, self.content, self.is_error, self.images)
+    }
+}
+
+/// The most base64 bytes of one image a result keeps: Anthropic's documented limit of 5 MB
+/// per image on the API (which it checks on the base64 text).
+pub const MAX_IMAGE_BASE64_BYTES: usize = 5 * 1024 * 1024;
+
+/// The most images one result keeps. The Messages API takes up to 100 images a request, but
+/// above 20 it refuses any larger than 2000x2000 px; 20 leaves room for other results.
+pub const MAX_IMAGES_PER_RESULT: usize = 20;
+
+/// The most base64 bytes of all the images of one result together: well under the Messages
+/// API's 32 MB request size limit, leaving room for the rest of the conversation.
+pub const MAX_RESULT_IMAGE_BASE64_BYTES: usize = 20 * 1024 * 1024;
+
+/// Drops the images of `output` beyond the limits ([`MAX_IMAGE_BASE64_BYTES`] each,
+/// [`MAX_IMAGES_PER_RESULT`], [`MAX_RESULT_IMAGE_BASE64_BYTES`] together), in order, adding a
+/// line to its text for each one dropped that says what it was and why.
+pub(crate) fn limit_images(output: &mut ToolOutput) {
+    if output.images.is_empty() {
+        return;
+    }
+    let mut kept = Vec::with_capacity(output.images.len().min(MAX_IMAGES_PER_RESULT));
+    let mut total = 0usize;
+    let mut notes = Vec::new();
+    for image in std::mem::take(&mut output.images) {
+        let size = image.data().len();
+        let why = if size > MAX_IMAGE_BASE64_BYTES {
+            Some(format!(
+                "it is {} of base64, over the limit of {} per image",
+                human_size(size),
+                human_size(MAX_IMAGE_BASE64_BYTES)
+            ))
+        } else if kept.len() >= MAX_IMAGES_PER_RESULT {
+            Some(format!(
+                "a result keeps at most {MAX_IMAGES_PER_RESULT} images"
+            ))
+        } else if total.saturating_add(size) > MAX_RESULT_IMAGE_BASE64_BYTES {
+            Some(format!(
+                "a result's images together may be at most {} of base64",
+                human_size(MAX_RESULT_IMAGE_BASE64_BYTES)
+            ))
+        } else {
+            None
+        };
+        match why {
+            Some(why) => notes.push(format!("[image dropped ({}): {why}]", image.describe())),
+            None => {
+                total += size;
+                kept.push(image);
+            }
+        }
+    }
+    output.images = kept;
+    if !notes.is_empty() {
+        tracing::debug!(dropped = notes.len(), "dropped images over the limits");
+    }
+    for note in notes {
+        output.push_note(&note);
     }
 }
 

@@ -12,7 +12,7 @@ use tracing::Instrument;
 use crate::context::ToolContext;
 use crate::effect::Effect;
 use crate::error::RegistryError;
-use crate::output::{DEFAULT_OUTPUT_LIMIT, ToolOutput, limit_output};
+use crate::output::{DEFAULT_OUTPUT_LIMIT, ToolOutput, limit_images, limit_output};
 use crate::schema::validate_definition;
 use crate::source::ToolSource;
 use crate::tool::{CallFailure, DynTool, Tool};
@@ -321,6 +321,8 @@ impl ToolRegistry {
             ctx.scratch_dir(),
             &format!("{}-{}", call.name, call.id),
         );
+        // After the text limit, so the notes about dropped images are never cut.
+        limit_images(&mut output);
         output
     }
 

@@ -104,6 +104,7 @@ fn results_of(requests: &[keel_provider::CompletionRequest], tag: &str) -> Vec<S
                     tool_use_id,
                     content,
                     is_error,
+                    ..
                 } = block
                     && tool_use_id.starts_with(&format!("{tag}_"))
                     && !out

@@ -8,7 +8,7 @@ use std::collections::HashMap;
 use std::time::Duration;
 
 use keel_engine::SessionSummary;
-use keel_provider::{ContentBlock, Message, Role};
+use keel_provider::{ContentBlock, ImageData, Message, Role};
 use serde_json::Value;
 
 use super::Repl;
@@ -100,12 +100,15 @@ pub(super) fn replay_lines(style: Style, history: &[Message]) -> Vec<String> {
                     tool_use_id,
                     content,
                     is_error,
+                    images,
                 } => {
                     let Some((name, input)) = calls.remove(tool_use_id.as_str()) else {
                         continue;
                     };
                     // The line the call had when it ran, less its duration (not saved).
-                    let line = finished_line(name, input, content, *is_error, Duration::ZERO);
+                    let images: Vec<String> = images.iter().map(ImageData::describe).collect();
+                    let line =
+                        finished_line(name, input, content, &images, *is_error, Duration::ZERO);
                     let line = printable(line.strip_suffix(" · 0 ms").unwrap_or(&line));
                     lines.push(if *is_error {
                         style.red(&line)
@@ -260,6 +263,32 @@ mod tests {
                 "Reading it.",
                 "✓ read_file(a.rs) · 1 line",
                 "It is \u{FFFD}[2Jempty."
+            ]
+        );
+    }
+
+    #[test]
+    fn a_replayed_image_result_is_described_not_dumped() {
+        let history = vec![
+            Message::user("look"),
+            Message::new(
+                Role::Assistant,
+                vec![ContentBlock::tool_use("t1", "screenshot", json!({}))],
+            ),
+            Message::new(
+                Role::User,
+                vec![keel_test_support::images::result_with_png(
+                    "t1",
+                    "the screen",
+                )],
+            ),
+        ];
+        let lines = replay_lines(Style::new(false), &history);
+        assert_eq!(
+            lines,
+            [
+                "› look",
+                "✓ screenshot() · the screen · [image: image/png, 69 bytes]"
             ]
         );
     }

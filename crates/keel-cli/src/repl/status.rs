@@ -5,7 +5,7 @@
 use std::time::Duration;
 
 use keel_engine::Session;
-use keel_engine::compaction::json_tokens;
+use keel_engine::compaction::{block_tokens, json_tokens};
 use keel_provider::{ContentBlock, Message, ProviderKind, Role, ToolDefinition, Usage};
 use keel_sandbox::{SandboxMode, SandboxPolicy};
 
@@ -181,7 +181,7 @@ impl ContextParts {
         };
         for message in messages {
             for block in &message.content {
-                let tokens = json_tokens(block);
+                let tokens = block_tokens(block);
                 match (message.role, block) {
                     (_, ContentBlock::ToolResult { .. }) => parts.results += tokens,
                     (Role::Assistant, _) => parts.assistant += tokens,

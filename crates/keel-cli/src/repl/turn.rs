@@ -131,12 +131,13 @@ impl Printer<'_> {
                 id,
                 name,
                 output,
+                images,
                 is_error,
                 duration,
             } => {
                 let input = self.calls.take(&id);
                 view.tool_line(
-                    &finished_line(&name, &input, &output, is_error, duration),
+                    &finished_line(&name, &input, &output, &images, is_error, duration),
                     &failure_tail(&name, &output, is_error),
                     is_error,
                 );

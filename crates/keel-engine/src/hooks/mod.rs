@@ -116,7 +116,9 @@ pub struct HookInput {
     /// The tool call's arguments (`PreToolUse`, `PostToolUse`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub tool_input: Option<Value>,
-    /// The tool's result (`PostToolUse`).
+    /// The tool's result (`PostToolUse`): `{"content": "...", "is_error": false}`, plus
+    /// `"images": [{"media_type": "image/png", "bytes": 12345}]` when it carries images (their
+    /// data is not passed).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub tool_response: Option<Value>,
     /// `Stop` only: whether the model is already working on because a `Stop` hook blocked,

@@ -87,5 +87,10 @@ impl Session {
 
 /// The `tool_result` block answering `call`.
 pub(super) fn result_block(call: &OwnedCall, output: &ToolOutput) -> ContentBlock {
-    ContentBlock::tool_result(&call.id, output.content.clone(), output.is_error)
+    ContentBlock::tool_result_with_images(
+        &call.id,
+        output.content.clone(),
+        output.is_error,
+        output.images.clone(),
+    )
 }

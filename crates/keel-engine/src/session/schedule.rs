@@ -4,7 +4,7 @@
 use std::ops::Range;
 use std::time::Instant;
 
-use keel_provider::ContentBlock;
+use keel_provider::{ContentBlock, ImageData};
 use keel_snapshot::SnapshotPoint;
 use keel_tool::{ToolContext, ToolOutput};
 use serde_json::Value;
@@ -200,8 +200,21 @@ impl Session {
             None => self.config.tools().dispatch(call.as_call(), ctx).await,
         };
         if self.config.hooks().handles(HookEvent::PostToolUse) {
-            let response =
+            let mut response =
                 serde_json::json!({"content": output.content, "is_error": output.is_error});
+            // Hooks learn what images the result carries, not their data.
+            if !output.images.is_empty() {
+                response["images"] = output
+                    .images
+                    .iter()
+                    .map(|image| {
+                        serde_json::json!({
+                            "media_type": image.media_type(),
+                            "bytes": image.decoded_len(),
+                        })
+                    })
+                    .collect();
+            }
             let input = HookInput::post_tool_use(
                 &self.id,
                 &self.cwd,
@@ -255,6 +268,7 @@ pub(super) fn finished(
             id: call.id.clone(),
             name: call.name.clone(),
             output: output.content.clone(),
+            images: output.images.iter().map(ImageData::describe).collect(),
             is_error: output.is_error,
             duration,
         },

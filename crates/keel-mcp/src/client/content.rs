@@ -1,5 +1,6 @@
-//! An MCP tool result as the model reads it: text, images, embedded resources, resource
-//! links and structured content in one [`ToolOutput`], `isError` as an error result.
+//! An MCP tool result as the model reads it: text, images (as images), embedded resources,
+//! resource links and structured content in one [`ToolOutput`], `isError` as an error
+//! result.
 
 use rmcp::model::{CallToolResult, ContentBlock, ResourceContents};
 use serde_json::Value;
@@ -67,9 +68,6 @@ pub(crate) fn tool_output(result: CallToolResult) -> ToolOutput {
         }
         metadata = serde_json::json!({ "structured_content": structured });
     }
-    for (mime, data) in images {
-        parts.push(image_note(&mime, &data));
-    }
     let text = parts.join("\n\n");
     let output = if result.is_error == Some(true) {
         ToolOutput::error(if text.is_empty() {
@@ -80,13 +78,12 @@ pub(crate) fn tool_output(result: CallToolResult) -> ToolOutput {
     } else {
         ToolOutput::text(text)
     };
-    output.with_metadata(metadata)
-}
-
-/// The line standing for an image the model is not shown.
-fn image_note(mime: &str, data: &str) -> String {
-    format!(
-        "[image ({mime}, {} KB) not shown: images from MCP tools are not passed to the model]",
-        data.len() * 3 / 4 / 1024
-    )
+    // Images go to the model as image blocks where the provider takes them (a bad or
+    // oversized one becomes a line saying so).
+    images
+        .into_iter()
+        .fold(output, |output, (mime, data)| {
+            output.with_image_base64(&mime, data)
+        })
+        .with_metadata(metadata)
 }

@@ -3,6 +3,7 @@
 use serde::Serialize;
 use serde_json::Value;
 
+use crate::image::ImageData;
 use crate::types::{CachePolicy, CompletionRequest, ContentBlock, Role, ToolChoice};
 
 #[derive(Serialize)]
@@ -54,7 +55,7 @@ enum WireBlock<'a> {
     },
     ToolResult {
         tool_use_id: &'a str,
-        content: &'a str,
+        content: ResultContent<'a>,
         #[serde(skip_serializing_if = "std::ops::Not::not")]
         is_error: bool,
         #[serde(skip_serializing_if = "Option::is_none")]
@@ -67,6 +68,45 @@ enum WireBlock<'a> {
     RedactedThinking {
         data: &'a str,
     },
+}
+
+/// A tool result's `content`: a plain string when it is text only (as it always was), else
+/// an array of its text block (if there is text) followed by its image blocks.
+#[derive(Serialize)]
+#[serde(untagged)]
+enum ResultContent<'a> {
+    Text(&'a str),
+    Parts(Vec<ResultPart<'a>>),
+}
+
+#[derive(Serialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+enum ResultPart<'a> {
+    Text { text: &'a str },
+    Image { source: ImageSource<'a> },
+}
+
+#[derive(Serialize)]
+struct ImageSource<'a> {
+    #[serde(rename = "type")]
+    kind: &'static str,
+    media_type: &'a str,
+    data: &'a str,
+}
+
+fn result_content<'a>(text: &'a str, images: &'a [ImageData]) -> ResultContent<'a> {
+    if images.is_empty() {
+        return ResultContent::Text(text);
+    }
+    let text = (!text.is_empty()).then_some(ResultPart::Text { text });
+    let images = images.iter().map(|image| ResultPart::Image {
+        source: ImageSource {
+            kind: "base64",
+            media_type: image.media_type(),
+            data: image.data(),
+        },
+    });
+    ResultContent::Parts(text.into_iter().chain(images).collect())
 }
 
 impl WireBlock<'_> {
@@ -122,9 +162,10 @@ fn wire_block(block: &ContentBlock) -> Option<WireBlock<'_>> {
             tool_use_id,
             content,
             is_error,
+            images,
         } => WireBlock::ToolResult {
             tool_use_id,
-            content,
+            content: result_content(content, images),
             is_error: *is_error,
             cache_control: None,
         },

@@ -5,6 +5,7 @@ use std::borrow::Cow;
 use serde::Serialize;
 use serde_json::Value;
 
+use crate::image::ImageData;
 use crate::types::{CompletionRequest, ContentBlock, Role, ToolChoice};
 
 /// Prefixed to a failed tool's output, since Chat Completions has no error flag.
@@ -113,6 +114,32 @@ fn joined_text(blocks: &[ContentBlock]) -> Cow<'_, str> {
     Cow::Owned(out)
 }
 
+/// `content` followed by a line saying which images were left out and why, if there were any:
+/// `role: tool` messages take text only, and the model must not think it saw them.
+fn with_images_note<'a>(content: Cow<'a, str>, images: &[ImageData]) -> Cow<'a, str> {
+    if images.is_empty() {
+        return content;
+    }
+    let mut types: Vec<&str> = Vec::new();
+    for image in images {
+        if !types.contains(&image.media_type()) {
+            types.push(image.media_type());
+        }
+    }
+    let count = images.len();
+    let note = format!(
+        "[{count} image{} ({}) not shown: this provider takes no images in tool results]",
+        if count == 1 { "" } else { "s" },
+        types.join(", ")
+    );
+    let mut out = content.into_owned();
+    if !out.is_empty() && !out.ends_with('\n') {
+        out.push('\n');
+    }
+    out.push_str(&note);
+    Cow::Owned(out)
+}
+
 fn push_user<'a>(out: &mut Vec<WireMessage<'a>>, blocks: &'a [ContentBlock]) {
     // Tool results must directly follow the assistant message that asked for them.
     for block in blocks {
@@ -120,15 +147,17 @@ fn push_user<'a>(out: &mut Vec<WireMessage<'a>>, blocks: &'a [ContentBlock]) {
             tool_use_id,
             content,
             is_error,
+            images,
         } = block
         {
+            let content = if *is_error {
+                Cow::Owned(format!("{TOOL_ERROR_PREFIX}{content}"))
+            } else {
+                Cow::Borrowed(content.as_str())
+            };
             out.push(WireMessage::Tool {
                 tool_call_id: tool_use_id,
-                content: if *is_error {
-                    Cow::Owned(format!("{TOOL_ERROR_PREFIX}{content}"))
-                } else {
-                    Cow::Borrowed(content)
-                },
+                content: with_images_note(content, images),
             });
         }
     }
