@@ -12,6 +12,7 @@ mod delegates;
 mod exec;
 mod logging;
 mod markdown;
+mod mcp_server;
 mod output;
 mod render;
 mod repl;
@@ -63,6 +64,7 @@ async fn dispatch(command: Option<Command>, options: Options) -> Result<u8, CliE
             id, conversation, ..
         }) => rewind::command(&options, id, conversation),
         Some(Command::TaskRun { id, .. }) => tasks::task_run(&id).await,
+        Some(Command::McpServer(args)) => mcp_server::run(&options, args).await,
         Some(Command::Completions { shell, .. }) => shell::completions(shell),
         Some(Command::Man { dir, .. }) => shell::man(dir.as_deref()),
         None => repl::run(&options, exec::session_choice(&options)).await,
