@@ -132,6 +132,14 @@ async fn code_fixes_a_file_in_the_repository_and_returns_its_log() {
     assert!(log_text.contains("- outcome: completed"), "{log_text}");
     assert!(log_text.contains("- patch_file "), "{log_text}");
     assert_eq!(repo.read("greeting.txt"), "hello world\n");
+    // Each call of the session was a progress notification while it ran.
+    let progress = result["progress"].as_array().unwrap();
+    assert_eq!(progress.len(), 1, "{progress:?}");
+    let line = progress[0].as_str().unwrap();
+    assert!(
+        line.starts_with(r#"patch_file {"path":"greeting.txt","#) && line.contains(" — ok, "),
+        "{line}"
+    );
     // The code session's request: the task, from the repository.
     let bodies = request_bodies(&model).await;
     assert_eq!(bodies.len(), 2);
