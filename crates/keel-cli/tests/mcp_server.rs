@@ -444,3 +444,56 @@ async fn over_http_only_the_bearer_token_gets_in() {
     child.wait().unwrap();
     assert!(request_bodies(&model).await.is_empty());
 }
+
+#[tokio::test]
+async fn a_gated_call_asks_the_host_s_user_through_elicitation_unless_the_flags_decide() {
+    let Some(python) = python() else { return };
+    // (flags, how the host's user answers (None: the host cannot ask), asked, committed)
+    let cases: [(&[&str], Option<&str>, bool, bool); 5] = [
+        (&[], Some("accept"), true, true),
+        (&[], Some("decline"), true, false),
+        (&[], None, false, false),
+        (&["--approvals", "deny"], Some("accept"), false, false),
+        (&["--approvals", "allow"], Some("decline"), false, true),
+    ];
+    for (flags, answer, asked, committed) in cases {
+        let case = format!("{flags:?} {answer:?}");
+        let repo = TempRepo::new();
+        repo.write("notes.txt", "notes\n");
+        let before = repo.head();
+        let home = Home::new();
+        let model = anthropic_server(&[
+            tool_call("toolu_1", "git_commit", json!({"message": "Add notes"})),
+            text("Done."),
+        ])
+        .await;
+        let mut args = vec!["mcp-server"];
+        args.extend(flags);
+        let out = host(
+            &python,
+            json!({
+                "args": args, "cwd": repo.path(), "env": server_env(&home, &model),
+                "elicit": answer,
+                "steps": [code("Commit the notes", repo.path())],
+            }),
+        )
+        .await;
+        assert_eq!(out["steps"][0]["is_error"], false, "{case}: {out}");
+        let elicited = out["elicited"].as_array().unwrap();
+        assert_eq!(elicited.len(), usize::from(asked), "{case}: {out}");
+        if asked {
+            let message = elicited[0]["message"].as_str().unwrap();
+            assert!(message.starts_with("Allow git_commit"), "{case}: {message}");
+        }
+        assert_eq!(repo.head() != before, committed, "{case}");
+        // The model read the refusal (or the commit) in the call's result.
+        let bodies = request_bodies(&model).await;
+        let messages = bodies[1]["messages"].as_array().unwrap();
+        let result = &messages[messages.len() - 1]["content"][0];
+        assert_eq!(
+            result["is_error"].as_bool().unwrap_or(false),
+            !committed,
+            "{case}: {result}"
+        );
+    }
+}

@@ -9,6 +9,9 @@ Steps:
   {"op": "call", "name": N, "arguments": {...}}    -> {"is_error", "text", "progress"}
   {"op": "start_and_wait", "arguments": {...}}     -> start_task, then the logging message
                                                       naming the task, then wait_task
+
+With "roots" the host lists those roots; with "elicit" ("accept", "decline", "cancel") it
+answers the server's questions so, recording each in "elicited".
 """
 
 import json
@@ -104,6 +107,16 @@ async def main():
         log_arrived.set()
 
     kwargs = {"logging_callback": on_log}
+    elicited = []
+    if spec.get("elicit") is not None:
+
+        async def elicit(context, params):
+            elicited.append({"message": params.message, "schema": params.requested_schema})
+            if spec["elicit"] == "accept":
+                return types.ElicitResult(action="accept", content={"approve": True})
+            return types.ElicitResult(action=spec["elicit"])
+
+        kwargs["elicitation_callback"] = elicit
     if spec.get("roots") is not None:
 
         async def list_roots(context):
@@ -126,7 +139,7 @@ async def main():
             async with ClientSession(read, write, **kwargs) as session:
                 await session.initialize()
                 out = await run_steps(session, spec, logs, log_arrived)
-    print(json.dumps({"steps": out, "logs": logs}))
+    print(json.dumps({"steps": out, "logs": logs, "elicited": elicited}, default=str))
 
 
 anyio.run(main)
