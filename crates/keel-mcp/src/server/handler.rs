@@ -153,8 +153,10 @@ impl Connection {
         let running = with_client(client.clone(), registry.dispatch(call, &ctx));
         tokio::pin!(running);
         let started = Instant::now();
-        let mut heartbeat = tokio::time::interval(self.shared.heartbeat);
-        heartbeat.tick().await;
+        // The first beat one period from now: awaiting an interval's immediate first tick
+        // would wait for the timer's next turn (up to a millisecond).
+        let every = self.shared.heartbeat;
+        let mut heartbeat = tokio::time::interval_at(tokio::time::Instant::now() + every, every);
         let mut step = 0u32;
         let output = loop {
             tokio::select! {
