@@ -125,9 +125,16 @@ async fn code_fixes_a_file_in_the_repository_and_returns_its_log() {
     let result = &out["steps"][0];
     assert_eq!(result["is_error"], false, "{result}");
     let text = result["text"].as_str().unwrap();
-    assert!(text.starts_with("Fixed the typo in greeting.txt.\n\nLog: "), "{text}");
+    assert!(
+        text.starts_with("Fixed the typo in greeting.txt.\n\nLog: "),
+        "{text}"
+    );
     let log = PathBuf::from(text.rsplit("Log: ").next().unwrap().trim());
-    assert!(log.starts_with(home.keel_home().join("logs")), "{}", log.display());
+    assert!(
+        log.starts_with(home.keel_home().join("logs")),
+        "{}",
+        log.display()
+    );
     let log_text = std::fs::read_to_string(&log).unwrap();
     assert!(log_text.contains("- outcome: completed"), "{log_text}");
     assert!(log_text.contains("- patch_file "), "{log_text}");
@@ -218,10 +225,10 @@ async fn directories_outside_the_roots_are_refused_and_nothing_runs() {
     for result in out["steps"].as_array().unwrap() {
         assert_eq!(result["is_error"], true, "{result}");
         assert!(
-            result["text"]
-                .as_str()
-                .unwrap()
-                .contains(&format!("allowed roots ({})", repo.path().join("sub").display())),
+            result["text"].as_str().unwrap().contains(&format!(
+                "allowed roots ({})",
+                repo.path().join("sub").display()
+            )),
             "{result}"
         );
     }
@@ -313,10 +320,10 @@ async fn start_task_returns_at_once_and_its_end_is_sent_as_a_logging_message() {
     let result = &out["steps"][0];
     let id = result["id"].as_str().unwrap();
     assert!(
-        result["start"]
-            .as_str()
-            .unwrap()
-            .starts_with(&format!("Task {id} started (keel, {}", repo.path().display())),
+        result["start"].as_str().unwrap().starts_with(&format!(
+            "Task {id} started (keel, {}",
+            repo.path().display()
+        )),
         "{result}"
     );
     let log = &result["log"];
@@ -339,7 +346,12 @@ async fn start_task_returns_at_once_and_its_end_is_sent_as_a_logging_message() {
             .starts_with(&format!("Task {id} completed (exit 0)")),
         "{result}"
     );
-    assert!(result["status"].as_str().unwrap().contains("status: completed"));
+    assert!(
+        result["status"]
+            .as_str()
+            .unwrap()
+            .contains("status: completed")
+    );
     // Told once.
     let told: Vec<&Value> = out["logs"]
         .as_array()
@@ -411,11 +423,18 @@ async fn over_http_only_the_bearer_token_gets_in() {
         .args(["mcp-server", "--listen", "127.0.0.1:0"]);
     let output = run(command).await;
     assert_eq!(output.status.code(), Some(2), "{}", stderr(&output));
-    assert!(stderr(&output).contains("KEEL_MCP_TOKEN"), "{}", stderr(&output));
+    assert!(
+        stderr(&output).contains("KEEL_MCP_TOKEN"),
+        "{}",
+        stderr(&output)
+    );
 
     let token = "mcp-test-token-5f0c9a1b2d3e4f";
     let (mut child, url) = listen(&home, &model, &repo.path(), token);
-    assert!(url.starts_with("http://127.0.0.1:") && url.ends_with("/mcp"), "{url}");
+    assert!(
+        url.starts_with("http://127.0.0.1:") && url.ends_with("/mcp"),
+        "{url}"
+    );
     let (no, wrong, right) = tokio::task::spawn_blocking({
         let url = url.clone();
         move || {

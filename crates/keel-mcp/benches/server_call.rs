@@ -13,7 +13,9 @@ use std::hint::black_box;
 
 use criterion::{Criterion, criterion_group, criterion_main};
 use keel_mcp::server::ToolServer;
-use keel_tool::{Effect, Tool, ToolCall, ToolContext, ToolError, ToolInput, ToolOutput, ToolRegistry};
+use keel_tool::{
+    Effect, Tool, ToolCall, ToolContext, ToolError, ToolInput, ToolOutput, ToolRegistry,
+};
 use rmcp::ServiceExt as _;
 use rmcp::model::CallToolRequestParams;
 use schemars::JsonSchema;
@@ -99,24 +101,36 @@ fn bench(c: &mut Criterion) {
         let initialize = json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
             "protocolVersion": "2025-06-18", "capabilities": {},
             "clientInfo": {"name": "bench", "version": "1"}}});
-        writer.write_all(format!("{initialize}\n").as_bytes()).await.unwrap();
+        writer
+            .write_all(format!("{initialize}\n").as_bytes())
+            .await
+            .unwrap();
         lines.next_line().await.unwrap().unwrap();
         let initialized = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
-        writer.write_all(format!("{initialized}\n").as_bytes()).await.unwrap();
+        writer
+            .write_all(format!("{initialized}\n").as_bytes())
+            .await
+            .unwrap();
         (lines, writer)
     });
     let mut id = 0u64;
-    c.bench_function("echo: tools/call line in, result line out (server alone)", |b| {
-        b.iter(|| {
-            runtime.block_on(async {
-                id += 1;
-                let request = json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
+    c.bench_function(
+        "echo: tools/call line in, result line out (server alone)",
+        |b| {
+            b.iter(|| {
+                runtime.block_on(async {
+                    id += 1;
+                    let request = json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
                     "params": {"name": "echo", "arguments": {"text": "hello"}}});
-                writer.write_all(format!("{request}\n").as_bytes()).await.unwrap();
-                black_box(lines.next_line().await.unwrap().unwrap())
-            })
-        });
-    });
+                    writer
+                        .write_all(format!("{request}\n").as_bytes())
+                        .await
+                        .unwrap();
+                    black_box(lines.next_line().await.unwrap().unwrap())
+                })
+            });
+        },
+    );
 }
 
 criterion_group!(benches, bench);

@@ -41,7 +41,10 @@ async fn without_the_token_every_request_is_401_and_with_it_mcp_works() {
         .await
         .unwrap();
     let url = http.url();
-    assert!(url.starts_with("http://127.0.0.1:") && url.ends_with("/mcp"), "{url}");
+    assert!(
+        url.starts_with("http://127.0.0.1:") && url.ends_with("/mcp"),
+        "{url}"
+    );
     let raw = reqwest::Client::new();
     let post = |auth: Option<String>, url: String| {
         let raw = raw.clone();

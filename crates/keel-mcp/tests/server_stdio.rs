@@ -110,7 +110,10 @@ async fn tools_list_gives_the_registry_s_definitions_with_read_only_hints() {
     assert!(text(&result).contains("missing field `text`"), "{result:?}");
     let result = call(&client, "nope", json!({})).await;
     assert_eq!(result.is_error, Some(true));
-    assert!(text(&result).starts_with("unknown tool \"nope\""), "{result:?}");
+    assert!(
+        text(&result).starts_with("unknown tool \"nope\""),
+        "{result:?}"
+    );
     client.cancel().await.unwrap();
 }
 
@@ -122,7 +125,10 @@ async fn a_directory_inside_the_roots_runs_resolved_and_one_outside_runs_nothing
     // Inside, relative paths read from the working directory, given resolved to the tool.
     let result = call(&client, "touch", json!({"cwd": "sub/../sub"})).await;
     assert_eq!(result.is_error, Some(false), "{result:?}");
-    assert_eq!(text(&result), format!("touched {}", fx.work.join("sub").display()));
+    assert_eq!(
+        text(&result),
+        format!("touched {}", fx.work.join("sub").display())
+    );
     assert!(touched(&fx.work.join("sub")));
 
     // Outside: absolute, relative leading out, a symlink pointing out, a sibling whose name
@@ -146,7 +152,10 @@ async fn a_directory_inside_the_roots_runs_resolved_and_one_outside_runs_nothing
     }
     let result = call(&client, "touch", json!({"cwd": ["/"]})).await;
     assert_eq!(result.is_error, Some(true));
-    assert!(text(&result).contains("must be a directory path"), "{result:?}");
+    assert!(
+        text(&result).contains("must be a directory path"),
+        "{result:?}"
+    );
     let result = call(&client, "touch", json!({"cwd": "missing"})).await;
     assert_eq!(result.is_error, Some(true));
     assert!(text(&result).contains("directory not found"), "{result:?}");
@@ -170,7 +179,10 @@ async fn the_client_s_roots_narrow_the_server_s_and_never_widen_them() {
     assert_eq!(result.is_error, Some(true), "{result:?}");
     let result = call(&client, "touch", json!({"cwd": fx.work})).await;
     assert_eq!(result.is_error, Some(true), "{result:?}");
-    assert!(text(&result).contains(&format!("({})", sub.display())), "{result:?}");
+    assert!(
+        text(&result).contains(&format!("({})", sub.display())),
+        "{result:?}"
+    );
     let result = call(&client, "touch", json!({"cwd": sub})).await;
     assert_eq!(result.is_error, Some(false), "{result:?}");
     assert!(!touched(&fx.outside) && !touched(&fx.work) && touched(&sub));
@@ -205,7 +217,11 @@ async fn the_client_s_roots_narrow_the_server_s_and_never_widen_them() {
 #[tokio::test]
 async fn server_roots_default_to_the_working_directory_and_may_be_several() {
     let fx = Fixture::new();
-    let server = server(&fx.work, &[fx.outside.clone(), fx.work.join("sub")], fx.cancelled.clone());
+    let server = server(
+        &fx.work,
+        &[fx.outside.clone(), fx.work.join("sub")],
+        fx.cancelled.clone(),
+    );
     let client = connect(&server, TestClient::new(None, None)).await;
     // The working directory is not a root now: a call without a cwd may not work there.
     let result = call(&client, "touch", json!({"cwd": fx.work})).await;
@@ -267,7 +283,10 @@ async fn progress_lines_and_heartbeats_reach_a_client_that_asked_and_cancel_stop
     }
     assert!(!*fx.cancelled.lock().unwrap());
     client
-        .notify_cancelled(CancelledNotificationParam::new(Some(handle.id.clone()), Some("stop".into())))
+        .notify_cancelled(CancelledNotificationParam::new(
+            Some(handle.id.clone()),
+            Some("stop".into()),
+        ))
         .await
         .unwrap();
     for _ in 0..100 {
@@ -303,7 +322,11 @@ async fn the_host_application_logs_to_its_clients_and_asks_their_users() {
     assert!(clients[0].session_id().starts_with("mcp-"));
     assert!(clients[0].can_confirm());
     clients[0]
-        .log(LogLevel::Info, "keel.tasks", json!({"task": "t1", "status": "completed"}))
+        .log(
+            LogLevel::Info,
+            "keel.tasks",
+            json!({"task": "t1", "status": "completed"}),
+        )
         .await
         .unwrap();
     for _ in 0..100 {
@@ -319,7 +342,11 @@ async fn the_host_application_logs_to_its_clients_and_asks_their_users() {
         assert_eq!(seen.logs[0].data["status"], "completed");
     }
 
-    let no = connect(&server, TestClient::new(None, Some(ElicitationAction::Decline))).await;
+    let no = connect(
+        &server,
+        TestClient::new(None, Some(ElicitationAction::Decline)),
+    )
+    .await;
     assert_eq!(text(&call(&no, "ask", json!({})).await), "declined");
     let cannot = connect(&server, TestClient::new(None, None)).await;
     assert_eq!(text(&call(&cannot, "ask", json!({})).await), "unavailable");
@@ -330,7 +357,10 @@ async fn the_host_application_logs_to_its_clients_and_asks_their_users() {
         .iter()
         .map(|c| c.session_id().to_owned())
         .collect();
-    assert_eq!(ids.iter().collect::<std::collections::HashSet<_>>().len(), 3);
+    assert_eq!(
+        ids.iter().collect::<std::collections::HashSet<_>>().len(),
+        3
+    );
     // The session id is the tool's: background tasks started through it are recorded so.
     let result = call(&cannot, "touch", json!({"cwd": fx.work})).await;
     assert_eq!(result.is_error, Some(false));
@@ -345,5 +375,8 @@ async fn the_host_application_logs_to_its_clients_and_asks_their_users() {
         }
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
-    assert!(server.clients().list().is_empty(), "closed clients stay listed");
+    assert!(
+        server.clients().list().is_empty(),
+        "closed clients stay listed"
+    );
 }

@@ -2,7 +2,10 @@
 //! roots, their user's consent) and tell them (logging messages), and the client of the
 //! tool call running now ([`current_client`]).
 
-#![expect(deprecated, reason = "roots and logging are what MCP hosts support today")]
+#![expect(
+    deprecated,
+    reason = "roots and logging are what MCP hosts support today"
+)]
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -114,7 +117,11 @@ impl std::fmt::Debug for ClientHandle {
 }
 
 impl ClientHandle {
-    pub(crate) fn new(session_id: String, peer: Peer<RoleServer>, server_roots: AllowedRoots) -> Self {
+    pub(crate) fn new(
+        session_id: String,
+        peer: Peer<RoleServer>,
+        server_roots: AllowedRoots,
+    ) -> Self {
         Self {
             inner: Arc::new(ClientInner {
                 session_id,

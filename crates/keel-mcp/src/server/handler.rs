@@ -11,9 +11,9 @@ use std::time::Instant;
 use keel_tool::{ToolCall, ToolContext, ToolInput};
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, InitializeRequestParams,
-    InitializeResult, JsonObject, ListToolsResult, PaginatedRequestParams, ProgressNotificationParam,
-    ProgressToken, ProtocolVersion, ServerCapabilities, ServerConfig, SetLevelRequestParams, Tool,
-    ToolAnnotations,
+    InitializeResult, JsonObject, ListToolsResult, PaginatedRequestParams,
+    ProgressNotificationParam, ProgressToken, ProtocolVersion, ServerCapabilities, ServerConfig,
+    SetLevelRequestParams, Tool, ToolAnnotations,
 };
 use rmcp::service::{NotificationContext, RequestContext, RoleServer};
 use rmcp::{ErrorData, ServerHandler};

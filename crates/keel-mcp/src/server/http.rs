@@ -150,7 +150,11 @@ impl ToolServer {
         if addr.ip().is_unspecified() {
             config = config.disable_allowed_hosts();
         } else {
-            let mut hosts = vec!["localhost".to_owned(), "127.0.0.1".to_owned(), "::1".to_owned()];
+            let mut hosts = vec![
+                "localhost".to_owned(),
+                "127.0.0.1".to_owned(),
+                "::1".to_owned(),
+            ];
             hosts.push(addr.ip().to_string());
             config = config.with_allowed_hosts(hosts);
         }
