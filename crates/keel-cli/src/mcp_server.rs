@@ -198,7 +198,7 @@ async fn watch_tasks(server: ToolServer, launcher: TaskLauncher) {
         tokio::time::sleep(TASK_POLL).await;
         ticks = ticks.wrapping_add(1);
         // A supervisor that died would leave its task running forever.
-        if ticks % 10 == 0
+        if ticks.is_multiple_of(10)
             && let Err(err) = launcher.recover()
         {
             tracing::warn!("task recovery: {err}");

@@ -2,7 +2,7 @@
 //!
 //! The Model Context Protocol both ways, on the official Rust SDK (`rmcp`).
 //!
-//! Work in progress: see issue [mcp].
+//! Work in progress: see issue \[mcp\].
 //!
 //! The server side, [`server`]: any [`keel_tool::ToolRegistry`] served to MCP hosts over
 //! stdio or streamable HTTP (behind a bearer token), with the request's cancellation and

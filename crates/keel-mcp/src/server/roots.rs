@@ -140,7 +140,7 @@ fn percent_decode(text: &str) -> Option<String> {
 
 #[cfg(test)]
 mod tests {
-    #![allow(clippy::unwrap_used)]
+    #![allow(clippy::unwrap_used, clippy::cloned_ref_to_slice_refs)]
 
     use super::*;
 
