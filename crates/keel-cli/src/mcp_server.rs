@@ -77,7 +77,10 @@ impl Approver for HostApprover {
         if self.asks()
             && let Some(client) = keel_mcp::server::current_client()
         {
-            match client.confirm(approval_question(request).trim_end()).await {
+            // The question without its `[y/N/a(lways)]`: the host's form has its own answers.
+            let question = approval_question(request);
+            let question = question.split(" [y/N").next().unwrap_or_default().trim_end();
+            match client.confirm(question).await {
                 Confirmation::Accepted => return Decision::Allow,
                 Confirmation::Declined => {
                     return Decision::Deny(

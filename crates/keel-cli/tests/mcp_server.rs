@@ -414,7 +414,11 @@ async fn over_http_only_the_bearer_token_gets_in() {
     let Some(python) = python() else { return };
     let repo = TempRepo::new();
     let home = Home::new();
-    let model = anthropic_server(&[]).await;
+    let model = MockServer::start().await;
+    Mock::given(RunnerRequest)
+        .respond_with(sse_response(anthropic_sse(&text("hi over http"))))
+        .mount(&model)
+        .await;
 
     // No token, no server.
     let mut command = home.keel_anthropic(&model);
@@ -453,15 +457,24 @@ async fn over_http_only_the_bearer_token_gets_in() {
         &python,
         json!({
             "url": url, "token": token,
-            "steps": [{"op": "list"}, code("x", "/")],
+            "steps": [
+                {"op": "list"},
+                code("x", "/"),
+                {"op": "start_and_wait", "arguments": {"task": "TASK: say hi"}, "timeout": 90},
+            ],
         }),
     )
     .await;
     assert_eq!(out["steps"][0].as_array().unwrap().len(), 6);
     assert_eq!(out["steps"][1]["is_error"], true);
+    // A task's end reaches an HTTP client too (on its stream of server messages).
+    let task = &out["steps"][2];
+    assert_eq!(task["log"]["data"]["status"], "completed", "{task}");
+    assert_eq!(task["log"]["data"]["summary"], "hi over http", "{task}");
     child.kill().unwrap();
     child.wait().unwrap();
-    assert!(request_bodies(&model).await.is_empty());
+    // Only the task's runner asked the model: the refused `code` ran nothing.
+    assert_eq!(request_bodies(&model).await.len(), 1);
 }
 
 #[tokio::test]
@@ -503,6 +516,7 @@ async fn a_gated_call_asks_the_host_s_user_through_elicitation_unless_the_flags_
         if asked {
             let message = elicited[0]["message"].as_str().unwrap();
             assert!(message.starts_with("Allow git_commit"), "{case}: {message}");
+            assert!(!message.contains("[y/N"), "{case}: {message}");
         }
         assert_eq!(repo.head() != before, committed, "{case}");
         // The model read the refusal (or the commit) in the call's result.
