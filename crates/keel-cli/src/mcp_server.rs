@@ -3,12 +3,17 @@
 //! the host told when a task it started ends. The serving itself is keel-mcp's.
 
 use std::path::PathBuf;
+use std::sync::Arc;
 use std::time::Duration;
 
 use keel::TaskLauncher;
 use keel_engine::{ApprovalRequest, Approver, Decision, DenyGated, Hooks};
 use keel_mcp::server::{BearerToken, ClientHandle, Confirmation, LogLevel, ToolServer};
-use keel_tasks::{TaskRecord, TaskStatus};
+use keel_tasks::{TaskRecord, TaskStatus, TaskStore};
+use keel_tool::{
+    CallFailure, DynTool, Effect, ToolContext, ToolDefinition, ToolError, ToolOutput, ToolRegistry,
+};
+use serde_json::Value;
 
 use crate::approve::{ModeApprover, approval_question};
 use crate::cli::{McpServerArgs, Options};
@@ -79,7 +84,11 @@ impl Approver for HostApprover {
         {
             // The question without its `[y/N/a(lways)]`: the host's form has its own answers.
             let question = approval_question(request);
-            let question = question.split(" [y/N").next().unwrap_or_default().trim_end();
+            let question = question
+                .split(" [y/N")
+                .next()
+                .unwrap_or_default()
+                .trim_end();
             match client.confirm(question).await {
                 Confirmation::Accepted => return Decision::Allow,
                 Confirmation::Declined => {
@@ -148,11 +157,15 @@ pub(crate) async fn run(options: &Options, args: McpServerArgs) -> Result<u8, Cl
     for warning in coding.warnings() {
         stderr_line(&format!("warning: {warning}"));
     }
-    let tools = coding.agent().tools().subset(&TOOLS);
+    let mut tools = coding.agent().tools().subset(&TOOLS);
     if tools.get("code").is_none() {
         return Err(CliError::Usage(
             "keel mcp-server serves the delegation tools: drop --no-delegation".into(),
         ));
+    }
+    if let Some(launcher) = coding.tasks() {
+        tools = tasks_in_roots(tools, launcher.store())
+            .map_err(|err| CliError::Run(format!("the task tools: {err}")))?;
     }
     let server = ToolServer::builder(tools, &setup.cwd)
         .roots(roots)
@@ -237,5 +250,104 @@ async fn announce(client: &ClientHandle, record: &TaskRecord) {
     });
     if let Err(err) = client.log(level, "keel.tasks", data).await {
         tracing::warn!(task = %record.id, "the task's end was not sent: {err}");
+    }
+}
+
+/// `tools` with the task tools that name a task by id (and `list_tasks`) seeing only the
+/// tasks working inside the client's allowed roots: a host learns of, waits for and cancels
+/// no task of another project.
+fn tasks_in_roots(
+    mut tools: ToolRegistry,
+    store: &Arc<dyn TaskStore>,
+) -> Result<ToolRegistry, keel_tool::RegistryError> {
+    for name in ["task_status", "wait_task", "cancel_task", "list_tasks"] {
+        if let Some(inner) = tools.remove(name) {
+            tools.register_dyn(Arc::new(InRoots {
+                inner,
+                store: store.clone(),
+            }))?;
+        }
+    }
+    Ok(tools)
+}
+
+/// A task tool confined to the tasks inside the current client's allowed roots.
+struct InRoots {
+    inner: Arc<dyn DynTool>,
+    store: Arc<dyn TaskStore>,
+}
+
+/// Whether `record` works inside the current client's allowed roots (any, outside a call).
+async fn visible(record: &TaskRecord) -> bool {
+    match keel_mcp::server::current_client() {
+        Some(client) => client
+            .allowed_roots()
+            .await
+            .dirs()
+            .iter()
+            .any(|root| record.workdir.starts_with(root)),
+        None => true,
+    }
+}
+
+/// The recent tasks the current client may see, as `list_tasks` shows them.
+async fn list_visible(store: &dyn TaskStore) -> Result<ToolOutput, CallFailure> {
+    let records = store
+        .list(500)
+        .map_err(|err| CallFailure::Tool(ToolError::failed(err.to_string())))?;
+    let mut lines = Vec::new();
+    for record in records {
+        if lines.len() == 20 {
+            break;
+        }
+        if visible(&record).await {
+            lines.push(format!(
+                "{} {} {} {}",
+                record.id,
+                record.status,
+                record.runner,
+                record.task_prompt.lines().next().unwrap_or_default()
+            ));
+        }
+    }
+    if lines.is_empty() {
+        return Ok(ToolOutput::text("No tasks yet."));
+    }
+    Ok(ToolOutput::text(lines.join("\n")))
+}
+
+#[async_trait::async_trait]
+impl DynTool for InRoots {
+    fn name(&self) -> &str {
+        self.inner.name()
+    }
+
+    fn definition(&self) -> ToolDefinition {
+        self.inner.definition()
+    }
+
+    fn effect(&self, input: &Value) -> Effect {
+        self.inner.effect(input)
+    }
+
+    fn timeout(&self) -> Option<Duration> {
+        self.inner.timeout()
+    }
+
+    async fn call_json(&self, input: &Value, ctx: &ToolContext) -> Result<ToolOutput, CallFailure> {
+        if self.inner.name() == "list_tasks" {
+            return list_visible(self.store.as_ref()).await;
+        }
+        if let Some(id) = input.get("id").and_then(Value::as_str) {
+            let id = id.trim();
+            // A task outside the roots is, to this host, no task at all.
+            if let Ok(Some(record)) = self.store.get(id)
+                && !visible(&record).await
+            {
+                let unknown = keel_tasks::TaskError::NotFound { id: id.to_owned() };
+                return Err(CallFailure::Tool(ToolError::failed(unknown.to_string())));
+            }
+        }
+        self.inner.call_json(input, ctx).await
     }
 }

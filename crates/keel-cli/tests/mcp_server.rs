@@ -362,6 +362,78 @@ async fn start_task_returns_at_once_and_its_end_is_sent_as_a_logging_message() {
     assert_eq!(told.len(), 1, "{}", out["logs"]);
 }
 
+#[tokio::test]
+async fn the_task_tools_see_only_the_tasks_inside_the_roots() {
+    let Some(python) = python() else { return };
+    let repo = TempRepo::new();
+    let other = tempfile::tempdir().unwrap();
+    let home = Home::new();
+    let store = keel_tasks::SqliteTaskStore::open(&home.keel_home().join("tasks.db")).unwrap();
+    let record = |dir: &Path, prompt: &str| {
+        let task = keel_tasks::NewTask {
+            parent_session: Some("elsewhere".into()),
+            agent: "main".into(),
+            runner: "keel".into(),
+            task_prompt: prompt.into(),
+            workdir: dir.canonicalize().unwrap(),
+            timeout_secs: 60,
+        };
+        let settings = keel_tasks::TaskSettings::new(dir, keel_sandbox::SandboxPolicy::default());
+        keel_tasks::TaskStore::create(
+            &store,
+            &task,
+            &settings,
+            &home.keel_home().join("task-logs"),
+        )
+        .unwrap()
+        .id
+    };
+    let inside = record(&repo.path(), "a task in the repository");
+    let outside = record(other.path(), "a task of another project");
+    let model = anthropic_server(&[]).await;
+    let call =
+        |name: &str, arguments: Value| json!({"op": "call", "name": name, "arguments": arguments});
+    let out = host(
+        &python,
+        json!({
+            "args": ["mcp-server"], "cwd": repo.path(), "env": server_env(&home, &model),
+            "steps": [
+                call("list_tasks", json!({})),
+                call("task_status", json!({"id": outside})),
+                call("wait_task", json!({"id": outside, "timeout_secs": 1})),
+                call("cancel_task", json!({"id": outside})),
+                call("task_status", json!({"id": inside})),
+                call("cancel_task", json!({"id": inside})),
+            ],
+        }),
+    )
+    .await;
+    let steps = out["steps"].as_array().unwrap();
+    let listed = steps[0]["text"].as_str().unwrap();
+    assert!(
+        listed.contains(&inside) && !listed.contains(&outside),
+        "{listed}"
+    );
+    for step in &steps[1..4] {
+        assert_eq!(step["is_error"], true, "{step}");
+        assert_eq!(
+            step["text"],
+            format!("no task {outside:?}; `keel tasks` lists them"),
+            "{step}"
+        );
+    }
+    assert_eq!(steps[4]["is_error"], false, "{}", steps[4]);
+    assert_eq!(steps[5]["text"], format!("Task {inside} cancelled."));
+    let status = |id: &str| {
+        keel_tasks::TaskStore::get(&store, id)
+            .unwrap()
+            .unwrap()
+            .status
+    };
+    assert_eq!(status(&outside), keel_tasks::TaskStatus::Queued);
+    assert_eq!(status(&inside), keel_tasks::TaskStatus::Cancelled);
+}
+
 /// `keel mcp-server --listen 127.0.0.1:0` with `token` in KEEL_MCP_TOKEN; the child and the
 /// URL it serves.
 fn listen(home: &Home, model: &MockServer, dir: &Path, token: &str) -> (Child, String) {
