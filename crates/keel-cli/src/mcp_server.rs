@@ -187,6 +187,12 @@ pub(crate) async fn run(options: &Options, args: McpServerArgs) -> Result<u8, Cl
                 .await
                 .map_err(|err| CliError::Run(err.to_string()))?;
             stderr_line(&format!("MCP server at {}", http.url()));
+            if !addr.ip().is_loopback() {
+                stderr_line(&format!(
+                    "warning: {addr} is not a loopback address: whoever can reach it and has \
+                     the token can run keel here"
+                ));
+            }
             signals::interrupted().await;
             http.shutdown();
             http.wait().await;

@@ -341,6 +341,32 @@ async fn the_host_application_logs_to_its_clients_and_asks_their_users() {
         assert_eq!(seen.logs[0].logger.as_deref(), Some("keel.tasks"));
         assert_eq!(seen.logs[0].data["status"], "completed");
     }
+    // Below the level the client sets, nothing is sent.
+    client
+        .set_level(rmcp::model::SetLevelRequestParams::new(
+            rmcp::model::LoggingLevel::Warning,
+        ))
+        .await
+        .unwrap();
+    clients[0]
+        .log(LogLevel::Info, "keel.tasks", json!({"status": "completed"}))
+        .await
+        .unwrap();
+    clients[0]
+        .log(LogLevel::Warning, "keel.tasks", json!({"status": "failed"}))
+        .await
+        .unwrap();
+    for _ in 0..100 {
+        if seen.lock().unwrap().logs.len() >= 2 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    {
+        let seen = seen.lock().unwrap();
+        assert_eq!(seen.logs.len(), 2, "{:?}", seen.logs);
+        assert_eq!(seen.logs[1].data["status"], "failed");
+    }
 
     let no = connect(
         &server,

@@ -9,6 +9,7 @@
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicU8, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -106,6 +107,22 @@ struct ClientInner {
     peer: Peer<RoleServer>,
     server_roots: AllowedRoots,
     roots: tokio::sync::Mutex<RootsCache>,
+    /// The least severe level the client wants (`logging/setLevel`), as a rank.
+    min_level: AtomicU8,
+}
+
+/// The rank of `level`: higher is more severe.
+fn rank(level: LoggingLevel) -> u8 {
+    match level {
+        LoggingLevel::Debug => 0,
+        LoggingLevel::Info => 1,
+        LoggingLevel::Notice => 2,
+        LoggingLevel::Warning => 3,
+        LoggingLevel::Error => 4,
+        LoggingLevel::Critical => 5,
+        LoggingLevel::Alert => 6,
+        LoggingLevel::Emergency => 7,
+    }
 }
 
 impl std::fmt::Debug for ClientHandle {
@@ -128,6 +145,7 @@ impl ClientHandle {
                 peer,
                 server_roots,
                 roots: tokio::sync::Mutex::new(RootsCache::default()),
+                min_level: AtomicU8::new(0),
             }),
         }
     }
@@ -217,15 +235,25 @@ impl ClientHandle {
         self.inner.server_roots.narrowed(client.as_deref())
     }
 
+    /// The least severe level the client asked for (`logging/setLevel`).
+    pub(crate) fn set_min_level(&self, level: LoggingLevel) {
+        self.inner.min_level.store(rank(level), Ordering::Relaxed);
+    }
+
     /// Sends a logging message (`notifications/message`) a host can show; `data` is any
-    /// JSON (a string, or an object with fields).
+    /// JSON (a string, or an object with fields). A message less severe than the level the
+    /// client set (`logging/setLevel`) is not sent.
     pub async fn log(
         &self,
         level: LogLevel,
         logger: &str,
         data: serde_json::Value,
     ) -> Result<(), ServiceError> {
-        let param = LoggingMessageNotificationParam::new(level.into(), data).with_logger(logger);
+        let level = LoggingLevel::from(level);
+        if rank(level) < self.inner.min_level.load(Ordering::Relaxed) {
+            return Ok(());
+        }
+        let param = LoggingMessageNotificationParam::new(level, data).with_logger(logger);
         self.inner.peer.notify_logging_message(param).await
     }
 

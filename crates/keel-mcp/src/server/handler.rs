@@ -253,9 +253,10 @@ impl ServerHandler for Connection {
 
     async fn set_level(
         &self,
-        _request: SetLevelRequestParams,
-        _context: RequestContext<RoleServer>,
+        request: SetLevelRequestParams,
+        context: RequestContext<RoleServer>,
     ) -> Result<(), ErrorData> {
+        self.client(&context).set_min_level(request.level);
         Ok(())
     }
 
