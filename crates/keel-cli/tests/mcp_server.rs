@@ -602,3 +602,40 @@ async fn a_gated_call_asks_the_host_s_user_through_elicitation_unless_the_flags_
         );
     }
 }
+
+#[tokio::test]
+async fn sigterm_stops_the_stdio_server_though_the_host_keeps_stdin_open() {
+    let repo = TempRepo::new();
+    let home = Home::new();
+    let model = anthropic_server(&[]).await;
+    let mut command = home.keel_anthropic(&model);
+    command
+        .current_dir(repo.path())
+        .arg("mcp-server")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null());
+    let mut child = command.spawn().unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let initialize = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}"#;
+    writeln!(stdin, "{initialize}").unwrap();
+    let mut out = std::io::BufReader::new(child.stdout.take().unwrap());
+    let mut line = String::new();
+    out.read_line(&mut line).unwrap();
+    let reply: Value = serde_json::from_str(&line).unwrap();
+    assert_eq!(reply["result"]["serverInfo"]["name"], "keel", "{line}");
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(i32::try_from(child.id()).unwrap()),
+        nix::sys::signal::Signal::SIGTERM,
+    )
+    .unwrap();
+    let exited = (0..100).find_map(|_| {
+        std::thread::sleep(Duration::from_millis(50));
+        child.try_wait().unwrap()
+    });
+    if exited.is_none() {
+        child.kill().unwrap();
+    }
+    assert_eq!(exited.and_then(|status| status.code()), Some(0));
+    drop(stdin);
+}

@@ -242,8 +242,12 @@ impl ToolServer {
 
     /// Serves one client on stdin and stdout until it disconnects. Nothing else may write
     /// to stdout meanwhile.
+    ///
+    /// Stdin is read on a thread of its own, not the runtime's blocking pool: a read that
+    /// never returns (the host keeps stdin open) then cannot keep the runtime from shutting
+    /// down when the host application stops serving (on a signal, say).
     pub async fn serve_stdio(&self) -> Result<(), McpError> {
-        self.serve(tokio::io::stdin(), tokio::io::stdout()).await
+        self.serve(stdin_reader()?, tokio::io::stdout()).await
     }
 
     /// Serves one client on a byte stream (newline-delimited JSON-RPC) until it disconnects.
@@ -268,4 +272,35 @@ impl ToolServer {
     pub(crate) fn connection(&self) -> Connection {
         Connection::new(self.shared.clone())
     }
+}
+
+/// Stdin as an async reader fed by a thread of its own; EOF (or a read error) ends it.
+fn stdin_reader() -> Result<tokio::io::DuplexStream, McpError> {
+    use std::io::Read as _;
+    use tokio::io::AsyncWriteExt as _;
+    let runtime = tokio::runtime::Handle::current();
+    let (reader, mut feeder) = tokio::io::duplex(64 * 1024);
+    std::thread::Builder::new()
+        .name("keel-mcp-stdin".into())
+        .spawn(move || {
+            let mut stdin = std::io::stdin().lock();
+            let mut buffer = vec![0u8; 16 * 1024];
+            loop {
+                let n = match stdin.read(&mut buffer) {
+                    Ok(0) => break,
+                    Ok(n) => n,
+                    Err(err) if err.kind() == std::io::ErrorKind::Interrupted => continue,
+                    Err(err) => {
+                        tracing::warn!("reading stdin: {err}");
+                        break;
+                    }
+                };
+                let chunk = buffer.get(..n).unwrap_or_default();
+                if runtime.block_on(feeder.write_all(chunk)).is_err() {
+                    break;
+                }
+            }
+        })
+        .map_err(|err| McpError::Serve(format!("cannot start reading stdin: {err}")))?;
+    Ok(reader)
 }
