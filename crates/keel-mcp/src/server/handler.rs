@@ -162,11 +162,11 @@ impl Connection {
             tokio::select! {
                 output = &mut running => break output,
                 Some(line) = progress.recv() => {
-                    step += 1;
+                    step = step.saturating_add(1);
                     notify_progress(&context, token.as_ref(), step, line.line).await;
                 }
                 _ = heartbeat.tick() => {
-                    step += 1;
+                    step = step.saturating_add(1);
                     let message = format!(
                         "{name} running for {} s",
                         started.elapsed().as_secs()
