@@ -157,6 +157,35 @@ async fn code_fixes_a_file_in_the_repository_and_returns_its_log() {
 }
 
 #[tokio::test]
+async fn code_works_in_every_root_though_it_lies_outside_the_working_directory() {
+    let Some(python) = python() else { return };
+    let here = TempRepo::new();
+    let there = TempRepo::new();
+    there.write("greeting.txt", "helo\n");
+    let home = Home::new();
+    let model = anthropic_server(&[
+        tool_call(
+            "toolu_1",
+            "patch_file",
+            json!({"path": "greeting.txt", "old_string": "helo", "new_string": "hello"}),
+        ),
+        text("Fixed."),
+    ])
+    .await;
+    let out = host(
+        &python,
+        json!({
+            "args": ["mcp-server", "--root", here.path(), "--root", there.path()],
+            "cwd": here.path(), "env": server_env(&home, &model),
+            "steps": [code("Fix the typo", there.path())],
+        }),
+    )
+    .await;
+    assert_eq!(out["steps"][0]["is_error"], false, "{}", out["steps"][0]);
+    assert_eq!(there.read("greeting.txt"), "hello\n");
+}
+
+#[tokio::test]
 async fn directories_outside_the_roots_are_refused_and_nothing_runs() {
     let Some(python) = python() else { return };
     let repo = TempRepo::new();
