@@ -35,7 +35,7 @@ use crate::delegation::Delegation;
 use crate::error::AgentsError;
 use crate::project::{project_context, project_root};
 use crate::roots;
-use crate::run::{CallRecord, RunReport, run_to_end};
+use crate::run::{CallRecord, RunReport, run_reporting};
 
 /// The default most model calls of one `code` session.
 const DEFAULT_MAX_ITERATIONS: u32 = 25;
@@ -101,7 +101,9 @@ pub struct CodeArgs {
 /// (`code-2026-11-23T02-14-07.123Z.md`); an existing file is never overwritten.
 ///
 /// A run that fails (a provider error, a refusal, the step cap, a cancellation) comes back as
-/// an error result, with the reason and the log's path.
+/// an error result, with the reason and the log's path. Each tool call the session makes is
+/// reported as it ends, as a progress line of the call ([`ToolContext::progress`]), as the
+/// log shows it (`patch_file {"path":"src/lib.rs",…} — ok, 3 ms`).
 #[derive(Debug, Clone)]
 pub struct CodeTool {
     delegation: Delegation,
@@ -203,7 +205,11 @@ impl CodeTool {
         let ended = match self.start(&args.cwd, guard.model()) {
             Err(err) => Ended::NotStarted(format!("the code session could not start: {err}")),
             Ok(mut session) => {
-                let report = run_to_end(&mut session, &args.task, ctx.cancel()).await;
+                // Each tool call of the session is a progress line for the caller's host.
+                let report = run_reporting(&mut session, &args.task, ctx.cancel(), |call| {
+                    ctx.progress(call_line(call).trim_start_matches("- "));
+                })
+                .await;
                 // The session ends here, whatever happened: nothing of it is kept.
                 drop(session);
                 Ended::Ran(report)

@@ -100,7 +100,7 @@ pub use error::AgentsError;
 pub use project::STATUS_MAX_TRACKED;
 pub use project::{project_context, project_root};
 #[cfg(feature = "delegation")]
-pub use run::{CallRecord, RunReport, run_to_end};
+pub use run::{CallRecord, RunReport, run_reporting, run_to_end};
 pub use skills::{SkillIndex, SkillSummary, UseSkillArgs, UseSkillTool};
 #[cfg(feature = "delegation")]
 pub use subagents::{

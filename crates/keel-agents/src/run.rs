@@ -72,6 +72,16 @@ pub async fn run_to_end(
     task: &str,
     cancel: &CancellationToken,
 ) -> RunReport {
+    run_reporting(session, task, cancel, |_| {}).await
+}
+
+/// [`run_to_end`], handing each tool call to `on_call` as it ends (for a progress line).
+pub async fn run_reporting(
+    session: &mut Session,
+    task: &str,
+    cancel: &CancellationToken,
+    mut on_call: impl FnMut(&CallRecord) + Send,
+) -> RunReport {
     let handle = session.cancel_handle();
     let mut calls = Vec::new();
     let mut inputs = std::collections::HashMap::new();
@@ -100,12 +110,16 @@ pub async fn run_to_end(
                     is_error,
                     duration,
                     ..
-                } => calls.push(CallRecord {
-                    name,
-                    input: inputs.remove(&id).unwrap_or(Value::Null),
-                    is_error,
-                    duration,
-                }),
+                } => {
+                    let call = CallRecord {
+                        name,
+                        input: inputs.remove(&id).unwrap_or(Value::Null),
+                        is_error,
+                        duration,
+                    };
+                    on_call(&call);
+                    calls.push(call);
+                }
                 AgentEvent::Finished(done) => outcome = Some(done),
                 _ => {}
             }

@@ -333,6 +333,12 @@ pub(crate) enum Command {
         #[command(flatten)]
         options: Options,
     },
+    /// Serve keel's `code` and background-task tools to an MCP host over stdio (or
+    /// streamable HTTP with --listen).
+    ///
+    /// E.g. `claude mcp add keel -- keel mcp-server --root ~/src/app`. The host's calls run
+    /// as `keel exec`'s would: the same sandbox, rules, hooks and approvals.
+    McpServer(McpServerArgs),
     /// Supervise background task ID (keel starts this itself).
     #[command(hide = true)]
     TaskRun {
@@ -388,6 +394,28 @@ pub(crate) enum McpAction {
     },
 }
 
+// `keel mcp-server`'s own arguments.
+#[derive(Debug, Args)]
+pub(crate) struct McpServerArgs {
+    /// A directory the host's calls may work in (`cwd` of code, `workdir` of start_task);
+    /// repeatable [default: the working directory]. A host's roots can only narrow these.
+    #[arg(long = "root", value_name = "DIR")]
+    pub roots: Vec<PathBuf>,
+
+    /// Serve streamable HTTP at http://ADDR/mcp instead of stdio, e.g. 127.0.0.1:8765; every
+    /// request must carry `Authorization: Bearer <token>` (see --token-env).
+    #[arg(long, value_name = "ADDR")]
+    pub listen: Option<std::net::SocketAddr>,
+
+    /// The variable holding the bearer token for --listen [default: KEEL_MCP_TOKEN].
+    #[arg(long, value_name = "VAR")]
+    pub token_env: Option<String>,
+
+    /// Flags for every command (also taken before `mcp-server`).
+    #[command(flatten)]
+    pub options: Options,
+}
+
 // `keel exec`'s own arguments.
 #[derive(Debug, Args)]
 pub(crate) struct ExecArgs {
@@ -436,7 +464,8 @@ impl Command {
             | Command::Rewind { options, .. }
             | Command::Completions { options, .. }
             | Command::Man { options, .. }
-            | Command::TaskRun { options, .. } => std::mem::take(options),
+            | Command::TaskRun { options, .. }
+            | Command::McpServer(McpServerArgs { options, .. }) => std::mem::take(options),
         };
         let mut taken = vec![own];
         if let Command::Tasks {
@@ -523,6 +552,7 @@ mod tests {
             &["keel", "completions", "bash", "-C", "/w"],
             &["keel", "man", "-C", "/w"],
             &["keel", "task-run", "t1", "-C", "/w"],
+            &["keel", "mcp-server", "--root", "/r", "-C", "/w"],
             &["keel", "-C", "/w"],
         ];
         for args in cases {

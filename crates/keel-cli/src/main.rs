@@ -13,6 +13,7 @@ mod exec;
 mod logging;
 mod markdown;
 mod mcp;
+mod mcp_server;
 mod output;
 mod render;
 mod repl;
@@ -65,6 +66,7 @@ async fn dispatch(command: Option<Command>, options: Options) -> Result<u8, CliE
             id, conversation, ..
         }) => rewind::command(&options, id, conversation),
         Some(Command::TaskRun { id, .. }) => tasks::task_run(&id).await,
+        Some(Command::McpServer(args)) => mcp_server::run(&options, args).await,
         Some(Command::Completions { shell, .. }) => shell::completions(shell),
         Some(Command::Man { dir, .. }) => shell::man(dir.as_deref()),
         None => repl::run(&options, exec::session_choice(&options)).await,

@@ -13,6 +13,13 @@
 //! started again at the next call; a call cancelled or timed out is cancelled on the server
 //! (`notifications/cancelled`); progress notifications become tool progress lines.
 //!
+//! **Server.** [`server`]: any [`keel_tool::ToolRegistry`] served to MCP hosts over
+//! stdio or streamable HTTP (behind a bearer token), with the request's cancellation and
+//! progress passed to the tools, the directories calls work in confined to the server's
+//! roots narrowed by the client's, logging messages to the clients, and elicitation for the
+//! host application to ask the client's user. `keel mcp-server` is this with keel's `code`
+//! and task tools.
+//!
 //! Configurations come from keel's TOML (mapped by the host), or from a Claude Code
 //! `.mcp.json` ([`parse_mcp_json`]).
 //!
@@ -50,4 +57,5 @@ pub use client::{
 pub use config::{
     DEFAULT_STARTUP_TIMEOUT, HttpServer, McpServerConfig, McpTransport, StdioServer, parse_mcp_json,
 };
+pub mod server;
 pub use error::McpError;

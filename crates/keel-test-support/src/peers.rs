@@ -13,6 +13,7 @@ pub fn peers_dir() -> PathBuf {
 }
 
 /// `path` if it exists; otherwise `None` with a note (a panic under `CI=true`).
+#[allow(clippy::print_stderr)]
 fn installed(what: &str, path: PathBuf) -> Option<PathBuf> {
     if path.exists() {
         return Some(path);
