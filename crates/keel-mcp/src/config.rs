@@ -56,8 +56,11 @@ impl McpServerConfig {
 }
 
 fn check_server_name(name: &str) -> Result<(), McpError> {
+    // No `__`: `mcp__a__b__c` must say which server it is (a rule for server `a` must not
+    // cover a server `a__b`).
     let valid = !name.is_empty()
         && name.len() <= MAX_SERVER_NAME
+        && !name.contains("__")
         && name
             .bytes()
             .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_');
@@ -67,8 +70,8 @@ fn check_server_name(name: &str) -> Result<(), McpError> {
         Err(McpError::Config {
             server: name.to_owned(),
             reason: format!(
-                "the name must be 1 to {MAX_SERVER_NAME} letters, digits, '-' or '_' (its \
-                 tools are offered as mcp__<name>__<tool>)"
+                "the name must be 1 to {MAX_SERVER_NAME} letters, digits, '-' or '_', without \
+                 \"__\" (its tools are offered as mcp__<name>__<tool>)"
             ),
         })
     }
@@ -295,6 +298,60 @@ mod tests {
     }
 
     #[test]
+    fn claude_code_s_mcp_json_is_read_with_its_variables() {
+        let text = r#"{"mcpServers": {
+            "local": {"command": "${HOME_DIR}/bin/srv", "args": ["--root", "${NOPE:-.}"],
+                      "env": {"TOKEN": "${HOME_DIR}"}},
+            "remote": {"type": "http", "url": "https://x/mcp",
+                       "headers": {"Authorization": "Bearer ${HOME_DIR}"}}
+        }}"#;
+        let servers = parse_mcp_json(text, ".mcp.json", &vars).unwrap();
+        assert_eq!(servers.len(), 2);
+        let McpTransport::Stdio(local) = &servers[0].transport else {
+            panic!("{servers:?}")
+        };
+        assert_eq!(local.command, "/home/u/bin/srv");
+        assert_eq!(local.args, ["--root", "."]);
+        assert_eq!(local.env["TOKEN"], "/home/u");
+        let McpTransport::Http(remote) = &servers[1].transport else {
+            panic!("{servers:?}")
+        };
+        assert_eq!(remote.headers["Authorization"], "Bearer /home/u");
+        assert!(!format!("{remote:?}").contains("/home/u"));
+        for (bad, says) in [
+            ("[1]", "\"mcpServers\""),
+            (r#"{"mcpServers": []}"#, "must be an object"),
+            (
+                r#"{"mcpServers": {"a": {"args": []}}}"#,
+                "needs \"command\"",
+            ),
+            (
+                r#"{"mcpServers": {"a": {"type": "http"}}}"#,
+                "needs \"url\"",
+            ),
+            (
+                r#"{"mcpServers": {"a": {"type": "sdk", "name": "a"}}}"#,
+                "\"sdk\" is not supported",
+            ),
+            (
+                r#"{"mcpServers": {"a": {"command": 3}}}"#,
+                "must be a string",
+            ),
+            (
+                r#"{"mcpServers": {"a": {"command": "x", "args": [1]}}}"#,
+                "list of strings",
+            ),
+            ("{", "not valid JSON"),
+        ] {
+            match parse_mcp_json(bad, ".mcp.json", &vars) {
+                Ok(servers) if bad == "[1]" => assert!(servers.is_empty()),
+                Ok(servers) => panic!("{bad}: {servers:?}"),
+                Err(err) => assert!(err.to_string().contains(says), "{bad}: {err}"),
+            }
+        }
+    }
+
+    #[test]
     fn server_names_are_checked() {
         let stdio = || {
             McpTransport::Stdio(StdioServer {
@@ -307,7 +364,7 @@ mod tests {
         };
         assert!(McpServerConfig::new("github", stdio()).is_ok());
         assert!(McpServerConfig::new("my-server_2", stdio()).is_ok());
-        for bad in ["", "a b", "a.b", "ä", &"x".repeat(41)] {
+        for bad in ["", "a b", "a.b", "ä", "a__b", &"x".repeat(41)] {
             assert!(McpServerConfig::new(bad, stdio()).is_err(), "{bad:?}");
         }
     }
