@@ -50,12 +50,17 @@
 //! - `snapshots`: a snapshot of the workspace before every change, for rewinding
 //!   (keel-snapshot: a shadow git repository, libgit2).
 //! - `tasks`: background tasks in a SQLite store (needs `delegation`).
+//! - `mcp`: tools from MCP servers ([`CodingAgentBuilder::mcp_servers`], the client in
+//!   [`mcp`]) and, with `delegation`, the agent's `code` and task tools served to MCP hosts
+//!   (`mcp_host`).
 
 mod agent;
 mod builder;
 mod delegates;
 mod error;
 mod home;
+#[cfg(all(feature = "mcp", feature = "delegation"))]
+pub mod mcp_host;
 mod protected;
 #[cfg(feature = "tasks")]
 mod tasks;
