@@ -542,6 +542,7 @@ mod tests {
         );
         assert_eq!(parse("/rewind"), Some(Command::Rewind(None)));
         assert_eq!(parse("/context"), Some(Command::Context));
+        assert_eq!(parse("/mcp"), Some(Command::Mcp));
         assert_eq!(
             parse("/mode read-only"),
             Some(Command::Mode(Some("read-only".into())))
