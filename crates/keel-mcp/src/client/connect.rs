@@ -4,6 +4,7 @@
 use std::collections::HashMap;
 use std::process::Stdio;
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use reqwest::header::{HeaderName, HeaderValue};
 use rmcp::ServiceExt;
@@ -37,10 +38,29 @@ struct Process {
 }
 
 impl Process {
+    /// Why it ended, as far as can be told: its exit status (killed if it has not exited
+    /// within `grace`) and the last line of its stderr; empty when neither is known.
+    async fn why_ended(&mut self, grace: Duration) -> String {
+        let status = match tokio::time::timeout(grace, self.child.child.wait()).await {
+            Ok(Ok(status)) => Some(describe_status(status)),
+            _ => {
+                self.child.group.kill();
+                None
+            }
+        };
+        self.drain_stderr().await;
+        match (status, stderr_tail(&self.stderr)) {
+            (Some(status), Some(tail)) => format!("{status}: {tail}"),
+            (Some(status), None) => status,
+            (None, Some(tail)) => tail,
+            (None, None) => String::new(),
+        }
+    }
+
     /// Waits a moment for the stderr reader to reach the end of the pipe.
     async fn drain_stderr(&mut self) {
         if let Some(reader) = self.reader.take() {
-            let _ = tokio::time::timeout(std::time::Duration::from_millis(200), reader).await;
+            let _ = tokio::time::timeout(Duration::from_millis(200), reader).await;
         }
     }
 }
@@ -72,25 +92,14 @@ impl Connection {
     /// Ends the connection and says why it ended: a stdio server's exit status (it is
     /// killed if it still runs) and the last line of its stderr.
     pub(crate) async fn reap(&mut self) -> String {
-        let Some(process) = self.process.as_mut() else {
-            return "its connection ended".to_owned();
+        let why = match self.process.as_mut() {
+            Some(process) => process.why_ended(Duration::from_millis(200)).await,
+            None => String::new(),
         };
-        let status = match tokio::time::timeout(
-            std::time::Duration::from_millis(200),
-            process.child.child.wait(),
-        )
-        .await
-        {
-            Ok(Ok(status)) => describe_status(status),
-            _ => {
-                process.child.group.kill();
-                "its connection ended".to_owned()
-            }
-        };
-        process.drain_stderr().await;
-        match stderr_tail(&process.stderr) {
-            Some(tail) => format!("{status}: {tail}"),
-            None => status,
+        if why.is_empty() {
+            "its connection ended".to_owned()
+        } else {
+            why
         }
     }
 }
@@ -189,35 +198,11 @@ async fn connect_stdio(
             process: Some(process),
         }),
         Err(err) => {
-            let mut ended = Connection::reap_process(&mut process).await;
+            let mut ended = process.why_ended(Duration::from_millis(500)).await;
             if ended.is_empty() {
                 ended = err.to_string();
             }
             Err(format!("the MCP handshake failed ({ended})"))
-        }
-    }
-}
-
-impl Connection {
-    /// [`Connection::reap`] for a process that never got a connection.
-    async fn reap_process(process: &mut Process) -> String {
-        let status = match tokio::time::timeout(
-            std::time::Duration::from_millis(500),
-            process.child.child.wait(),
-        )
-        .await
-        {
-            Ok(Ok(status)) => describe_status(status),
-            _ => {
-                process.child.group.kill();
-                String::new()
-            }
-        };
-        process.drain_stderr().await;
-        match (status.is_empty(), stderr_tail(&process.stderr)) {
-            (true, Some(tail)) => tail,
-            (false, Some(tail)) => format!("{status}: {tail}"),
-            (_, None) => status,
         }
     }
 }

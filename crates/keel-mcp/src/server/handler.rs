@@ -106,7 +106,7 @@ impl Connection {
                 Some(other) => {
                     return Err(format!(
                         "{arg} must be a directory path (a string), got {}; nothing was run",
-                        json_kind(other)
+                        keel_provider::json_kind(other)
                     ));
                 }
             };
@@ -176,18 +176,6 @@ impl Connection {
             }
         };
         text_result(output.content, output.is_error)
-    }
-}
-
-/// The JSON kind of `value`, for a message.
-fn json_kind(value: &Value) -> &'static str {
-    match value {
-        Value::Null => "null",
-        Value::Bool(_) => "a boolean",
-        Value::Number(_) => "a number",
-        Value::String(_) => "a string",
-        Value::Array(_) => "an array",
-        Value::Object(_) => "an object",
     }
 }
 
