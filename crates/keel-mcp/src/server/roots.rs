@@ -97,45 +97,16 @@ impl AllowedRoots {
 }
 
 /// The local path a `file://` root URI names, resolved; `None` for another scheme, a
-/// remote host, a relative or unreadable path, or one that does not exist (such roots are
+/// remote host, a path that is not absolute, or one that does not exist (such roots are
 /// ignored: nothing can be checked against them).
 pub fn root_path(uri: &str) -> Option<PathBuf> {
-    let rest = uri.strip_prefix("file://")?;
-    // `file:///path` or `file://localhost/path`.
-    let path = match rest.strip_prefix("localhost") {
-        Some(after) if after.starts_with('/') => after,
-        _ if rest.starts_with('/') => rest,
-        _ => return None,
-    };
-    let decoded = percent_decode(path)?;
-    let path = PathBuf::from(decoded);
-    if !path.is_absolute() {
+    let url = url::Url::parse(uri).ok()?;
+    if url.scheme() != "file" {
         return None;
     }
+    // `to_file_path` refuses a host other than none or `localhost`, and decodes `%XX`.
+    let path = url.to_file_path().ok()?;
     std::fs::canonicalize(path).ok()
-}
-
-/// `%XX` escapes decoded; `None` when malformed or not UTF-8.
-fn percent_decode(text: &str) -> Option<String> {
-    let bytes = text.as_bytes();
-    let mut out = Vec::with_capacity(bytes.len());
-    let mut i = 0;
-    while let Some(&byte) = bytes.get(i) {
-        if byte == b'%' {
-            let hex = text.get(i + 1..i + 3)?;
-            out.push(u8::from_str_radix(hex, 16).ok()?);
-            i += 3;
-        } else {
-            out.push(byte);
-            i += 1;
-        }
-    }
-    let decoded = String::from_utf8(out).ok()?;
-    // A NUL cannot be in a path; the query and fragment are not part of it.
-    if decoded.contains('\0') || decoded.contains('?') || decoded.contains('#') {
-        return None;
-    }
-    Some(decoded)
 }
 
 #[cfg(test)]
