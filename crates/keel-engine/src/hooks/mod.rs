@@ -320,10 +320,13 @@ pub enum HookConfigError {
     },
 }
 
-/// Which tools a hook applies to.
+/// Which tools a hook applies to: all (`*` or nothing), the tools whose name starts with a
+/// prefix (a plain name ending in `*`, as written for MCP servers' tools: `mcp__github__*`),
+/// or a regex matching the whole name (`run_command|write_file`, `mcp__github__.*`).
 #[derive(Debug, Clone)]
 enum Matcher {
     All,
+    Prefix(String),
     Regex(Regex),
 }
 
@@ -334,6 +337,15 @@ impl Matcher {
     ) -> Result<Self, HookConfigError> {
         match matcher.map(str::trim) {
             None | Some("" | "*") => Ok(Self::All),
+            Some(pattern)
+                if pattern.strip_suffix('*').is_some_and(|prefix| {
+                    prefix
+                        .bytes()
+                        .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
+                }) =>
+            {
+                Ok(Self::Prefix(pattern.trim_end_matches('*').to_owned()))
+            }
             Some(pattern) => Regex::new(&format!("^(?:{pattern})$"))
                 .map(Self::Regex)
                 .map_err(|source| HookConfigError::InvalidMatcher {
@@ -347,6 +359,7 @@ impl Matcher {
     fn matches(&self, tool_name: Option<&str>) -> bool {
         match self {
             Self::All => true,
+            Self::Prefix(prefix) => tool_name.is_some_and(|name| name.starts_with(prefix.as_str())),
             Self::Regex(regex) => tool_name.is_some_and(|name| regex.is_match(name)),
         }
     }
@@ -600,5 +613,29 @@ async fn run_rust(hook: &dyn Hook, input: &HookInput) -> Result<HookResult, Stri
                 .unwrap_or_else(|| "no message".to_owned());
             Err(format!("Rust hook `{name}` ({event}) panicked: {message}"))
         }
+    }
+}
+
+#[cfg(test)]
+mod matcher_tests {
+    use super::Matcher;
+
+    fn matches(pattern: &str, tool: &str) -> bool {
+        Matcher::parse(Some(pattern), || "test".to_owned())
+            .map(|m| m.matches(Some(tool)))
+            .unwrap_or(false)
+    }
+
+    #[test]
+    fn mcp_tools_are_matched_as_claude_code_users_write_it() {
+        assert!(matches("mcp__github__*", "mcp__github__create_issue"));
+        assert!(matches("mcp__github__.*", "mcp__github__create_issue"));
+        assert!(!matches("mcp__github__*", "mcp__gitlab__create_issue"));
+        assert!(!matches("mcp__github__.*", "mcp__githubx__create_issue"));
+        assert!(matches("*", "anything"));
+        // Other patterns are regexes matching the whole name, as before.
+        assert!(matches("run_command|write_file", "write_file"));
+        assert!(!matches("run_command", "run_command_x"));
+        assert!(matches("run_.*", "run_command"));
     }
 }
