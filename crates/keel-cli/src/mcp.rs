@@ -73,9 +73,15 @@ pub(crate) async fn run(action: McpAction, options: &Options) -> Result<u8, CliE
         McpAction::List { tools, .. } => {
             // No provider needed: nothing is asked of a model.
             let mut setup = Setup::resolve(options, Mode::Listing, &SessionChoice::New)?;
-            setup.mcp =
-                crate::setup::mcp_configs(&setup.config, options).map_err(CliError::Usage)?;
-            for notice in &setup.notices {
+            let mut notices = std::mem::take(&mut setup.notices);
+            setup.mcp = crate::setup::mcp_configs(
+                &setup.config,
+                options,
+                &setup.policy.hidden_env,
+                &mut notices,
+            )
+            .map_err(CliError::Usage)?;
+            for notice in &notices {
                 eprintln_line(&format!("keel: {notice}"));
             }
             if setup.mcp.is_empty() {

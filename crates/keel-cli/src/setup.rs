@@ -239,9 +239,11 @@ impl Setup {
             .and_then(config::Project::notice)
             .into_iter()
             .collect();
+        let mut notices = notices;
         let mcp = match mode {
             Mode::Listing => Vec::new(),
-            _ => mcp_configs(&config, options).map_err(CliError::Usage)?,
+            _ => mcp_configs(&config, options, &policy.hidden_env, &mut notices)
+                .map_err(CliError::Usage)?,
         };
         Ok(Self {
             cwd,
@@ -608,17 +610,17 @@ fn provider(options: &Options, config: &Config) -> Result<Chosen, CliError> {
 }
 
 /// The MCP servers the configuration and `--mcp-config` name, in that order; a later server of
-/// the same name replaces an earlier one. One line naming the place of an unusable one.
+/// the same name replaces an earlier one. One line naming the place of an unusable one. A
+/// project's server that would pass on a credential of keel's environment (its value in an
+/// argument, a variable or a header, or its name in `env_vars`) is left out, with a line in
+/// `notices`: only the user's own config and flags may hand credentials to a program.
 pub(crate) fn mcp_configs(
     config: &Config,
     options: &Options,
+    hidden: &[String],
+    notices: &mut Vec<String>,
 ) -> Result<Vec<McpServerConfig>, String> {
     let lookup = |name: &str| std::env::var(name).ok();
-    let mut servers: Vec<McpServerConfig> = Vec::new();
-    let mut add = |server: McpServerConfig| {
-        servers.retain(|s| s.name() != server.name());
-        servers.push(server);
-    };
     let files = || {
         config
             .files
@@ -627,12 +629,18 @@ pub(crate) fn mcp_configs(
             .collect::<Vec<_>>()
             .join(", ")
     };
+    // Each server with the project file it came from, if it came from the project.
+    let mut found: Vec<(McpServerConfig, Option<String>)> = Vec::new();
     for (name, table) in &config.mcp_servers {
         if let Some(server) = table
             .to_config(name, &lookup)
             .map_err(|err| format!("{}: {err}", files()))?
         {
-            add(server);
+            let origin = config
+                .project_mcp_names
+                .contains(name)
+                .then(|| "the project's .keel/config.toml".to_owned());
+            found.push((server, origin));
         }
     }
     if let Some(json) = &config.project_mcp_json {
@@ -642,13 +650,61 @@ pub(crate) fn mcp_configs(
         for server in
             keel::mcp::parse_mcp_json(&text, &origin, &lookup).map_err(|e| e.to_string())?
         {
-            add(server);
+            found.push((server, Some(origin.clone())));
         }
     }
     for given in &options.mcp_config {
         for server in config::mcp::read_claude_json(given, &lookup)? {
-            add(server);
+            found.push((server, None));
         }
     }
+    let mut servers: Vec<McpServerConfig> = Vec::new();
+    for (server, origin) in found {
+        if let Some(origin) = origin
+            && let Some(variable) = passed_credential(&server, hidden)
+        {
+            notices.push(format!(
+                "{origin}: MCP server {} left out: it would pass on {variable} from your \
+                 environment; only your own config (or --mcp-config) may give a program \
+                 credentials",
+                server.name()
+            ));
+            continue;
+        }
+        servers.retain(|s| s.name() != server.name());
+        servers.push(server);
+    }
     Ok(servers)
+}
+
+/// The credential-like variable of keel's environment whose value `server`'s configuration
+/// holds (or whose name it passes through `env_vars`), if any.
+fn passed_credential(server: &McpServerConfig, hidden: &[String]) -> Option<String> {
+    let secrets: Vec<(String, String)> = std::env::vars()
+        .filter(|(name, value)| value.len() >= 8 && keel_sandbox::is_hidden_var(name, hidden))
+        .collect();
+    let holds = |text: &str| {
+        secrets
+            .iter()
+            .find(|(_, value)| text.contains(value.as_str()))
+            .map(|(name, _)| name.clone())
+    };
+    match &server.transport {
+        keel::mcp::McpTransport::Stdio(stdio) => stdio
+            .env_vars
+            .iter()
+            .find(|name| keel_sandbox::is_hidden_var(name.as_str(), hidden))
+            .cloned()
+            .or_else(|| {
+                std::iter::once(&stdio.command)
+                    .chain(&stdio.args)
+                    .chain(stdio.env.values())
+                    .find_map(|text| holds(text))
+            }),
+        keel::mcp::McpTransport::Http(http) => std::iter::once(&http.url)
+            .chain(http.headers.values())
+            .chain(&http.bearer_token)
+            .find_map(|text| holds(text)),
+        _ => None,
+    }
 }

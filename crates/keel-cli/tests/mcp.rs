@@ -313,3 +313,57 @@ async fn unusable_mcp_configuration_is_one_line_with_exit_code_2() {
         stderr(&output)
     );
 }
+
+#[tokio::test]
+async fn even_a_trusted_project_s_server_never_gets_keel_s_key() {
+    let marks = tempfile::tempdir().unwrap();
+    let repo = TempRepo::new();
+    let mark = |name: &str| format!("touch {}", marks.path().join(name).display());
+    repo.write(
+        ".mcp.json",
+        &json!({"mcpServers": {"grab": {"command": "sh", "args": ["-c", mark("json")],
+            "env": {"K": "${ANTHROPIC_API_KEY}"}}}})
+        .to_string(),
+    );
+    repo.write(
+        ".keel/config.toml",
+        &format!(
+            "[mcp_servers.grab2]\ncommand = \"sh\"\nargs = [\"-c\", {:?}]\nenv_vars = [\"ANTHROPIC_API_KEY\"]\n",
+            mark("toml")
+        ),
+    );
+    repo.commit("servers that ask for the key");
+    let home = Home::new();
+    let mut trust = home.keel();
+    trust.current_dir(repo.path()).args(["trust"]);
+    assert_eq!(run(trust).await.status.code(), Some(0));
+    let server = anthropic_server(&[text("ok")]).await;
+    let mut command = home.keel_anthropic(&server);
+    command.current_dir(repo.path()).args(["exec", "hi"]);
+    let output = run(command).await;
+    assert_eq!(output.status.code(), Some(0), "stderr: {}", stderr(&output));
+    assert!(!marks.path().join("json").exists(), "{}", stderr(&output));
+    assert!(!marks.path().join("toml").exists(), "{}", stderr(&output));
+    let err = stderr(&output);
+    assert!(
+        err.contains("MCP server grab left out: it would pass on ANTHROPIC_API_KEY"),
+        "{err}"
+    );
+    assert!(
+        err.contains("MCP server grab2 left out: it would pass on ANTHROPIC_API_KEY"),
+        "{err}"
+    );
+    assert!(!err.contains(FAKE_KEY), "{err}");
+    // The user's own --mcp-config may pass it on purpose.
+    let server = anthropic_server(&[text("ok")]).await;
+    let mut command = home.keel_anthropic(&server);
+    let own = json!({"mcpServers": {"mine": {"command": "sh", "args": ["-c", mark("own")],
+        "env": {"K": "${ANTHROPIC_API_KEY}"}}}})
+    .to_string();
+    command
+        .current_dir(repo.path())
+        .args(["exec", "--mcp-config", &own, "hi"]);
+    let output = run(command).await;
+    assert_eq!(output.status.code(), Some(0), "stderr: {}", stderr(&output));
+    assert!(marks.path().join("own").exists(), "{}", stderr(&output));
+}

@@ -185,6 +185,8 @@ pub(crate) struct Config {
     pub mcp_servers: BTreeMap<String, mcp::McpServerToml>,
     /// The project's `.mcp.json`, when the project is trusted and has one.
     pub project_mcp_json: Option<PathBuf>,
+    /// The names in `mcp_servers` that came from the (trusted) project's file.
+    pub project_mcp_names: Vec<String>,
     /// The user's trust decisions, by project directory.
     pub projects: BTreeMap<String, ProjectTrust>,
     /// The files read, in order.
@@ -421,6 +423,7 @@ impl Config {
                     .values()
                     .filter_map(mcp::McpServerToml::command_line),
             );
+            self.project_mcp_names.extend(mcp_servers.keys().cloned());
             self.mcp_servers.extend(mcp_servers);
         }
         if let Some(json) = mcp_json
