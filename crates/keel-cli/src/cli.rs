@@ -312,6 +312,12 @@ pub(crate) enum Command {
         #[command(flatten)]
         options: Options,
     },
+    /// Speak the Agent Client Protocol on stdin/stdout, for editors (Zed, JetBrains, Neovim,
+    /// Emacs) and acpx.
+    Acp {
+        #[command(flatten)]
+        options: Options,
+    },
     /// Print the shell completion script for SHELL on stdout.
     ///
     /// E.g. `keel completions bash > ~/.local/share/bash-completion/completions/keel`.
@@ -461,6 +467,7 @@ impl Command {
             | Command::Untrust { options, .. }
             | Command::Tasks { options, .. }
             | Command::Mcp { options, .. }
+            | Command::Acp { options }
             | Command::Rewind { options, .. }
             | Command::Completions { options, .. }
             | Command::Man { options, .. }

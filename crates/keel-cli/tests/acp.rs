@@ -1,0 +1,231 @@
+//! `keel acp` driven by the real ACP client `acpx` against a scripted model: the streamed
+//! text, tool calls with their kinds and diffs, and permission requests answered by
+//! `--approve-all` / `--deny-all`.
+
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+mod support;
+
+use keel_test_support::git::TempRepo;
+use keel_test_support::peers;
+use serde_json::{Value, json};
+use support::*;
+
+/// Runs `acpx ... exec PROMPT` with `keel acp` as the agent; its exit code and every
+/// JSON-RPC message it printed.
+async fn acpx(
+    home: &Home,
+    server: &wiremock::MockServer,
+    repo: &TempRepo,
+    approval: &str,
+    prompt: &str,
+) -> Option<(Option<i32>, Vec<Value>, String)> {
+    let (node, script) = peers::acpx()?;
+    let agent = format!("{} acp", env!("CARGO_BIN_EXE_keel"));
+    // acpx starts the agent itself: keel's environment goes through it.
+    let mut command = std::process::Command::new(node);
+    command
+        .arg(script)
+        .args(["--agent", &agent, "--cwd"])
+        .arg(repo.path())
+        .args([
+            "--format",
+            "json",
+            approval,
+            "--timeout",
+            "60",
+            "exec",
+            prompt,
+        ])
+        .env("HOME", home.path())
+        .env("KEEL_HOME", home.keel_home())
+        .env("ANTHROPIC_API_KEY", FAKE_KEY)
+        .env("ANTHROPIC_BASE_URL", server.uri())
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .env_remove("OPENAI_API_KEY")
+        .stdin(std::process::Stdio::null());
+    let output = run(command).await;
+    let messages = stdout(&output)
+        .lines()
+        .filter_map(|line| serde_json::from_str(line).ok())
+        .collect();
+    Some((output.status.code(), messages, stderr(&output)))
+}
+
+/// The `session/update` payloads, in order.
+fn updates(messages: &[Value]) -> Vec<Value> {
+    messages
+        .iter()
+        .filter(|m| m["method"] == "session/update")
+        .map(|m| m["params"]["update"].clone())
+        .collect()
+}
+
+fn stop_reason(messages: &[Value]) -> Option<String> {
+    messages
+        .iter()
+        .find_map(|m| m["result"]["stopReason"].as_str().map(str::to_owned))
+}
+
+#[tokio::test]
+async fn acpx_streams_the_answer_and_shows_reads_and_edits_as_tool_calls() {
+    let repo = TempRepo::new();
+    repo.write("src/lib.rs", "pub fn answer() -> u32 { 41 }\n");
+    repo.commit("start");
+    let home = Home::new();
+    let server = anthropic_server(&[
+        tool_call("t1", "read_file", json!({"path": "src/lib.rs"})),
+        tool_call(
+            "t2",
+            "patch_file",
+            json!({"path": "src/lib.rs", "old_string": "41", "new_string": "42"}),
+        ),
+        text("Fixed: answer() now returns 42."),
+    ])
+    .await;
+    let Some((code, messages, err)) =
+        acpx(&home, &server, &repo, "--approve-all", "fix answer()").await
+    else {
+        return;
+    };
+    assert_eq!(code, Some(0), "stderr: {err}\n{messages:#?}");
+    let updates = updates(&messages);
+    let text: String = updates
+        .iter()
+        .filter(|u| u["sessionUpdate"] == "agent_message_chunk")
+        .filter_map(|u| u["content"]["text"].as_str())
+        .collect();
+    assert_eq!(text, "Fixed: answer() now returns 42.");
+    let calls: Vec<&Value> = updates
+        .iter()
+        .filter(|u| u["sessionUpdate"] == "tool_call")
+        .collect();
+    assert_eq!(calls.len(), 2, "{updates:#?}");
+    assert_eq!(calls[0]["kind"], "read");
+    assert_eq!(calls[1]["kind"], "edit");
+    let diff = &calls[1]["content"][0];
+    assert_eq!(diff["type"], "diff", "{diff}");
+    assert_eq!(diff["oldText"], "41");
+    assert_eq!(diff["newText"], "42");
+    assert!(
+        diff["path"].as_str().unwrap().ends_with("src/lib.rs"),
+        "{diff}"
+    );
+    let finished: Vec<&str> = updates
+        .iter()
+        .filter(|u| u["sessionUpdate"] == "tool_call_update")
+        .filter_map(|u| u["status"].as_str())
+        .collect();
+    assert_eq!(finished, ["completed", "completed"]);
+    assert_eq!(stop_reason(&messages).as_deref(), Some("end_turn"));
+    assert_eq!(
+        std::fs::read_to_string(repo.path().join("src/lib.rs")).unwrap(),
+        "pub fn answer() -> u32 { 42 }\n"
+    );
+}
+
+/// A session whose model wants to delete a file (a destructive call, so it is asked about).
+/// acpx exits 5 (its PERMISSION_DENIED) when every permission request was rejected, though
+/// the turn ended normally.
+async fn deletion(approval: &str, exit_code: i32) -> Option<(TempRepo, Vec<Value>)> {
+    let repo = TempRepo::new();
+    repo.write("notes.txt", "keep me\n");
+    repo.commit("start");
+    let home = Home::new();
+    let server = anthropic_server(&[
+        tool_call("t1", "run_command", json!({"command": "rm notes.txt"})),
+        text("Done."),
+    ])
+    .await;
+    let (code, messages, err) = acpx(&home, &server, &repo, approval, "delete the notes").await?;
+    assert_eq!(code, Some(exit_code), "stderr: {err}\n{messages:#?}");
+    assert!(
+        messages
+            .iter()
+            .any(|m| m["method"] == "session/request_permission"),
+        "no permission request: {messages:#?}"
+    );
+    assert_eq!(stop_reason(&messages).as_deref(), Some("end_turn"));
+    Some((repo, messages))
+}
+
+#[tokio::test]
+async fn deny_all_leaves_the_files_and_the_turn_ends_normally() {
+    let Some((repo, messages)) = deletion("--deny-all", 5).await else {
+        return;
+    };
+    assert!(repo.path().join("notes.txt").exists());
+    let failed = updates(&messages)
+        .iter()
+        .any(|u| u["sessionUpdate"] == "tool_call_update" && u["status"] == "failed");
+    assert!(failed, "{messages:#?}");
+}
+
+#[tokio::test]
+async fn approve_all_runs_the_gated_call() {
+    let Some((repo, _)) = deletion("--approve-all", 0).await else {
+        return;
+    };
+    assert!(!repo.path().join("notes.txt").exists());
+}
+
+#[tokio::test]
+async fn a_client_s_bad_directory_or_unknown_session_is_an_error_reply_not_a_crash() {
+    let home = Home::new();
+    let server = anthropic_server(&[text("never asked")]).await;
+    let mut command = home.keel_anthropic(&server);
+    command
+        .arg("acp")
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped());
+    let mut child = command.spawn().unwrap();
+    let lines = [
+        json!({"jsonrpc": "2.0", "id": 0, "method": "initialize",
+               "params": {"protocolVersion": 1, "clientCapabilities": {}}}),
+        json!({"jsonrpc": "2.0", "id": 1, "method": "session/new",
+               "params": {"cwd": "/nonexistent/project", "mcpServers": []}}),
+        json!({"jsonrpc": "2.0", "id": 2, "method": "session/prompt",
+               "params": {"sessionId": "no-such-session",
+                          "prompt": [{"type": "text", "text": "hi"}]}}),
+    ];
+    // The SDK answers nothing before `initialize` completes: wait for its reply first.
+    let (replies, status) = tokio::task::spawn_blocking(move || {
+        use std::io::{BufRead, Write};
+        let mut stdin = child.stdin.take().unwrap();
+        let mut stdout = std::io::BufReader::new(child.stdout.take().unwrap());
+        let mut replies: Vec<Value> = Vec::new();
+        let mut read_one = |replies: &mut Vec<Value>| {
+            let mut line = String::new();
+            stdout.read_line(&mut line).unwrap();
+            replies.push(serde_json::from_str(&line).expect("stdout holds only JSON-RPC"));
+        };
+        writeln!(stdin, "{}", lines[0]).unwrap();
+        read_one(&mut replies);
+        for line in &lines[1..] {
+            writeln!(stdin, "{line}").unwrap();
+            read_one(&mut replies);
+        }
+        drop(stdin);
+        let mut rest = String::new();
+        std::io::Read::read_to_string(&mut stdout, &mut rest).unwrap();
+        assert!(rest.trim().is_empty(), "more on stdout: {rest}");
+        (replies, child.wait().unwrap())
+    })
+    .await
+    .unwrap();
+    let reply = |id: u64| replies.iter().find(|r| r["id"] == id).cloned().unwrap();
+    assert!(reply(0)["result"]["protocolVersion"] == 1, "{replies:#?}");
+    let new = reply(1);
+    assert!(new["error"].is_object(), "{new}");
+    assert!(new.to_string().contains("/nonexistent/project"), "{new}");
+    let prompt = reply(2);
+    assert!(prompt["error"].is_object(), "{prompt}");
+    assert!(prompt.to_string().contains("no-such-session"), "{prompt}");
+    assert_eq!(status.code(), Some(0));
+    // The model was never asked.
+    assert!(
+        keel_test_support::mock::request_bodies(&server)
+            .await
+            .is_empty()
+    );
+}
