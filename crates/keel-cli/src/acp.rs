@@ -6,7 +6,8 @@
 //! sandbox and rules); its events become `session/update`s: text as `agent_message_chunk`,
 //! each tool call as `tool_call` (kind, locations, raw input; a diff for a file edit) and
 //! `tool_call_update` (completed or failed, with its output). Gated calls ask the client
-//! with `session/request_permission`; `session/cancel` ends the turn with `cancelled`.
+//! with `session/request_permission`; `session/cancel` ends the turn with `cancelled`. The
+//! MCP servers a client passes in `session/new` (stdio or HTTP) start with the session.
 
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -15,15 +16,16 @@ use std::sync::{Arc, Mutex};
 use agent_client_protocol::v1::ConnectionTo;
 use agent_client_protocol::v1::schema::{
     AgentCapabilities, CancelNotification, ContentBlock, ContentChunk, Diff, InitializeRequest,
-    InitializeResponse, NewSessionRequest, NewSessionResponse, PermissionOption,
-    PermissionOptionKind, PromptRequest, PromptResponse, RequestPermissionOutcome,
-    RequestPermissionRequest, SessionNotification, SessionUpdate, StopReason, TextContent,
-    ToolCall, ToolCallContent, ToolCallLocation, ToolCallStatus, ToolCallUpdate,
-    ToolCallUpdateFields, ToolKind,
+    InitializeResponse, McpCapabilities, McpServer, NewSessionRequest, NewSessionResponse,
+    PermissionOption, PermissionOptionKind, PromptRequest, PromptResponse,
+    RequestPermissionOutcome, RequestPermissionRequest, SessionNotification, SessionUpdate,
+    StopReason, TextContent, ToolCall, ToolCallContent, ToolCallLocation, ToolCallStatus,
+    ToolCallUpdate, ToolCallUpdateFields, ToolKind,
 };
 use agent_client_protocol::{Agent, Client, Stdio};
 use futures::StreamExt;
 use keel::CodingAgent;
+use keel::mcp::{HttpServer, McpServerConfig, McpTransport, StdioServer};
 use keel_engine::{
     AgentEvent, ApprovalRequest, Approver, CancelHandle, Decision, Hooks, Session, Stop,
 };
@@ -219,15 +221,73 @@ fn prompt_text(blocks: &[ContentBlock]) -> String {
         .join("\n")
 }
 
-/// A new keel session in `cwd`, as `keel exec` would make it there.
-fn new_session(
+/// The client's MCP servers as keel's configurations (stdio and HTTP; SSE, which keel does
+/// not offer, is an error naming the server).
+fn client_mcp_servers(servers: Vec<McpServer>) -> Result<Vec<McpServerConfig>, CliError> {
+    let mut configs = Vec::new();
+    for server in servers {
+        let (name, transport) = match server {
+            McpServer::Stdio(stdio) => (
+                stdio.name,
+                McpTransport::Stdio(StdioServer {
+                    command: stdio.command.display().to_string(),
+                    args: stdio.args,
+                    env: stdio.env.into_iter().map(|v| (v.name, v.value)).collect(),
+                    env_vars: Vec::new(),
+                    cwd: None,
+                }),
+            ),
+            McpServer::Http(http) => (
+                http.name,
+                McpTransport::Http(HttpServer {
+                    url: http.url,
+                    headers: http
+                        .headers
+                        .into_iter()
+                        .map(|h| (h.name, h.value))
+                        .collect(),
+                    bearer_token: None,
+                }),
+            ),
+            McpServer::Sse(sse) => {
+                return Err(CliError::Usage(format!(
+                    "MCP server {}: SSE is not supported; give it as stdio or http",
+                    sse.name
+                )));
+            }
+            _ => {
+                return Err(CliError::Usage(
+                    "an MCP server of a transport keel does not know".to_owned(),
+                ));
+            }
+        };
+        configs.push(
+            McpServerConfig::new(name, transport).map_err(|e| CliError::Usage(e.to_string()))?,
+        );
+    }
+    Ok(configs)
+}
+
+/// A new keel session in `cwd`, as `keel exec` would make it there, with the client's MCP
+/// servers started beside the configured ones (a client's server replaces a configured one of
+/// the same name; one that does not start is logged on stderr).
+async fn new_session(
     options: &Options,
-    cwd: PathBuf,
+    request: NewSessionRequest,
     connection: Connection,
 ) -> Result<(String, AcpSession), CliError> {
     let mut options = options.clone();
-    options.cwd = Some(cwd);
-    let setup = Setup::resolve(&options, Mode::Exec, &SessionChoice::New)?;
+    options.cwd = Some(request.cwd);
+    let mut setup = Setup::resolve(&options, Mode::Exec, &SessionChoice::New)?;
+    for server in client_mcp_servers(request.mcp_servers)? {
+        setup.mcp.retain(|s| s.name() != server.name());
+        setup.mcp.push(server);
+    }
+    for line in setup.start_mcp_servers().await {
+        tracing::warn!("{line}");
+        let mut err = std::io::stderr().lock();
+        let _ = std::io::Write::write_fmt(&mut err, format_args!("keel: {line}\n"));
+    }
     let id = Arc::new(Mutex::new(String::new()));
     let approver = ClientApprover {
         connection,
@@ -261,8 +321,10 @@ pub(crate) async fn run(options: &Options) -> Result<u8, CliError> {
         .on_receive_request(
             async move |initialize: InitializeRequest, responder, _cx| {
                 responder.respond(
-                    InitializeResponse::new(initialize.protocol_version)
-                        .agent_capabilities(AgentCapabilities::new()),
+                    InitializeResponse::new(initialize.protocol_version).agent_capabilities(
+                        AgentCapabilities::new()
+                            .mcp_capabilities(McpCapabilities::new().http(true)),
+                    ),
                 )
             },
             agent_client_protocol::on_receive_request!(),
@@ -270,9 +332,11 @@ pub(crate) async fn run(options: &Options) -> Result<u8, CliError> {
         .on_receive_request(
             async move |request: NewSessionRequest, responder, cx| match new_session(
                 &options,
-                request.cwd,
+                request,
                 cx.clone(),
-            ) {
+            )
+            .await
+            {
                 Ok((id, session)) => {
                     if let Ok(mut map) = for_new.lock() {
                         map.insert(id.clone(), session);

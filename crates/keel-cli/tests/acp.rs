@@ -169,50 +169,122 @@ async fn approve_all_runs_the_gated_call() {
     assert!(!repo.path().join("notes.txt").exists());
 }
 
-#[tokio::test]
-async fn a_client_s_bad_directory_or_unknown_session_is_an_error_reply_not_a_crash() {
-    let home = Home::new();
-    let server = anthropic_server(&[text("never asked")]).await;
-    let mut command = home.keel_anthropic(&server);
+/// Talks to `keel acp` as a client that sends each request after the previous one's reply
+/// (a `sessionId` of `"SESSION"` becomes the id `session/new` answered): every message keel
+/// wrote, in order.
+async fn converse(mut command: std::process::Command, requests: Vec<Value>) -> Vec<Value> {
     command
         .arg("acp")
         .stdin(std::process::Stdio::piped())
         .stdout(std::process::Stdio::piped());
     let mut child = command.spawn().unwrap();
-    let lines = [
-        json!({"jsonrpc": "2.0", "id": 0, "method": "initialize",
-               "params": {"protocolVersion": 1, "clientCapabilities": {}}}),
-        json!({"jsonrpc": "2.0", "id": 1, "method": "session/new",
-               "params": {"cwd": "/nonexistent/project", "mcpServers": []}}),
-        json!({"jsonrpc": "2.0", "id": 2, "method": "session/prompt",
-               "params": {"sessionId": "no-such-session",
-                          "prompt": [{"type": "text", "text": "hi"}]}}),
-    ];
-    // The SDK answers nothing before `initialize` completes: wait for its reply first.
-    let (replies, status) = tokio::task::spawn_blocking(move || {
+    tokio::task::spawn_blocking(move || {
         use std::io::{BufRead, Write};
         let mut stdin = child.stdin.take().unwrap();
         let mut stdout = std::io::BufReader::new(child.stdout.take().unwrap());
-        let mut replies: Vec<Value> = Vec::new();
-        let mut read_one = |replies: &mut Vec<Value>| {
-            let mut line = String::new();
-            stdout.read_line(&mut line).unwrap();
-            replies.push(serde_json::from_str(&line).expect("stdout holds only JSON-RPC"));
-        };
-        writeln!(stdin, "{}", lines[0]).unwrap();
-        read_one(&mut replies);
-        for line in &lines[1..] {
-            writeln!(stdin, "{line}").unwrap();
-            read_one(&mut replies);
+        let mut messages: Vec<Value> = Vec::new();
+        for mut request in requests {
+            if request["params"]["sessionId"] == "SESSION"
+                && let Some(id) = messages
+                    .iter()
+                    .find_map(|m| m["result"]["sessionId"].as_str().map(str::to_owned))
+            {
+                request["params"]["sessionId"] = Value::String(id);
+            }
+            writeln!(stdin, "{request}").unwrap();
+            loop {
+                let mut line = String::new();
+                assert!(
+                    stdout.read_line(&mut line).unwrap() > 0,
+                    "keel acp ended early"
+                );
+                let message: Value =
+                    serde_json::from_str(&line).expect("stdout holds only JSON-RPC");
+                let done = message["id"] == request["id"] && message.get("method").is_none();
+                messages.push(message);
+                if done {
+                    break;
+                }
+            }
         }
         drop(stdin);
-        let mut rest = String::new();
-        std::io::Read::read_to_string(&mut stdout, &mut rest).unwrap();
-        assert!(rest.trim().is_empty(), "more on stdout: {rest}");
-        (replies, child.wait().unwrap())
+        assert!(child.wait().unwrap().success());
+        messages
     })
     .await
-    .unwrap();
+    .unwrap()
+}
+
+#[tokio::test]
+async fn mcp_servers_the_client_passes_are_the_session_s_tools() {
+    let Some(script) = peers::mcp_server("server-everything") else {
+        return;
+    };
+    let repo = TempRepo::new();
+    let home = Home::new();
+    let server = anthropic_server(&[
+        tool_call(
+            "t1",
+            "mcp__everything__echo",
+            json!({"message": "from the editor"}),
+        ),
+        text("done"),
+    ])
+    .await;
+    let messages = converse(
+        home.keel_anthropic(&server),
+        vec![
+            json!({"jsonrpc": "2.0", "id": 0, "method": "initialize",
+                   "params": {"protocolVersion": 1, "clientCapabilities": {}}}),
+            json!({"jsonrpc": "2.0", "id": 1, "method": "session/new",
+                   "params": {"cwd": repo.path(), "mcpServers": [
+                       {"name": "everything", "command": "node",
+                        "args": [script, "stdio"], "env": []}]}}),
+            json!({"jsonrpc": "2.0", "id": 2, "method": "session/prompt",
+                   "params": {"sessionId": "SESSION",
+                              "prompt": [{"type": "text", "text": "echo"}]}}),
+        ],
+    )
+    .await;
+    assert_eq!(
+        messages[0]["result"]["agentCapabilities"]["mcpCapabilities"]["http"], true,
+        "{messages:#?}"
+    );
+    let update = messages
+        .iter()
+        .filter(|m| m["method"] == "session/update")
+        .map(|m| &m["params"]["update"])
+        .find(|u| u["sessionUpdate"] == "tool_call_update")
+        .unwrap_or_else(|| panic!("no tool_call_update: {messages:#?}"));
+    assert_eq!(update["status"], "completed", "{update}");
+    assert_eq!(
+        update["content"][0]["content"]["text"],
+        "Echo: from the editor"
+    );
+    let stop = messages.last().unwrap();
+    assert_eq!(stop["result"]["stopReason"], "end_turn", "{stop}");
+}
+
+#[tokio::test]
+async fn a_client_s_bad_directory_or_unknown_session_is_an_error_reply_not_a_crash() {
+    let home = Home::new();
+    let server = anthropic_server(&[text("never asked")]).await;
+    let replies = converse(
+        home.keel_anthropic(&server),
+        vec![
+            json!({"jsonrpc": "2.0", "id": 0, "method": "initialize",
+                   "params": {"protocolVersion": 1, "clientCapabilities": {}}}),
+            json!({"jsonrpc": "2.0", "id": 1, "method": "session/new",
+                   "params": {"cwd": "/nonexistent/project", "mcpServers": []}}),
+            json!({"jsonrpc": "2.0", "id": 2, "method": "session/prompt",
+                   "params": {"sessionId": "no-such-session",
+                              "prompt": [{"type": "text", "text": "hi"}]}}),
+            json!({"jsonrpc": "2.0", "id": 3, "method": "session/new",
+                   "params": {"cwd": "/tmp", "mcpServers": [
+                       {"type": "sse", "name": "old", "url": "http://127.0.0.1:1/sse", "headers": []}]}}),
+        ],
+    )
+    .await;
     let reply = |id: u64| replies.iter().find(|r| r["id"] == id).cloned().unwrap();
     assert!(reply(0)["result"]["protocolVersion"] == 1, "{replies:#?}");
     let new = reply(1);
@@ -221,7 +293,8 @@ async fn a_client_s_bad_directory_or_unknown_session_is_an_error_reply_not_a_cra
     let prompt = reply(2);
     assert!(prompt["error"].is_object(), "{prompt}");
     assert!(prompt.to_string().contains("no-such-session"), "{prompt}");
-    assert_eq!(status.code(), Some(0));
+    let sse = reply(3);
+    assert!(sse.to_string().contains("SSE is not supported"), "{sse}");
     // The model was never asked.
     assert!(
         keel_test_support::mock::request_bodies(&server)
