@@ -7,7 +7,9 @@
 //! each tool call as `tool_call` (kind, locations, raw input; a diff for a file edit) and
 //! `tool_call_update` (completed or failed, with its output). Gated calls ask the client
 //! with `session/request_permission`; `session/cancel` ends the turn with `cancelled`. The
-//! MCP servers a client passes in `session/new` (stdio or HTTP) start with the session.
+//! MCP servers a client passes in `session/new` (stdio or HTTP) start with the session. The
+//! session's modes are keel's approval modes (`ask`, `accept-edits`, `read-only`, `allow`),
+//! switched with `session/set_mode`.
 
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -18,9 +20,10 @@ use agent_client_protocol::v1::schema::{
     AgentCapabilities, CancelNotification, ContentBlock, ContentChunk, Diff, InitializeRequest,
     InitializeResponse, McpCapabilities, McpServer, NewSessionRequest, NewSessionResponse,
     PermissionOption, PermissionOptionKind, PromptRequest, PromptResponse,
-    RequestPermissionOutcome, RequestPermissionRequest, SessionNotification, SessionUpdate,
-    StopReason, TextContent, ToolCall, ToolCallContent, ToolCallLocation, ToolCallStatus,
-    ToolCallUpdate, ToolCallUpdateFields, ToolKind,
+    RequestPermissionOutcome, RequestPermissionRequest, SessionMode, SessionModeState,
+    SessionNotification, SessionUpdate, SetSessionModeRequest, SetSessionModeResponse, StopReason,
+    TextContent, ToolCall, ToolCallContent, ToolCallLocation, ToolCallStatus, ToolCallUpdate,
+    ToolCallUpdateFields, ToolKind,
 };
 use agent_client_protocol::{Agent, Client, Stdio};
 use futures::StreamExt;
@@ -31,17 +34,38 @@ use keel_engine::{
 };
 use serde_json::Value;
 
+use crate::approve::{LiveMode, ModeApprover, ModeSwitch};
 use crate::cli::Options;
 use crate::setup::{CliError, Mode, SessionChoice, Setup};
 
 type Connection = ConnectionTo<Client>;
 
-/// One ACP session: keel's agent and session, and how to cancel its turn.
+/// One ACP session: keel's agent and session, how to cancel its turn, and its approval mode.
 struct AcpSession {
     /// Kept alive for the session's tools, delegates and MCP servers.
     _coding: CodingAgent,
     session: Arc<tokio::sync::Mutex<Session>>,
     cancel: CancelHandle,
+    mode: ModeSwitch,
+}
+
+/// The session modes a client may choose (`session/set_mode`): keel's approval modes.
+const MODES: [LiveMode; 4] = [
+    LiveMode::Ask,
+    LiveMode::AcceptEdits,
+    LiveMode::ReadOnly,
+    LiveMode::Allow,
+];
+
+/// The modes and the current one, as `session/new` reports them.
+fn mode_state(current: LiveMode) -> SessionModeState {
+    SessionModeState::new(
+        current.name(),
+        MODES
+            .iter()
+            .map(|mode| SessionMode::new(mode.name(), mode.name()).description(mode.meaning()))
+            .collect::<Vec<_>>(),
+    )
 }
 
 type Sessions = Arc<Mutex<HashMap<String, AcpSession>>>;
@@ -289,10 +313,13 @@ async fn new_session(
         let _ = std::io::Write::write_fmt(&mut err, format_args!("keel: {line}\n"));
     }
     let id = Arc::new(Mutex::new(String::new()));
-    let approver = ClientApprover {
+    let asker = ClientApprover {
         connection,
         session_id: id.clone(),
     };
+    // Gated calls ask the client, in the mode the client picks (ask by default).
+    let approver = ModeApprover::asking(LiveMode::Ask, Arc::new(asker));
+    let mode = approver.switch();
     let coding = setup.agent(approver, Hooks::new())?;
     let session = setup.session(coding.agent(), &SessionChoice::New)?;
     let session_id = session.id().to_owned();
@@ -306,6 +333,7 @@ async fn new_session(
             _coding: coding,
             session: Arc::new(tokio::sync::Mutex::new(session)),
             cancel,
+            mode,
         },
     ))
 }
@@ -313,7 +341,12 @@ async fn new_session(
 /// Runs `keel acp` until the client closes stdin; returns the exit code.
 pub(crate) async fn run(options: &Options) -> Result<u8, CliError> {
     let sessions: Sessions = Arc::default();
-    let (for_new, for_prompt, for_cancel) = (sessions.clone(), sessions.clone(), sessions);
+    let (for_new, for_prompt, for_cancel, for_mode) = (
+        sessions.clone(),
+        sessions.clone(),
+        sessions.clone(),
+        sessions,
+    );
     let options = options.clone();
     let served = Agent
         .v1()
@@ -341,7 +374,7 @@ pub(crate) async fn run(options: &Options) -> Result<u8, CliError> {
                     if let Ok(mut map) = for_new.lock() {
                         map.insert(id.clone(), session);
                     }
-                    responder.respond(NewSessionResponse::new(id))
+                    responder.respond(NewSessionResponse::new(id).modes(mode_state(LiveMode::Ask)))
                 }
                 Err(err) => responder.respond_with_error(
                     agent_client_protocol::Error::invalid_params().data(err.to_string()),
@@ -369,6 +402,34 @@ pub(crate) async fn run(options: &Options) -> Result<u8, CliError> {
                     let stop = prompt_turn(&connection, &session_id, &mut session, &text).await;
                     responder.respond(PromptResponse::new(stop))
                 })
+            },
+            agent_client_protocol::on_receive_request!(),
+        )
+        .on_receive_request(
+            async move |request: SetSessionModeRequest, responder, _cx| {
+                let id = request.session_id.0.to_string();
+                let mode = LiveMode::named(&request.mode_id.0).filter(|mode| MODES.contains(mode));
+                let switch = for_mode
+                    .lock()
+                    .ok()
+                    .and_then(|map| map.get(&id).map(|s| s.mode.clone()));
+                match (switch, mode) {
+                    (Some(switch), Some(mode)) => {
+                        switch.set(mode);
+                        responder.respond(SetSessionModeResponse::new())
+                    }
+                    (None, _) => responder.respond_with_error(
+                        agent_client_protocol::Error::invalid_params()
+                            .data(format!("no session {id}")),
+                    ),
+                    (_, None) => responder.respond_with_error(
+                        agent_client_protocol::Error::invalid_params().data(format!(
+                            "no mode {:?}; the modes are {}",
+                            &*request.mode_id.0,
+                            MODES.map(LiveMode::name).join(", ")
+                        )),
+                    ),
+                }
             },
             agent_client_protocol::on_receive_request!(),
         )

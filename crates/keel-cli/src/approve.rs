@@ -265,8 +265,9 @@ tell the person what you would do";
 /// the same mode; a background task records what the mode allows when it starts.
 pub(crate) struct ModeApprover {
     mode: ModeSwitch,
-    /// The questions of `ask` and `accept-edits`; `None` refuses them as `deny` does.
-    terminal: Option<TerminalApprover>,
+    /// Who answers the questions of `ask` and `accept-edits` (the terminal, an editor over
+    /// ACP); `None` refuses them as `deny` does.
+    terminal: Option<Arc<dyn Approver>>,
 }
 
 impl ModeApprover {
@@ -275,7 +276,16 @@ impl ModeApprover {
     pub(crate) fn new(mode: ApprovalMode, ask: Option<AskFn>, preview: Option<PreviewFn>) -> Self {
         Self {
             mode: ModeSwitch(Arc::new(AtomicU8::new(LiveMode::of(mode).to_u8()))),
-            terminal: ask.map(|ask| TerminalApprover::new(ask, preview)),
+            terminal: ask
+                .map(|ask| Arc::new(TerminalApprover::new(ask, preview)) as Arc<dyn Approver>),
+        }
+    }
+
+    /// An approver starting in `mode` whose questions `asker` answers (an editor over ACP).
+    pub(crate) fn asking(mode: LiveMode, asker: Arc<dyn Approver>) -> Self {
+        Self {
+            mode: ModeSwitch(Arc::new(AtomicU8::new(mode.to_u8()))),
+            terminal: Some(asker),
         }
     }
 

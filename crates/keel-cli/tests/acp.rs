@@ -302,3 +302,76 @@ async fn a_client_s_bad_directory_or_unknown_session_is_an_error_reply_not_a_cra
             .is_empty()
     );
 }
+
+#[tokio::test]
+async fn session_modes_are_keel_s_approval_modes_and_read_only_refuses_edits() {
+    let repo = TempRepo::new();
+    repo.write("notes.txt", "keep\n");
+    repo.commit("start");
+    let home = Home::new();
+    let server = anthropic_server(&[
+        tool_call(
+            "t1",
+            "patch_file",
+            json!({"path": "notes.txt", "old_string": "keep", "new_string": "changed"}),
+        ),
+        text("could not"),
+    ])
+    .await;
+    let messages = converse(
+        home.keel_anthropic(&server),
+        vec![
+            json!({"jsonrpc": "2.0", "id": 0, "method": "initialize",
+                   "params": {"protocolVersion": 1, "clientCapabilities": {}}}),
+            json!({"jsonrpc": "2.0", "id": 1, "method": "session/new",
+                   "params": {"cwd": repo.path(), "mcpServers": []}}),
+            json!({"jsonrpc": "2.0", "id": 2, "method": "session/set_mode",
+                   "params": {"sessionId": "SESSION", "modeId": "yolo"}}),
+            json!({"jsonrpc": "2.0", "id": 3, "method": "session/set_mode",
+                   "params": {"sessionId": "SESSION", "modeId": "read-only"}}),
+            json!({"jsonrpc": "2.0", "id": 4, "method": "session/prompt",
+                   "params": {"sessionId": "SESSION",
+                              "prompt": [{"type": "text", "text": "edit the notes"}]}}),
+        ],
+    )
+    .await;
+    let reply = |id: u64| {
+        messages
+            .iter()
+            .find(|m| m["id"] == id && m.get("method").is_none())
+            .cloned()
+            .unwrap()
+    };
+    let modes = &reply(1)["result"]["modes"];
+    assert_eq!(modes["currentModeId"], "ask", "{modes}");
+    let ids: Vec<&str> = modes["availableModes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["id"].as_str().unwrap())
+        .collect();
+    assert_eq!(ids, ["ask", "accept-edits", "read-only", "allow"]);
+    assert!(
+        reply(2).to_string().contains("no mode \\\"yolo\\\""),
+        "{}",
+        reply(2)
+    );
+    assert!(reply(3)["result"].is_object(), "{}", reply(3));
+    // Read-only: the edit is refused without a question, and the file stays.
+    assert!(
+        !messages
+            .iter()
+            .any(|m| m["method"] == "session/request_permission"),
+        "{messages:#?}"
+    );
+    let failed = messages.iter().any(|m| {
+        m["params"]["update"]["sessionUpdate"] == "tool_call_update"
+            && m["params"]["update"]["status"] == "failed"
+    });
+    assert!(failed, "{messages:#?}");
+    assert_eq!(reply(4)["result"]["stopReason"], "end_turn");
+    assert_eq!(
+        std::fs::read_to_string(repo.path().join("notes.txt")).unwrap(),
+        "keep\n"
+    );
+}
