@@ -9,7 +9,8 @@
 //! with `session/request_permission`; `session/cancel` ends the turn with `cancelled`. The
 //! MCP servers a client passes in `session/new` (stdio or HTTP) start with the session. The
 //! session's modes are keel's approval modes (`ask`, `accept-edits`, `read-only`, `allow`),
-//! switched with `session/set_mode`.
+//! switched with `session/set_mode`. `session/load` resumes a keel session (ids are keel's)
+//! and replays its history as updates.
 
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -18,12 +19,12 @@ use std::sync::{Arc, Mutex};
 use agent_client_protocol::v1::ConnectionTo;
 use agent_client_protocol::v1::schema::{
     AgentCapabilities, CancelNotification, ContentBlock, ContentChunk, Diff, InitializeRequest,
-    InitializeResponse, McpCapabilities, McpServer, NewSessionRequest, NewSessionResponse,
-    PermissionOption, PermissionOptionKind, PromptRequest, PromptResponse,
-    RequestPermissionOutcome, RequestPermissionRequest, SessionMode, SessionModeState,
-    SessionNotification, SessionUpdate, SetSessionModeRequest, SetSessionModeResponse, StopReason,
-    TextContent, ToolCall, ToolCallContent, ToolCallLocation, ToolCallStatus, ToolCallUpdate,
-    ToolCallUpdateFields, ToolKind,
+    InitializeResponse, LoadSessionRequest, LoadSessionResponse, McpCapabilities, McpServer,
+    NewSessionRequest, NewSessionResponse, PermissionOption, PermissionOptionKind, PromptRequest,
+    PromptResponse, RequestPermissionOutcome, RequestPermissionRequest, SessionMode,
+    SessionModeState, SessionNotification, SessionUpdate, SetSessionModeRequest,
+    SetSessionModeResponse, StopReason, TextContent, ToolCall, ToolCallContent, ToolCallLocation,
+    ToolCallStatus, ToolCallUpdate, ToolCallUpdateFields, ToolKind,
 };
 use agent_client_protocol::{Agent, Client, Stdio};
 use futures::StreamExt;
@@ -32,6 +33,7 @@ use keel::mcp::{HttpServer, McpServerConfig, McpTransport, StdioServer};
 use keel_engine::{
     AgentEvent, ApprovalRequest, Approver, CancelHandle, Decision, Hooks, Session, Stop,
 };
+use keel_provider::{Message, Role};
 use serde_json::Value;
 
 use crate::approve::{LiveMode, ModeApprover, ModeSwitch};
@@ -233,6 +235,66 @@ async fn prompt_turn(
     stop
 }
 
+/// A resumed session's history as `session/update`s: the user's text, the agent's text, each
+/// tool call and how it ended.
+fn replay(connection: &Connection, session_id: &str, history: &[Message], cwd: &std::path::Path) {
+    for message in history {
+        for block in &message.content {
+            let update = match (message.role, block) {
+                (Role::User, keel_provider::ContentBlock::Text { text }) => {
+                    SessionUpdate::UserMessageChunk(ContentChunk::new(ContentBlock::Text(
+                        TextContent::new(text.clone()),
+                    )))
+                }
+                (Role::Assistant, keel_provider::ContentBlock::Text { text }) => {
+                    SessionUpdate::AgentMessageChunk(ContentChunk::new(ContentBlock::Text(
+                        TextContent::new(text.clone()),
+                    )))
+                }
+                (
+                    _,
+                    keel_provider::ContentBlock::ToolUse {
+                        id, name, input, ..
+                    },
+                ) => {
+                    let mut call = ToolCall::new(id.clone(), title(name, input))
+                        .kind(kind(name))
+                        .raw_input(input.clone());
+                    if let Some(path) = location(input, cwd) {
+                        call = call.locations(vec![ToolCallLocation::new(path)]);
+                    }
+                    SessionUpdate::ToolCall(call)
+                }
+                (
+                    _,
+                    keel_provider::ContentBlock::ToolResult {
+                        tool_use_id,
+                        content,
+                        is_error,
+                        ..
+                    },
+                ) => {
+                    let status = if *is_error {
+                        ToolCallStatus::Failed
+                    } else {
+                        ToolCallStatus::Completed
+                    };
+                    SessionUpdate::ToolCallUpdate(ToolCallUpdate::new(
+                        tool_use_id.clone(),
+                        ToolCallUpdateFields::new().status(status).content(vec![
+                            ToolCallContent::from(ContentBlock::Text(TextContent::new(
+                                content.clone(),
+                            ))),
+                        ]),
+                    ))
+                }
+                _ => continue,
+            };
+            send(connection, session_id, update);
+        }
+    }
+}
+
 /// The text of a prompt's blocks.
 fn prompt_text(blocks: &[ContentBlock]) -> String {
     blocks
@@ -297,13 +359,15 @@ fn client_mcp_servers(servers: Vec<McpServer>) -> Result<Vec<McpServerConfig>, C
 /// the same name; one that does not start is logged on stderr).
 async fn new_session(
     options: &Options,
-    request: NewSessionRequest,
+    cwd: PathBuf,
+    mcp_servers: Vec<McpServer>,
+    choice: SessionChoice,
     connection: Connection,
 ) -> Result<(String, AcpSession), CliError> {
     let mut options = options.clone();
-    options.cwd = Some(request.cwd);
-    let mut setup = Setup::resolve(&options, Mode::Exec, &SessionChoice::New)?;
-    for server in client_mcp_servers(request.mcp_servers)? {
+    options.cwd = Some(cwd);
+    let mut setup = Setup::resolve(&options, Mode::Exec, &choice)?;
+    for server in client_mcp_servers(mcp_servers)? {
         setup.mcp.retain(|s| s.name() != server.name());
         setup.mcp.push(server);
     }
@@ -321,7 +385,7 @@ async fn new_session(
     let approver = ModeApprover::asking(LiveMode::Ask, Arc::new(asker));
     let mode = approver.switch();
     let coding = setup.agent(approver, Hooks::new())?;
-    let session = setup.session(coding.agent(), &SessionChoice::New)?;
+    let session = setup.session(coding.agent(), &choice)?;
     let session_id = session.id().to_owned();
     if let Ok(mut slot) = id.lock() {
         slot.clone_from(&session_id);
@@ -341,13 +405,15 @@ async fn new_session(
 /// Runs `keel acp` until the client closes stdin; returns the exit code.
 pub(crate) async fn run(options: &Options) -> Result<u8, CliError> {
     let sessions: Sessions = Arc::default();
-    let (for_new, for_prompt, for_cancel, for_mode) = (
+    let (for_new, for_prompt, for_cancel, for_mode, for_load) = (
+        sessions.clone(),
         sessions.clone(),
         sessions.clone(),
         sessions.clone(),
         sessions,
     );
     let options = options.clone();
+    let load_options = options.clone();
     let served = Agent
         .v1()
         .name("keel")
@@ -356,6 +422,7 @@ pub(crate) async fn run(options: &Options) -> Result<u8, CliError> {
                 responder.respond(
                     InitializeResponse::new(initialize.protocol_version).agent_capabilities(
                         AgentCapabilities::new()
+                            .load_session(true)
                             .mcp_capabilities(McpCapabilities::new().http(true)),
                     ),
                 )
@@ -365,7 +432,9 @@ pub(crate) async fn run(options: &Options) -> Result<u8, CliError> {
         .on_receive_request(
             async move |request: NewSessionRequest, responder, cx| match new_session(
                 &options,
-                request,
+                request.cwd,
+                request.mcp_servers,
+                SessionChoice::New,
                 cx.clone(),
             )
             .await
@@ -402,6 +471,36 @@ pub(crate) async fn run(options: &Options) -> Result<u8, CliError> {
                     let stop = prompt_turn(&connection, &session_id, &mut session, &text).await;
                     responder.respond(PromptResponse::new(stop))
                 })
+            },
+            agent_client_protocol::on_receive_request!(),
+        )
+        .on_receive_request(
+            async move |request: LoadSessionRequest, responder, cx| {
+                let id = request.session_id.0.to_string();
+                match new_session(
+                    &load_options,
+                    request.cwd,
+                    request.mcp_servers,
+                    SessionChoice::Resume(id),
+                    cx.clone(),
+                )
+                .await
+                {
+                    Ok((id, session)) => {
+                        {
+                            let history = session.session.lock().await;
+                            replay(&cx, &id, history.history(), history.cwd());
+                        }
+                        if let Ok(mut map) = for_load.lock() {
+                            map.insert(id, session);
+                        }
+                        responder
+                            .respond(LoadSessionResponse::new().modes(mode_state(LiveMode::Ask)))
+                    }
+                    Err(err) => responder.respond_with_error(
+                        agent_client_protocol::Error::invalid_params().data(err.to_string()),
+                    ),
+                }
             },
             agent_client_protocol::on_receive_request!(),
         )

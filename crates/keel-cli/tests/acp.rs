@@ -279,6 +279,8 @@ async fn a_client_s_bad_directory_or_unknown_session_is_an_error_reply_not_a_cra
             json!({"jsonrpc": "2.0", "id": 2, "method": "session/prompt",
                    "params": {"sessionId": "no-such-session",
                               "prompt": [{"type": "text", "text": "hi"}]}}),
+            json!({"jsonrpc": "2.0", "id": 4, "method": "session/load",
+                   "params": {"sessionId": "../../etc/passwd", "cwd": "/tmp", "mcpServers": []}}),
             json!({"jsonrpc": "2.0", "id": 3, "method": "session/new",
                    "params": {"cwd": "/tmp", "mcpServers": [
                        {"type": "sse", "name": "old", "url": "http://127.0.0.1:1/sse", "headers": []}]}}),
@@ -295,6 +297,8 @@ async fn a_client_s_bad_directory_or_unknown_session_is_an_error_reply_not_a_cra
     assert!(prompt.to_string().contains("no-such-session"), "{prompt}");
     let sse = reply(3);
     assert!(sse.to_string().contains("SSE is not supported"), "{sse}");
+    let load = reply(4);
+    assert!(load["error"].is_object(), "{load}");
     // The model was never asked.
     assert!(
         keel_test_support::mock::request_bodies(&server)
@@ -373,5 +377,92 @@ async fn session_modes_are_keel_s_approval_modes_and_read_only_refuses_edits() {
     assert_eq!(
         std::fs::read_to_string(repo.path().join("notes.txt")).unwrap(),
         "keep\n"
+    );
+}
+
+#[tokio::test]
+async fn session_load_resumes_a_keel_session_and_replays_it() {
+    let repo = TempRepo::new();
+    repo.write("notes.txt", "the answer is 42\n");
+    repo.commit("start");
+    let home = Home::new();
+    let server = anthropic_server(&[
+        tool_call("t1", "read_file", json!({"path": "notes.txt"})),
+        text("It says 42."),
+        text("Still 42."),
+    ])
+    .await;
+    let first = converse(
+        home.keel_anthropic(&server),
+        vec![
+            json!({"jsonrpc": "2.0", "id": 0, "method": "initialize",
+                   "params": {"protocolVersion": 1, "clientCapabilities": {}}}),
+            json!({"jsonrpc": "2.0", "id": 1, "method": "session/new",
+                   "params": {"cwd": repo.path(), "mcpServers": []}}),
+            json!({"jsonrpc": "2.0", "id": 2, "method": "session/prompt",
+                   "params": {"sessionId": "SESSION",
+                              "prompt": [{"type": "text", "text": "what do the notes say?"}]}}),
+        ],
+    )
+    .await;
+    assert_eq!(first[0]["result"]["agentCapabilities"]["loadSession"], true);
+    let id = first[1]["result"]["sessionId"].as_str().unwrap().to_owned();
+    // Another process, as an editor restarted: load it, then go on.
+    let second = converse(
+        home.keel_anthropic(&server),
+        vec![
+            json!({"jsonrpc": "2.0", "id": 0, "method": "initialize",
+                   "params": {"protocolVersion": 1, "clientCapabilities": {}}}),
+            json!({"jsonrpc": "2.0", "id": 1, "method": "session/load",
+                   "params": {"sessionId": id, "cwd": repo.path(), "mcpServers": []}}),
+            json!({"jsonrpc": "2.0", "id": 2, "method": "session/prompt",
+                   "params": {"sessionId": id,
+                              "prompt": [{"type": "text", "text": "and now?"}]}}),
+        ],
+    )
+    .await;
+    let load_reply = second
+        .iter()
+        .position(|m| m["id"] == 1 && m.get("method").is_none())
+        .unwrap();
+    assert!(second[load_reply]["result"].is_object(), "{second:#?}");
+    let replayed: Vec<String> = second[..load_reply]
+        .iter()
+        .filter(|m| m["method"] == "session/update")
+        .map(|m| {
+            let update = &m["params"]["update"];
+            format!(
+                "{} {}",
+                update["sessionUpdate"].as_str().unwrap(),
+                update["content"]["text"]
+                    .as_str()
+                    .or(update["kind"].as_str())
+                    .or(update["status"].as_str())
+                    .unwrap_or_default()
+            )
+        })
+        .collect();
+    assert_eq!(
+        replayed,
+        [
+            "user_message_chunk what do the notes say?",
+            "tool_call read",
+            "tool_call_update completed",
+            "agent_message_chunk It says 42.",
+        ],
+        "{second:#?}"
+    );
+    let answer: String = second[load_reply..]
+        .iter()
+        .filter(|m| m["params"]["update"]["sessionUpdate"] == "agent_message_chunk")
+        .filter_map(|m| m["params"]["update"]["content"]["text"].as_str())
+        .collect();
+    assert_eq!(answer, "Still 42.");
+    // The model saw the whole conversation on the next turn.
+    let bodies = keel_test_support::mock::request_bodies(&server).await;
+    let last = bodies.last().unwrap().to_string();
+    assert!(
+        last.contains("what do the notes say?") && last.contains("It says 42."),
+        "{last}"
     );
 }
