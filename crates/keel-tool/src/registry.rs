@@ -191,22 +191,28 @@ impl ToolRegistry {
         seen
     }
 
-    /// The entry for `name`: one of this registry's own tools, else a source's.
-    fn entry(&self, name: &str) -> Option<Entry> {
+    /// The tool called `name`: one of this registry's own, else the first tool of that name
+    /// with a valid definition a source offers now (the one [`definitions`](Self::definitions)
+    /// offers). Only tools of that name have their definition made and checked; nothing is
+    /// cloned but `Arc`s.
+    fn lookup(&self, name: &str) -> Option<Arc<dyn DynTool>> {
         if let Some(entry) = self.tools.get(name) {
-            return Some(entry.clone());
+            return Some(entry.tool.clone());
         }
-        if self.sources.is_empty() {
-            return None;
-        }
-        self.source_entries()
-            .into_iter()
-            .find(|entry| entry.definition.name == name)
+        self.sources
+            .iter()
+            .flat_map(|source| source.tools())
+            .find(|tool| {
+                tool.name() == name && {
+                    let definition = tool.definition();
+                    definition.name == name && validate_definition(&definition).is_ok()
+                }
+            })
     }
 
     /// The tool called `name` (its own or a source's).
     pub fn get(&self, name: &str) -> Option<Arc<dyn DynTool>> {
-        self.entry(name).map(|entry| entry.tool)
+        self.lookup(name)
     }
 
     /// The names of this registry's own tools, sorted (not the sources'; see
@@ -292,22 +298,20 @@ impl ToolRegistry {
     /// What `call` would do. Calls that will not run (unknown tool, invalid or unparseable
     /// input) are `ReadOnly`.
     pub fn effect(&self, call: ToolCall<'_>) -> Effect {
-        let (Some(entry), ToolInput::Valid(input)) = (self.entry(call.name), call.input) else {
+        let (Some(tool), ToolInput::Valid(input)) = (self.lookup(call.name), call.input) else {
             return Effect::ReadOnly;
         };
-        std::panic::catch_unwind(AssertUnwindSafe(|| entry.tool.effect(input))).unwrap_or_else(
-            |_| {
-                tracing::error!(tool = call.name, "the tool's effect() panicked");
-                Effect::Mutating
-            },
-        )
+        std::panic::catch_unwind(AssertUnwindSafe(|| tool.effect(input))).unwrap_or_else(|_| {
+            tracing::error!(tool = call.name, "the tool's effect() panicked");
+            Effect::Mutating
+        })
     }
 
-    fn timeout_for(&self, entry: &Entry) -> Duration {
+    fn timeout_for(&self, name: &str, tool: &dyn DynTool) -> Duration {
         self.timeouts
-            .get(&entry.definition.name)
+            .get(name)
             .copied()
-            .or_else(|| entry.tool.timeout())
+            .or_else(|| tool.timeout())
             .unwrap_or(self.default_timeout)
     }
 
@@ -328,7 +332,7 @@ impl ToolRegistry {
 
     async fn run(&self, call: ToolCall<'_>, ctx: &ToolContext) -> ToolOutput {
         let name = call.name;
-        let Some(entry) = self.entry(name) else {
+        let Some(tool) = self.lookup(name) else {
             return ToolOutput::error(self.unknown_tool(name));
         };
         let input = match call.input {
@@ -351,8 +355,8 @@ impl ToolRegistry {
             return ToolOutput::error("interrupted by the user");
         }
         let ctx = ctx.for_call(call.id, name);
-        let timeout = self.timeout_for(&entry);
-        let running = AssertUnwindSafe(entry.tool.call_json(input, &ctx)).catch_unwind();
+        let timeout = self.timeout_for(name, tool.as_ref());
+        let running = AssertUnwindSafe(tool.call_json(input, &ctx)).catch_unwind();
         let outcome = tokio::select! {
             biased;
             () = ctx.cancel().cancelled() => return ToolOutput::error("interrupted by the user"),
