@@ -35,7 +35,7 @@ impl McpServerConfig {
     /// its tools' names fit), reached through `transport`, with the default time limits.
     pub fn new(name: impl Into<String>, transport: McpTransport) -> Result<Self, McpError> {
         let name = name.into();
-        check_server_name(&name)?;
+        Self::check_name(&name)?;
         Ok(Self {
             name,
             transport,
@@ -49,31 +49,28 @@ impl McpServerConfig {
         &self.name
     }
 
-    /// Whether starting it runs a program on this machine (a stdio server).
-    pub fn starts_a_program(&self) -> bool {
-        matches!(self.transport, McpTransport::Stdio(_))
-    }
-}
-
-fn check_server_name(name: &str) -> Result<(), McpError> {
-    // No `__`: `mcp__a__b__c` must say which server it is (a rule for server `a` must not
-    // cover a server `a__b`).
-    let valid = !name.is_empty()
-        && name.len() <= MAX_SERVER_NAME
-        && !name.contains("__")
-        && name
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_');
-    if valid {
-        Ok(())
-    } else {
-        Err(McpError::Config {
-            server: name.to_owned(),
-            reason: format!(
-                "the name must be 1 to {MAX_SERVER_NAME} letters, digits, '-' or '_', without \
-                 \"__\" (its tools are offered as mcp__<name>__<tool>)"
-            ),
-        })
+    /// Whether `name` may name a server (what [`new`](Self::new) checks), for a host that
+    /// checks a configuration before it builds one.
+    pub fn check_name(name: &str) -> Result<(), McpError> {
+        // No `__`: `mcp__a__b__c` must say which server it is (a rule for server `a` must not
+        // cover a server `a__b`).
+        let valid = !name.is_empty()
+            && name.len() <= MAX_SERVER_NAME
+            && !name.contains("__")
+            && name
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_');
+        if valid {
+            Ok(())
+        } else {
+            Err(McpError::Config {
+                server: name.to_owned(),
+                reason: format!(
+                    "the name must be 1 to {MAX_SERVER_NAME} letters, digits, '-' or '_', without \
+                     \"__\" (its tools are offered as mcp__<name>__<tool>)"
+                ),
+            })
+        }
     }
 }
 

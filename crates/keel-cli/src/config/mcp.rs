@@ -89,16 +89,7 @@ impl McpServerToml {
         {
             return Err(format!("`{key}.cwd` must be absolute (/path or ~/path)"));
         }
-        McpServerConfig::new(
-            name,
-            McpTransport::Http(HttpServer {
-                url: String::new(),
-                headers: BTreeMap::new(),
-                bearer_token: None,
-            }),
-        )
-        .map_err(|err| format!("`{key}`: {err}"))?;
-        Ok(())
+        McpServerConfig::check_name(name).map_err(|err| format!("`{key}`: {err}"))
     }
 
     /// The commands it would run, for the project's trust hash and protected scripts.

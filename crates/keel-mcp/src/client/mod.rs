@@ -13,6 +13,7 @@ mod handler;
 mod tool;
 
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::Duration;
 
@@ -86,7 +87,7 @@ pub(crate) struct Inner {
     shared: Arc<Shared>,
     /// The live connection, if any; `generation` tells connections apart.
     connection: tokio::sync::Mutex<Option<Connection>>,
-    generation: Mutex<u64>,
+    generation: AtomicU64,
     tools: RwLock<Vec<Arc<dyn DynTool>>>,
     warnings: Mutex<Vec<String>>,
     state: Mutex<ServerState>,
@@ -104,7 +105,7 @@ impl McpServer {
             options,
             shared: Arc::new(Shared::default()),
             connection: tokio::sync::Mutex::new(None),
-            generation: Mutex::new(0),
+            generation: AtomicU64::new(0),
             tools: RwLock::new(Vec::new()),
             warnings: Mutex::new(Vec::new()),
             state: Mutex::new(ServerState::Stopped("not started".to_owned())),
@@ -187,12 +188,7 @@ impl Inner {
         };
         this.shared.take_stale();
         this.set_tools(listed);
-        let mut generation = this
-            .generation
-            .lock()
-            .map_err(|_| failure("poisoned".into()))?;
-        *generation += 1;
-        drop(generation);
+        this.generation.fetch_add(1, Ordering::AcqRel);
         this.set_state(ServerState::Connected);
         Ok(connection)
     }
@@ -204,7 +200,7 @@ impl Inner {
     }
 
     fn generation(&self) -> u64 {
-        self.generation.lock().map(|g| *g).unwrap_or(0)
+        self.generation.load(Ordering::Acquire)
     }
 
     /// Replaces the tool list with `listed`, keeping the warnings of what was left out.
