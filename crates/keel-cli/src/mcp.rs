@@ -1,7 +1,7 @@
 //! `keel mcp list [--tools]` and the REPL's `/mcp`: the configured MCP servers, whether each
 //! is connected (or why not) and its tools.
 
-use keel::mcp::{McpServer, McpServerConfig, McpTransport, ServerState};
+use keel::mcp::{McpError, McpServer, McpServerConfig, McpTransport, ServerState};
 
 use crate::cli::{McpAction, Options};
 use crate::setup::{CliError, Mode, SessionChoice, Setup};
@@ -89,17 +89,22 @@ pub(crate) async fn run(action: McpAction, options: &Options) -> Result<u8, CliE
                 return Ok(0);
             }
             let configs = setup.mcp.clone();
-            let failures = setup.start_mcp_servers().await;
+            setup.start_mcp_servers().await;
             for config in &configs {
                 if let Some(server) = setup.mcp_servers.iter().find(|s| s.name() == config.name()) {
                     for line in server_lines(server, tools) {
                         println_line(&line);
                     }
                 } else {
-                    let prefix = format!("MCP server {} did not start: ", config.name());
-                    let reason = failures
+                    let reason = setup
+                        .mcp_failed
                         .iter()
-                        .find_map(|line| line.strip_prefix(&prefix))
+                        .find_map(|failure| match failure {
+                            McpError::Start { server, reason } if server == config.name() => {
+                                Some(reason.as_str())
+                            }
+                            _ => None,
+                        })
                         .unwrap_or("did not start");
                     println_line(&failed_line(config, reason));
                 }

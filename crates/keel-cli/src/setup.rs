@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
-use keel::mcp::{ClientOptions, McpServer, McpServerConfig};
+use keel::mcp::{ClientOptions, McpError, McpServer, McpServerConfig};
 use keel::{BackgroundTasks, CodingAgent};
 use keel_engine::{
     Agent, Approver, HookConfig, Hooks, JsonlSessionStore, PermissionRules, Session, SessionStore,
@@ -116,7 +116,7 @@ pub(crate) struct Setup {
     /// The MCP servers started by [`Setup::start_mcp_servers`], for the agent.
     pub mcp_servers: Vec<McpServer>,
     /// One line for each server that did not start.
-    pub mcp_failed: Vec<String>,
+    pub mcp_failed: Vec<McpError>,
     /// When this is a background task's own run (`KEEL_TASK_ID`): the settings recorded when
     /// it was started, which replace the sandbox, approvals, allow-read paths, rules and hooks
     /// the flags and config files would give.
@@ -277,8 +277,8 @@ impl Setup {
         let mut options = ClientOptions::new(&self.cwd);
         options.hidden_env = self.policy.hidden_env.clone();
         let started = keel::mcp::start_servers(self.mcp.clone(), &options).await;
-        self.mcp_failed = started.failures.iter().map(ToString::to_string).collect();
-        let mut lines = self.mcp_failed.clone();
+        let mut lines: Vec<String> = started.failures.iter().map(ToString::to_string).collect();
+        self.mcp_failed = started.failures;
         for server in &started.servers {
             lines.extend(server.warnings());
         }

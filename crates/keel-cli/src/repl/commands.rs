@@ -412,7 +412,7 @@ impl Repl {
             .iter()
             .flat_map(|server| crate::mcp::server_lines(server, true))
             .collect();
-        lines.extend(self.setup.mcp_failed.iter().cloned());
+        lines.extend(self.setup.mcp_failed.iter().map(ToString::to_string));
         if lines.is_empty() {
             lines.push(crate::mcp::NONE.to_owned());
         }
