@@ -38,6 +38,7 @@ use serde_json::Value;
 
 use crate::approve::{LiveMode, ModeApprover, ModeSwitch};
 use crate::cli::Options;
+use crate::exec::progress;
 use crate::setup::{CliError, Mode, SessionChoice, Setup};
 
 type Connection = ConnectionTo<Client>;
@@ -372,9 +373,7 @@ async fn new_session(
         setup.mcp.push(server);
     }
     for line in setup.start_mcp_servers().await {
-        tracing::warn!("{line}");
-        let mut err = std::io::stderr().lock();
-        let _ = std::io::Write::write_fmt(&mut err, format_args!("keel: {line}\n"));
+        progress(&format!("keel: {line}"));
     }
     let id = Arc::new(Mutex::new(String::new()));
     let asker = ClientApprover {

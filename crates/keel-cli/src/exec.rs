@@ -94,7 +94,7 @@ fn ask_on_tty() -> Option<AskFn> {
 
 /// Writes one line to stdout and flushes it; a closed stdout is not an error worth more
 /// than stopping to write.
-fn print_line(text: &str) {
+pub(crate) fn print_line(text: &str) {
     let mut out = std::io::stdout().lock();
     let _ = writeln!(out, "{text}");
     let _ = out.flush();
@@ -104,7 +104,8 @@ fn print_json(value: &Value) {
     print_line(&value.to_string());
 }
 
-fn progress(text: &str) {
+/// Writes one line to stderr (progress, notices); a closed stderr is ignored.
+pub(crate) fn progress(text: &str) {
     let mut err = std::io::stderr().lock();
     let _ = writeln!(err, "{text}");
 }

@@ -4,6 +4,7 @@
 use keel::mcp::{McpError, McpServer, McpServerConfig, McpTransport, ServerState};
 
 use crate::cli::{McpAction, Options};
+use crate::exec::{print_line, progress};
 use crate::setup::{CliError, Mode, SessionChoice, Setup};
 use crate::terminal::printable;
 
@@ -82,10 +83,10 @@ pub(crate) async fn run(action: McpAction, options: &Options) -> Result<u8, CliE
             )
             .map_err(CliError::Usage)?;
             for notice in &notices {
-                eprintln_line(&format!("keel: {notice}"));
+                progress(&format!("keel: {notice}"));
             }
             if setup.mcp.is_empty() {
-                println_line(NONE);
+                print_line(NONE);
                 return Ok(0);
             }
             let configs = setup.mcp.clone();
@@ -93,7 +94,7 @@ pub(crate) async fn run(action: McpAction, options: &Options) -> Result<u8, CliE
             for config in &configs {
                 if let Some(server) = setup.mcp_servers.iter().find(|s| s.name() == config.name()) {
                     for line in server_lines(server, tools) {
-                        println_line(&line);
+                        print_line(&line);
                     }
                 } else {
                     let reason = setup
@@ -106,20 +107,10 @@ pub(crate) async fn run(action: McpAction, options: &Options) -> Result<u8, CliE
                             _ => None,
                         })
                         .unwrap_or("did not start");
-                    println_line(&failed_line(config, reason));
+                    print_line(&failed_line(config, reason));
                 }
             }
             Ok(0)
         }
     }
-}
-
-#[allow(clippy::print_stdout)] // the command's output
-fn println_line(line: &str) {
-    println!("{line}");
-}
-
-#[allow(clippy::print_stderr)] // notices beside the command's output
-fn eprintln_line(line: &str) {
-    eprintln!("{line}");
 }

@@ -10,17 +10,12 @@ use keel_mcp::server::{BearerToken, Confirmation};
 use crate::approve::{ModeApprover, approval_question};
 use crate::cli::{McpServerArgs, Options};
 use crate::config::ApprovalMode;
+use crate::exec::progress;
 use crate::setup::{CliError, Mode, SessionChoice, Setup, existing_dir};
 use crate::signals;
 
 /// The variable holding the bearer token when `--token-env` names none.
 const TOKEN_VAR: &str = "KEEL_MCP_TOKEN";
-
-fn stderr_line(text: &str) {
-    use std::io::Write as _;
-    let mut err = std::io::stderr().lock();
-    let _ = writeln!(err, "keel: {text}");
-}
 
 /// Gated calls of a host's runs: `--approvals allow` allows them, `--approvals deny` refuses
 /// them; otherwise the host's user is asked through elicitation where the client supports
@@ -110,7 +105,7 @@ pub(crate) async fn run(options: &Options, args: McpServerArgs) -> Result<u8, Cl
     let token = args.listen.map(|_| token(&args)).transpose()?;
     let mut setup = Setup::resolve(options, Mode::Exec, &SessionChoice::New)?;
     for notice in &setup.notices {
-        stderr_line(notice);
+        progress(&format!("keel: {notice}"));
     }
     let roots = roots(&args, &setup.cwd)?;
     // Calls may work in every root: the roots beyond the working directory are writable.
@@ -126,7 +121,7 @@ pub(crate) async fn run(options: &Options, args: McpServerArgs) -> Result<u8, Cl
     };
     let coding = setup.agent(HostApprover::new(asked), Hooks::new())?;
     for warning in coding.warnings() {
-        stderr_line(&format!("warning: {warning}"));
+        progress(&format!("keel: warning: {warning}"));
     }
     let server = keel::mcp_host::mcp_tool_server(&coding, roots).map_err(|err| {
         CliError::Usage(format!("{err}: drop --no-delegation for keel mcp-server"))
@@ -141,11 +136,11 @@ pub(crate) async fn run(options: &Options, args: McpServerArgs) -> Result<u8, Cl
                 .serve_http(addr, token)
                 .await
                 .map_err(|err| CliError::Run(err.to_string()))?;
-            stderr_line(&format!("MCP server at {}", http.url()));
+            progress(&format!("keel: MCP server at {}", http.url()));
             if !addr.ip().is_loopback() {
-                stderr_line(&format!(
-                    "warning: {addr} is not a loopback address: whoever can reach it and has \
-                     the token can run keel here"
+                progress(&format!(
+                    "keel: warning: {addr} is not a loopback address: whoever can reach it and \
+                     has the token can run keel here"
                 ));
             }
             signals::interrupted().await;
