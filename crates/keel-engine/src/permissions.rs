@@ -139,7 +139,7 @@ impl PermissionRule {
         if tool.is_empty() {
             return Err(invalid("missing the tool name before \"(\"".to_owned()));
         }
-        if !valid_tool_name(tool.strip_suffix('*').unwrap_or(tool)) {
+        if !keel_tool::is_valid_tool_name(tool.strip_suffix('*').unwrap_or(tool)) {
             return Err(invalid(format!(
                 "tool name {tool:?} may only have letters, digits, \"_\" and \"-\" (1 to 64), \
                  and a \"*\" at its end"
@@ -345,14 +345,6 @@ impl PermissionRules {
         }
         Verdict::Ask
     }
-}
-
-/// Whether `name` is a valid tool name: `^[a-zA-Z0-9_-]{1,64}$`.
-fn valid_tool_name(name: &str) -> bool {
-    (1..=64).contains(&name.len())
-        && name
-            .bytes()
-            .all(|byte| byte.is_ascii_alphanumeric() || byte == b'_' || byte == b'-')
 }
 
 /// A call's primary argument, and how patterns match it.

@@ -338,11 +338,9 @@ impl Matcher {
         match matcher.map(str::trim) {
             None | Some("" | "*") => Ok(Self::All),
             Some(pattern)
-                if pattern.strip_suffix('*').is_some_and(|prefix| {
-                    prefix
-                        .bytes()
-                        .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
-                }) =>
+                if pattern
+                    .strip_suffix('*')
+                    .is_some_and(keel_tool::is_valid_tool_name) =>
             {
                 Ok(Self::Prefix(pattern.trim_end_matches('*').to_owned()))
             }
