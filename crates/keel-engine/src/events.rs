@@ -96,6 +96,13 @@ pub enum AgentEvent {
         /// The new text.
         text: String,
     },
+    /// More of the model's thinking (reasoning it streams before or between its text, e.g.
+    /// Anthropic's extended thinking or a reasoning model's `reasoning_content`). Kept in
+    /// the history as the provider requires, never shown as the answer.
+    ThinkingDelta {
+        /// The new thinking text.
+        text: String,
+    },
     /// A tool call is about to run (after any approval).
     ToolCallStarted {
         /// The call's id.

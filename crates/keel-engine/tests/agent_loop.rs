@@ -451,6 +451,58 @@ async fn retries_surface_as_events() {
     ));
 }
 
+#[tokio::test]
+async fn thinking_streams_as_its_own_events_and_is_not_the_answer() {
+    let provider = Arc::new(ScriptedProvider::new().then(Turn::Events(vec![
+        Ok(StreamEvent::ThinkingDelta {
+            index: 0,
+            thinking: "The user wants ".into(),
+        }),
+        Ok(StreamEvent::ThinkingDelta {
+            index: 0,
+            thinking: "a greeting.".into(),
+        }),
+        Ok(StreamEvent::ThinkingSignature {
+            index: 0,
+            signature: "sig".into(),
+        }),
+        Ok(StreamEvent::TextDelta {
+            index: 1,
+            text: "hi".into(),
+        }),
+        Ok(StreamEvent::MessageEnd {
+            stop_reason: StopReason::EndTurn,
+        }),
+    ])));
+    let mut session = agent(provider, ToolRegistry::new()).session(".").unwrap();
+    let events: Vec<AgentEvent> = session.run_streaming("x").collect().await;
+    let streamed: Vec<&AgentEvent> = events
+        .iter()
+        .filter(|e| {
+            matches!(
+                e,
+                AgentEvent::ThinkingDelta { .. } | AgentEvent::TextDelta { .. }
+            )
+        })
+        .collect();
+    assert_eq!(
+        streamed,
+        [
+            &AgentEvent::ThinkingDelta {
+                text: "The user wants ".into()
+            },
+            &AgentEvent::ThinkingDelta {
+                text: "a greeting.".into()
+            },
+            &AgentEvent::TextDelta { text: "hi".into() },
+        ]
+    );
+    let Some(AgentEvent::Finished(outcome)) = events.last() else {
+        panic!("{events:?}");
+    };
+    assert_eq!(outcome.text, "hi");
+}
+
 /// Blocks until the run is cancelled.
 struct WaitForCancel;
 

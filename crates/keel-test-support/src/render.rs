@@ -56,6 +56,28 @@ pub fn anthropic_sse(reply: &ToolUseResponse) -> String {
                     );
                 }
             }
+            ContentBlock::Thinking {
+                thinking,
+                signature,
+            } => {
+                event(
+                    &mut out,
+                    "content_block_start",
+                    json!({"type": "content_block_start", "index": index, "content_block": {"type": "thinking", "thinking": "", "signature": ""}}),
+                );
+                for piece in pieces(thinking, 24) {
+                    event(
+                        &mut out,
+                        "content_block_delta",
+                        json!({"type": "content_block_delta", "index": index, "delta": {"type": "thinking_delta", "thinking": piece}}),
+                    );
+                }
+                event(
+                    &mut out,
+                    "content_block_delta",
+                    json!({"type": "content_block_delta", "index": index, "delta": {"type": "signature_delta", "signature": signature}}),
+                );
+            }
             ContentBlock::ToolUse {
                 id, name, input, ..
             } => {
@@ -155,6 +177,29 @@ mod tests {
             ],
             StopReason::ToolUse,
         )
+    }
+
+    #[test]
+    fn rendered_thinking_parses_back_to_the_reply() {
+        let reply = crate::scripted::reply(
+            vec![
+                ContentBlock::Thinking {
+                    thinking: "The answer is in the file, so read it first.".into(),
+                    signature: "EqQBCgIYAh".into(),
+                },
+                ContentBlock::text("Done."),
+            ],
+            StopReason::EndTurn,
+        );
+        let mut events = Vec::new();
+        let mut parser = AnthropicStreamParser::new();
+        parser
+            .feed(anthropic_sse(&reply).as_bytes(), &mut events)
+            .unwrap();
+        parser.finish(&mut events).unwrap();
+        let mut assembler = ResponseAssembler::new();
+        events.into_iter().for_each(|e| assembler.push(e));
+        assert_eq!(assembler.finish().unwrap().content, reply.content);
     }
 
     #[test]

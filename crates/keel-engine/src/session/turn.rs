@@ -489,6 +489,12 @@ impl Session {
                             partial_text.push_str(text);
                             emit(sink, AgentEvent::TextDelta { text: text.clone() });
                         }
+                        StreamEvent::ThinkingDelta { thinking, .. } => emit(
+                            sink,
+                            AgentEvent::ThinkingDelta {
+                                text: thinking.clone(),
+                            },
+                        ),
                         StreamEvent::Retrying {
                             attempt,
                             max_attempts,
