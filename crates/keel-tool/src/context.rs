@@ -1,9 +1,12 @@
 //! What a tool call is given besides its arguments.
 
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use tokio::sync::mpsc::UnboundedSender;
 use tokio_util::sync::CancellationToken;
+
+use crate::EditorFiles;
 
 /// One line of progress from a running tool, for a UI to show.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -30,6 +33,7 @@ pub struct ToolContext {
     progress: Option<UnboundedSender<Progress>>,
     call_id: String,
     tool: String,
+    editor: Option<Arc<dyn EditorFiles>>,
 }
 
 impl ToolContext {
@@ -46,6 +50,7 @@ impl ToolContext {
             progress: None,
             call_id: String::new(),
             tool: String::new(),
+            editor: None,
         }
     }
 
@@ -59,6 +64,18 @@ impl ToolContext {
     pub fn with_progress(mut self, sender: UnboundedSender<Progress>) -> Self {
         self.progress = Some(sender);
         self
+    }
+
+    /// Has the file tools read and write through an editor's buffers
+    /// ([`EditorFiles`]), after their own path checks.
+    pub fn with_editor_files(mut self, editor: Arc<dyn EditorFiles>) -> Self {
+        self.editor = Some(editor);
+        self
+    }
+
+    /// The editor the file tools read and write through, if the host gave one.
+    pub fn editor_files(&self) -> Option<&Arc<dyn EditorFiles>> {
+        self.editor.as_ref()
     }
 
     /// Keeps large outputs under `dir` instead of the default.

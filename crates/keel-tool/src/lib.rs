@@ -68,6 +68,7 @@
 //! ```
 
 mod context;
+mod editor;
 mod effect;
 mod error;
 mod head_tail;
@@ -79,6 +80,7 @@ mod source;
 mod tool;
 
 pub use context::{Progress, ToolContext};
+pub use editor::EditorFiles;
 pub use effect::Effect;
 pub use error::{RegistryError, ToolError};
 pub use head_tail::{Cut, HeadTail, LINE_SLACK};

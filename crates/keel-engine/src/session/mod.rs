@@ -17,6 +17,7 @@ use std::sync::{Arc, Mutex};
 
 use futures::Stream;
 use keel_provider::{InvalidToolInput, Message, ModelCatalog, ToolCall, ToolInput, Usage};
+use keel_tool::EditorFiles;
 use serde_json::Value;
 use tokio::sync::mpsc::UnboundedSender;
 use tokio_util::sync::CancellationToken;
@@ -69,6 +70,8 @@ pub struct Session {
     /// first, as nothing the session started can have ended before it asked anything (and
     /// a notifier may be slow to ask the first time: a task store still opening).
     notices_due: bool,
+    /// The editor the file tools read and write through, if the host is one.
+    editor: Option<Arc<dyn EditorFiles>>,
 }
 
 impl std::fmt::Debug for Session {
@@ -162,6 +165,7 @@ impl Session {
             started: false,
             last_report: None,
             notices_due: origin == Origin::Resumed,
+            editor: None,
         }
     }
 
@@ -215,6 +219,13 @@ impl Session {
     /// Tokens used by every run of this session.
     pub fn usage(&self) -> Usage {
         self.usage
+    }
+
+    /// Has the file tools of this session's calls read and write through an editor's
+    /// buffers (an ACP client's files), after their own path checks: the model then reads
+    /// unsaved changes, and the editor shows each edit.
+    pub fn set_editor_files(&mut self, editor: Arc<dyn EditorFiles>) {
+        self.editor = Some(editor);
     }
 
     /// A handle that cancels the run in progress.

@@ -65,7 +65,10 @@ impl Session {
         sink: &Sink,
         state: &mut RunState,
     ) -> Vec<ContentBlock> {
-        let ctx = ToolContext::new(&self.cwd, &self.id).with_cancel(cancel.clone());
+        let mut ctx = ToolContext::new(&self.cwd, &self.id).with_cancel(cancel.clone());
+        if let Some(editor) = &self.editor {
+            ctx = ctx.with_editor_files(editor.clone());
+        }
         let mut plans = Vec::with_capacity(calls.len());
         for call in calls {
             plans.push(self.plan(call, cancel, sink).await);

@@ -1,6 +1,7 @@
 //! The built-in tools. Names and arguments are a public contract: keep them exactly.
 
 // File tools.
+mod editor;
 mod patch_file;
 mod read_file;
 mod write_file;

@@ -16,10 +16,11 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::json;
 
+use super::editor::{blocking, checked_file, editor_text};
 use super::read_file::{
     BINARY_PROBE_BYTES, binary_error, open_regular_file, plural, push_numbered, thousands,
 };
-use crate::path::PathSandbox;
+use crate::path::{Access, PathSandbox};
 use crate::protect::write_effect;
 
 /// The largest file `patch_file` edits (it holds the whole file in memory).
@@ -100,15 +101,66 @@ impl Tool for PatchFile {
         write_effect(&self.sandbox, &self.protected_paths, &args.path)
     }
 
-    async fn call(&self, args: PatchFileArgs, _ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
+    /// Edits the disk, or through the editor's buffers where the host is an editor
+    /// ([`ToolContext::editor_files`]): the same path checks either way; the text comes from
+    /// the editor when it reads (else the disk), and goes back through it when it writes.
+    async fn call(&self, args: PatchFileArgs, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
+        check_strings(&args)?;
         let sandbox = Arc::clone(&self.sandbox);
-        tokio::task::spawn_blocking(move || patch_file(&sandbox, &args))
-            .await
-            .map_err(|err| ToolError::failed(format!("patch_file failed internally: {err}")))?
+        let Some(editor) = ctx
+            .editor_files()
+            .filter(|editor| editor.reads() || editor.writes())
+        else {
+            return blocking(Self::NAME, move || patch_file(&sandbox, &args)).await;
+        };
+        let given = args.path.clone();
+        let resolved = blocking(Self::NAME, move || {
+            checked_file(&sandbox, &given, Access::Write)
+        })
+        .await?;
+        let shown_path = self.sandbox.display(resolved.absolute());
+        let from_editor = if editor.reads() {
+            editor.read_text(resolved.absolute()).await.ok()
+        } else {
+            None
+        };
+        let text = match from_editor {
+            Some(text) if text.len() as u64 > MAX_PATCH_BYTES => {
+                return Err(too_big(&shown_path, text.len() as u64));
+            }
+            Some(text) => editor_text(text, &shown_path, Self::NAME)?,
+            None => {
+                let sandbox = Arc::clone(&self.sandbox);
+                let given = args.path.clone();
+                blocking(Self::NAME, move || {
+                    let (resolved, file) = open_regular_file(&sandbox, &given)?;
+                    read_text(file, &sandbox.display(resolved.absolute()))
+                })
+                .await?
+            }
+        };
+        let patched = patch_text(&text, &args, &shown_path)?;
+        if editor.writes() {
+            editor
+                .write_text(resolved.absolute(), &patched.text)
+                .await
+                .map_err(|err| {
+                    ToolError::failed(format!("the editor could not write {shown_path}: {err}"))
+                })?;
+        } else {
+            let sandbox = Arc::clone(&self.sandbox);
+            let text = patched.text.clone();
+            blocking(Self::NAME, move || {
+                Ok(sandbox.write_atomic(&args.path, text.as_bytes())?)
+            })
+            .await?;
+        }
+        Ok(summary(&patched, &shown_path))
     }
 }
 
-fn patch_file(sandbox: &PathSandbox, args: &PatchFileArgs) -> Result<ToolOutput, ToolError> {
+/// Refuses a call that could not change anything.
+fn check_strings(args: &PatchFileArgs) -> Result<(), ToolError> {
     if args.old_string.is_empty() {
         return Err(ToolError::InvalidArguments(
             "old_string is empty; give the exact text to replace, as read_file shows it. To \
@@ -123,29 +175,56 @@ fn patch_file(sandbox: &PathSandbox, args: &PatchFileArgs) -> Result<ToolOutput,
                 .to_owned(),
         ));
     }
+    Ok(())
+}
+
+fn patch_file(sandbox: &PathSandbox, args: &PatchFileArgs) -> Result<ToolOutput, ToolError> {
     let (resolved, file) = open_regular_file(sandbox, &args.path)?;
     let shown_path = sandbox.display(resolved.absolute());
     let text = read_text(file, &shown_path)?;
+    let patched = patch_text(&text, args, &shown_path)?;
+    let report = sandbox.write_atomic(&args.path, patched.text.as_bytes())?;
+    Ok(summary(&patched, &sandbox.display(report.path.absolute())))
+}
 
-    let Some(edit) = find_edit(&text, &args.old_string, &args.new_string) else {
+/// A file's text with the edit made, and where.
+struct Patched {
+    /// The new text.
+    text: String,
+    /// The edit made.
+    edit: Edit,
+    /// Byte spans of the new text that replaced each occurrence.
+    spans: Vec<(usize, usize)>,
+}
+
+/// `text` with `args`' edit made, or why it cannot be.
+fn patch_text(text: &str, args: &PatchFileArgs, shown_path: &str) -> Result<Patched, ToolError> {
+    let Some(edit) = find_edit(text, &args.old_string, &args.new_string) else {
         return Err(ToolError::failed(not_found_message(
-            &text,
+            text,
             &args.old_string,
-            &shown_path,
+            shown_path,
         )));
     };
     if edit.starts.len() > 1 && !args.replace_all {
         return Err(ToolError::failed(several_matches_message(
-            &text,
+            text,
             &edit.starts,
-            &shown_path,
+            shown_path,
         )));
     }
+    let (patched, spans) = apply(text, &edit);
+    Ok(Patched {
+        text: patched,
+        edit,
+        spans,
+    })
+}
 
-    let (patched, spans) = apply(&text, &edit);
-    let report = sandbox.write_atomic(&args.path, patched.as_bytes())?;
-    let shown_path = sandbox.display(report.path.absolute());
-    let ranges = line_ranges(&patched, &spans);
+/// What the model reads after the edit.
+fn summary(patched: &Patched, shown_path: &str) -> ToolOutput {
+    let Patched { text, edit, spans } = patched;
+    let ranges = line_ranges(text, spans);
     let count = edit.starts.len() as u64;
     let occurrences = format!("{} occurrence{}", thousands(count), plural(count));
     let summary = if edit.new.is_empty() {
@@ -172,12 +251,22 @@ fn patch_file(sandbox: &PathSandbox, args: &PatchFileArgs) -> Result<ToolOutput,
         )
     };
     tracing::debug!(path = %shown_path, occurrences = count, "patch_file");
-    Ok(ToolOutput::text(summary).with_metadata(json!({
+    ToolOutput::text(summary).with_metadata(json!({
         "path": shown_path,
         "replacements": count,
         "lines": ranges.iter().map(|&(first, last)| [first, last]).collect::<Vec<_>>(),
         "crlf": edit.crlf,
-    })))
+    }))
+}
+
+/// The error for a file of `size` bytes, more than patch_file edits.
+fn too_big(shown_path: &str, size: u64) -> ToolError {
+    ToolError::failed(format!(
+        "{shown_path} is {} bytes, more than patch_file edits ({} bytes); change it with a \
+         command instead",
+        thousands(size),
+        thousands(MAX_PATCH_BYTES),
+    ))
 }
 
 /// The whole file as UTF-8 text, refusing binary, non-UTF-8 and oversized files.
@@ -185,12 +274,7 @@ fn read_text(file: std::fs::File, shown_path: &str) -> Result<String, ToolError>
     let io = |err| ToolError::io(format!("reading {shown_path}"), err);
     let size = file.metadata().map_err(io)?.len();
     if size > MAX_PATCH_BYTES {
-        return Err(ToolError::failed(format!(
-            "{shown_path} is {} bytes, more than patch_file edits ({} bytes); change it with a \
-             command instead",
-            thousands(size),
-            thousands(MAX_PATCH_BYTES),
-        )));
+        return Err(too_big(shown_path, size));
     }
     let mut bytes = Vec::with_capacity(usize::try_from(size).unwrap_or(0));
     file.take(MAX_PATCH_BYTES + 1)

@@ -17,6 +17,7 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::json;
 
+use super::editor::{blocking, checked_file, editor_text};
 use crate::path::{Access, PathSandbox, ResolvedPath};
 
 /// The most lines one `read_file` call shows.
@@ -83,15 +84,46 @@ impl Tool for ReadFile {
         Effect::ReadOnly
     }
 
-    async fn call(&self, args: ReadFileArgs, _ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
+    /// Reads the disk, or the editor's buffer where the host is an editor that reads
+    /// ([`ToolContext::editor_files`]): the same path checks either way, and the disk when
+    /// the editor cannot give the file.
+    async fn call(&self, args: ReadFileArgs, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
+        let range = line_range(&args)?;
         let sandbox = Arc::clone(&self.sandbox);
-        tokio::task::spawn_blocking(move || read_file(&sandbox, &args))
-            .await
-            .map_err(|err| ToolError::failed(format!("read_file failed internally: {err}")))?
+        if let Some(editor) = ctx.editor_files().filter(|editor| editor.reads()) {
+            let given = args.path.clone();
+            let resolved = blocking(Self::NAME, move || {
+                checked_file(&sandbox, &given, Access::Read)
+            })
+            .await?;
+            match editor.read_text(resolved.absolute()).await {
+                Ok(text) => {
+                    let shown_path = self.sandbox.display(resolved.absolute());
+                    return blocking(Self::NAME, move || {
+                        let text = editor_text(text, &shown_path, Self::NAME)?;
+                        numbered(
+                            BufReader::new(Cursor::new(text.into_bytes())),
+                            &shown_path,
+                            range,
+                        )
+                    })
+                    .await;
+                }
+                Err(err) => {
+                    tracing::debug!(%err, "the editor did not give the file; reading the disk");
+                }
+            }
+        }
+        let sandbox = Arc::clone(&self.sandbox);
+        blocking(Self::NAME, move || read_file(&sandbox, &args.path, range)).await
     }
 }
 
-fn read_file(sandbox: &PathSandbox, args: &ReadFileArgs) -> Result<ToolOutput, ToolError> {
+/// The lines a call asks for: the first (1-based) and the last, if given.
+type LineRange = (u64, Option<u64>);
+
+/// The range `args` asks for, or why it is not one.
+fn line_range(args: &ReadFileArgs) -> Result<LineRange, ToolError> {
     let start = match args.start_line {
         None => 1,
         Some(0) => {
@@ -110,18 +142,34 @@ fn read_file(sandbox: &PathSandbox, args: &ReadFileArgs) -> Result<ToolOutput, T
              leave end_line out to read from start_line on"
         )));
     }
-    let (resolved, file) = open_regular_file(sandbox, &args.path)?;
-    let shown_path = sandbox.display(resolved.absolute());
-    let io = |err| ToolError::io(format!("reading {shown_path}"), err);
-    let mut reader = text_reader(file, &shown_path).map_err(|err| match err {
-        HeadError::Binary(err) => err,
-        HeadError::Io(err) => io(err),
-    })?;
+    Ok((start, args.end_line))
+}
 
+fn read_file(
+    sandbox: &PathSandbox,
+    given: &str,
+    range: LineRange,
+) -> Result<ToolOutput, ToolError> {
+    let (resolved, file) = open_regular_file(sandbox, given)?;
+    let shown_path = sandbox.display(resolved.absolute());
+    let reader = text_reader(file, &shown_path).map_err(|err| match err {
+        HeadError::Binary(err) => err,
+        HeadError::Io(err) => ToolError::io(format!("reading {shown_path}"), err),
+    })?;
+    numbered(reader, &shown_path, range)
+}
+
+/// The lines of `range` read from `reader`, numbered, with the note on how to read on.
+fn numbered(
+    mut reader: impl BufRead,
+    shown_path: &str,
+    (start, end_line): LineRange,
+) -> Result<ToolOutput, ToolError> {
+    let io = |err| ToolError::io(format!("reading {shown_path}"), err);
     // Lines before the range are skipped without being kept.
     let skipped = skip_lines(&mut reader, start - 1).map_err(io)?;
     // The most lines this call may show, and the last line number it may show.
-    let wanted_last = match args.end_line {
+    let wanted_last = match end_line {
         Some(end) => end.min(start.saturating_add(MAX_LINES as u64 - 1)),
         None => start.saturating_add(MAX_LINES as u64 - 1),
     };
@@ -229,7 +277,7 @@ pub(crate) fn open_regular_file(
     Ok((resolved, file))
 }
 
-fn check_regular(
+pub(crate) fn check_regular(
     sandbox: &PathSandbox,
     resolved: &ResolvedPath,
     meta: &std::fs::Metadata,

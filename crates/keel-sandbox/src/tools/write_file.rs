@@ -8,8 +8,9 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::json;
 
+use super::editor::{blocking, checked_file};
 use super::read_file::{plural, thousands};
-use crate::path::PathSandbox;
+use crate::path::{Access, PathSandbox};
 use crate::protect::write_effect;
 
 /// The arguments of `write_file`.
@@ -67,29 +68,55 @@ impl Tool for WriteFile {
         write_effect(&self.sandbox, &self.protected_paths, &args.path)
     }
 
-    async fn call(&self, args: WriteFileArgs, _ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
+    /// Writes the disk atomically; where the host is an editor that writes
+    /// ([`ToolContext::editor_files`]), an existing file is written through the editor
+    /// instead (after the same path checks), so it shows the change in the file's buffer. A
+    /// new file is always made on disk, with its missing directories.
+    async fn call(&self, args: WriteFileArgs, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
         let sandbox = Arc::clone(&self.sandbox);
-        let report = tokio::task::spawn_blocking(move || {
-            sandbox.write_atomic(&args.path, args.content.as_bytes())
+        if let Some(editor) = ctx.editor_files().filter(|editor| editor.writes()) {
+            let given = args.path.clone();
+            let resolved = blocking(Self::NAME, move || {
+                checked_file(&sandbox, &given, Access::Write)
+            })
+            .await?;
+            if resolved.exists() {
+                let shown_path = self.sandbox.display(resolved.absolute());
+                editor
+                    .write_text(resolved.absolute(), &args.content)
+                    .await
+                    .map_err(|err| {
+                        ToolError::failed(format!("the editor could not write {shown_path}: {err}"))
+                    })?;
+                return Ok(written(&shown_path, args.content.len(), false));
+            }
+        }
+        let sandbox = Arc::clone(&self.sandbox);
+        let report = blocking(Self::NAME, move || {
+            Ok(sandbox.write_atomic(&args.path, args.content.as_bytes())?)
         })
-        .await
-        .map_err(|err| ToolError::failed(format!("write_file failed internally: {err}")))??;
+        .await?;
         let shown_path = self.sandbox.display(report.path.absolute());
-        let what = if report.created {
-            "new file"
-        } else {
-            "replaced the old content"
-        };
-        tracing::debug!(path = %shown_path, bytes = report.bytes, created = report.created, "write_file");
-        Ok(ToolOutput::text(format!(
-            "wrote {} byte{} to {shown_path} ({what})",
-            thousands(report.bytes as u64),
-            plural(report.bytes as u64),
-        ))
-        .with_metadata(json!({
-            "path": shown_path,
-            "bytes": report.bytes,
-            "created": report.created,
-        })))
+        Ok(written(&shown_path, report.bytes, report.created))
     }
+}
+
+/// What the model reads after a write of `bytes` bytes.
+fn written(shown_path: &str, bytes: usize, created: bool) -> ToolOutput {
+    let what = if created {
+        "new file"
+    } else {
+        "replaced the old content"
+    };
+    tracing::debug!(path = %shown_path, bytes, created, "write_file");
+    ToolOutput::text(format!(
+        "wrote {} byte{} to {shown_path} ({what})",
+        thousands(bytes as u64),
+        plural(bytes as u64),
+    ))
+    .with_metadata(json!({
+        "path": shown_path,
+        "bytes": bytes,
+        "created": created,
+    }))
 }
