@@ -449,6 +449,7 @@ async fn session_load_resumes_a_keel_session_and_replays_it() {
             "tool_call read",
             "tool_call_update completed",
             "agent_message_chunk It says 42.",
+            "available_commands_update ",
         ],
         "{second:#?}"
     );

@@ -200,7 +200,7 @@ impl ContextParts {
 
 /// `/context`'s lines: each part with its tokens and share of the window, the total, and
 /// what the provider last reported when that differs.
-pub(super) fn context_lines(session: &Session, tools: &[ToolDefinition]) -> Vec<String> {
+pub(crate) fn context_lines(session: &Session, tools: &[ToolDefinition]) -> Vec<String> {
     let parts = ContextParts::of(session.system_prompt(), tools, session.history());
     let window = session.context_window();
     let share = |tokens: u64| {

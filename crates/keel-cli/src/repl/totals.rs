@@ -4,7 +4,7 @@ use keel_provider::Usage;
 
 /// Tokens and cost added up over runs and compactions.
 #[derive(Debug, Clone, Default, PartialEq)]
-pub(super) struct Totals {
+pub(crate) struct Totals {
     usage: Usage,
     /// The cost of the calls whose price is known.
     known_usd: f64,
@@ -16,7 +16,7 @@ pub(super) struct Totals {
 
 impl Totals {
     /// Adds a run's or a compaction's usage and cost (`None`: its model's price is unknown).
-    pub(super) fn add(&mut self, usage: &Usage, cost_usd: Option<f64>) {
+    pub(crate) fn add(&mut self, usage: &Usage, cost_usd: Option<f64>) {
         self.usage.add(usage);
         self.count += 1;
         match cost_usd {
@@ -26,7 +26,7 @@ impl Totals {
     }
 
     /// One line for `/cost`.
-    pub(super) fn summary(&self) -> String {
+    pub(crate) fn summary(&self) -> String {
         let usage = &self.usage;
         let mut tokens = format!(
             "tokens: {} input, {} output",

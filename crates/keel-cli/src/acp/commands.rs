@@ -1,0 +1,200 @@
+//! keel's slash commands over ACP: offered to the client in `available_commands_update`,
+//! run when a prompt starts with one (`/compact`), their answer sent as the agent's message.
+//! The commands that need the terminal (`/last`'s pager, `/resume`'s list, `/exit`) or that
+//! ACP does through its own methods (`/mode`: `session/set_mode`; `/clear`: a new session)
+//! are not offered.
+
+use agent_client_protocol::v1::schema::{
+    AvailableCommand, AvailableCommandInput, AvailableCommandsUpdate, SessionUpdate,
+    UnstructuredCommandInput,
+};
+use keel_engine::{CompactionError, Session};
+
+use keel_snapshot::Snapshots;
+
+use super::AcpSession;
+use crate::delegates::Listings;
+use crate::rewind;
+
+/// The commands offered: name, what it does, and the hint for its argument if it takes one.
+const COMMANDS: &[(&str, &str, Option<&str>)] = &[
+    (
+        "compact",
+        "Summarize the older turns to free room in the context",
+        None,
+    ),
+    (
+        "context",
+        "What fills the context window: system prompt, tools, messages, tool results",
+        None,
+    ),
+    (
+        "cost",
+        "Tokens used and what they cost in this session",
+        None,
+    ),
+    (
+        "rewind",
+        "List this workspace's snapshots, or put the files back as they were at snapshot N",
+        Some("N: the snapshot to restore; none to list them"),
+    ),
+    (
+        "mcp",
+        "The MCP servers: connected or not, their tools",
+        None,
+    ),
+    ("agents", "List the sub-agents", None),
+    (
+        "skills",
+        "List the skills, or show skill NAME's instructions",
+        Some("NAME: the skill to show"),
+    ),
+    ("tasks", "List the background tasks", None),
+];
+
+/// The `available_commands_update` a session sends when it starts.
+pub(super) fn available() -> SessionUpdate {
+    let commands = COMMANDS
+        .iter()
+        .map(|(name, description, hint)| {
+            let command = AvailableCommand::new(*name, *description);
+            match hint {
+                Some(hint) => command.input(AvailableCommandInput::Unstructured(
+                    UnstructuredCommandInput::new(*hint),
+                )),
+                None => command,
+            }
+        })
+        .collect();
+    SessionUpdate::AvailableCommandsUpdate(AvailableCommandsUpdate::new(commands))
+}
+
+/// The command `prompt` holds and its argument: `None` when it is not one of [`COMMANDS`]
+/// (a prompt that merely starts with `/`, like a path, goes to the model).
+pub(super) fn parse(prompt: &str) -> Option<(&'static str, Option<String>)> {
+    let rest = prompt.trim().strip_prefix('/')?;
+    let (word, argument) = rest
+        .split_once(char::is_whitespace)
+        .map_or((rest, ""), |(word, argument)| (word, argument.trim()));
+    let (name, ..) = COMMANDS.iter().find(|(name, ..)| *name == word)?;
+    Some((name, (!argument.is_empty()).then(|| argument.to_owned())))
+}
+
+/// Runs command `name` in `acp`'s session; the text to show.
+pub(super) async fn run(
+    acp: &AcpSession,
+    session: &mut Session,
+    name: &str,
+    argument: Option<String>,
+) -> String {
+    let lines = match name {
+        "compact" => vec![compact(acp, session).await],
+        "context" => {
+            let tools = acp.coding.agent().tools().definitions();
+            crate::repl::status::context_lines(session, &tools)
+        }
+        "cost" => vec![
+            acp.totals
+                .lock()
+                .map(|totals| totals.summary())
+                .unwrap_or_default(),
+        ],
+        "rewind" => rewind(acp, argument).await,
+        "mcp" => {
+            let mut lines: Vec<String> = acp
+                .setup
+                .mcp_servers
+                .iter()
+                .flat_map(|server| crate::mcp::server_lines(server, true))
+                .collect();
+            lines.extend(acp.setup.mcp_failed.iter().map(ToString::to_string));
+            if lines.is_empty() {
+                lines.push(crate::mcp::NONE.to_owned());
+            }
+            lines
+        }
+        "agents" | "skills" | "tasks" => match acp.coding.delegates() {
+            None => vec!["delegation is off (--no-delegation)".to_owned()],
+            Some(delegates) => match (name, argument) {
+                ("agents", _) => delegates.agent_lines(),
+                ("skills", None) => delegates.skill_lines(),
+                ("skills", Some(skill)) => delegates
+                    .skill_detail_lines(&skill)
+                    .unwrap_or_else(|err| vec![err]),
+                _ => delegates.task_lines(),
+            },
+        },
+        _ => vec![format!("unknown command /{name}")],
+    };
+    lines.join("\n")
+}
+
+/// `/compact`.
+async fn compact(acp: &AcpSession, session: &mut Session) -> String {
+    match session.compact_now().await {
+        Ok(done) => {
+            if let Ok(mut totals) = acp.totals.lock() {
+                totals.add(&done.usage, done.cost_usd);
+            }
+            format!(
+                "compacted the conversation: ~{} → ~{} tokens",
+                done.before_tokens, done.after_tokens
+            )
+        }
+        Err(CompactionError::Cancelled) => "compaction cancelled".to_owned(),
+        Err(err) => format!("cannot compact: {err}"),
+    }
+}
+
+/// `/rewind [N]`: the snapshots, or the files put back as they were at snapshot N (the
+/// conversation stays as it is).
+async fn rewind(acp: &AcpSession, argument: Option<String>) -> Vec<String> {
+    let Some(snapshots) = acp.coding.snapshots().cloned() else {
+        return vec![
+            "snapshots are off ([snapshots] enabled = false, or the store failed)".to_owned(),
+        ];
+    };
+    let lister = snapshots.clone();
+    let listed = match tokio::task::spawn_blocking(move || lister.list()).await {
+        Ok(Ok(listed)) => listed,
+        Ok(Err(err)) => return vec![format!("cannot list snapshots: {err}")],
+        Err(err) => return vec![format!("cannot list snapshots: {err}")],
+    };
+    let Some(argument) = argument else {
+        if listed.is_empty() {
+            return vec![
+                "no snapshots of this workspace yet; keel takes one before every call that may \
+                 change files"
+                    .to_owned(),
+            ];
+        }
+        return rewind::list_lines(&listed);
+    };
+    let info = match rewind::find(&listed, &argument) {
+        Ok(info) => info.clone(),
+        Err(err) => return vec![err],
+    };
+    let id = info.id.0.clone();
+    match tokio::task::spawn_blocking(move || snapshots.restore(&id)).await {
+        Ok(Ok(report)) => rewind::report_lines(&info, &report),
+        Ok(Err(err)) => vec![format!("cannot rewind: {err}")],
+        Err(err) => vec![format!("cannot rewind: {err}")],
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_known_commands_are_commands() {
+        assert_eq!(parse("/compact"), Some(("compact", None)));
+        assert_eq!(
+            parse("  /rewind 2 "),
+            Some(("rewind", Some("2".to_owned())))
+        );
+        assert_eq!(parse("/etc/hosts: what is in it?"), None);
+        assert_eq!(parse("/exit"), None);
+        assert_eq!(parse("compact"), None);
+    }
+}

@@ -1,0 +1,338 @@
+//! keel's events as ACP `session/update`s: text and thinking chunks, tool calls (kind,
+//! title, locations, raw input, a diff for each file edit) and their updates (progress while
+//! they run, output when they end), and a resumed session's history replayed.
+
+use std::collections::{HashMap, VecDeque};
+use std::path::{Path, PathBuf};
+
+use agent_client_protocol::v1::schema::{
+    ContentBlock, ContentChunk, Diff, SessionNotification, SessionUpdate, StopReason, TextContent,
+    ToolCall, ToolCallContent, ToolCallLocation, ToolCallStatus, ToolCallUpdate,
+    ToolCallUpdateFields, ToolKind,
+};
+use keel_engine::{AgentEvent, RunOutcome, Stop};
+use keel_provider::{Message, Role};
+use serde_json::Value;
+
+use super::Connection;
+
+/// The most lines of a running call's progress shown in its update (the latest ones).
+const PROGRESS_LINES: usize = 40;
+
+/// What kind of tool `name` is, for the client's icons.
+pub(super) fn kind(name: &str) -> ToolKind {
+    match name {
+        "read_file" | "list_directory" | "git_status" | "git_diff" => ToolKind::Read,
+        "write_file" | "patch_file" => ToolKind::Edit,
+        "grep" | "glob" => ToolKind::Search,
+        "run_command" | "git_commit" => ToolKind::Execute,
+        _ => ToolKind::Other,
+    }
+}
+
+/// A call's title: the tool and its primary argument.
+pub(super) fn title(name: &str, input: &Value) -> String {
+    let argument = ["path", "command", "pattern", "task"]
+        .iter()
+        .find_map(|key| input.get(*key).and_then(Value::as_str));
+    match argument {
+        Some(argument) => format!("{name} {argument}"),
+        None => name.to_owned(),
+    }
+}
+
+/// The file a call names, resolved against `cwd`.
+fn location(input: &Value, cwd: &Path) -> Option<PathBuf> {
+    let path = input.get("path").and_then(Value::as_str)?;
+    Some(cwd.join(path))
+}
+
+/// The diff a file edit makes, from its input.
+fn diff(name: &str, input: &Value, cwd: &Path) -> Option<ToolCallContent> {
+    let path = location(input, cwd)?;
+    let text = |key: &str| input.get(key).and_then(Value::as_str).map(str::to_owned);
+    let diff = match name {
+        "patch_file" => Diff::new(path, text("new_string")?).old_text(text("old_string")),
+        "write_file" => Diff::new(path, text("content")?),
+        _ => return None,
+    };
+    Some(ToolCallContent::Diff(diff))
+}
+
+/// `text` as a tool call's content.
+fn text_content(text: String) -> ToolCallContent {
+    ToolCallContent::from(ContentBlock::Text(TextContent::new(text)))
+}
+
+/// A command's output as a fenced block (a fence longer than any run of backticks in it), so
+/// an editor shows it verbatim.
+fn fenced(output: &str) -> String {
+    let mut longest = 0;
+    let mut run = 0;
+    for c in output.chars() {
+        run = if c == '`' { run + 1 } else { 0 };
+        longest = longest.max(run);
+    }
+    let fence = "`".repeat(longest.max(2) + 1);
+    format!("{fence}console\n{}\n{fence}", output.trim_end_matches('\n'))
+}
+
+/// A finished call's content: its output, fenced for a command.
+fn output_content(name: &str, output: String) -> ToolCallContent {
+    if kind(name) == ToolKind::Execute {
+        text_content(fenced(&output))
+    } else {
+        text_content(output)
+    }
+}
+
+/// A new tool call as the client first sees it.
+fn tool_call(id: String, name: &str, input: Value, cwd: &Path) -> ToolCall {
+    let mut call = ToolCall::new(id, title(name, &input)).kind(kind(name));
+    if let Some(path) = location(&input, cwd) {
+        call = call.locations(vec![ToolCallLocation::new(path)]);
+    }
+    if let Some(diff) = diff(name, &input, cwd) {
+        call = call.content(vec![diff]);
+    }
+    call.raw_input(input)
+}
+
+fn status(is_error: bool) -> ToolCallStatus {
+    if is_error {
+        ToolCallStatus::Failed
+    } else {
+        ToolCallStatus::Completed
+    }
+}
+
+/// The stop reason ACP names for how a run ended.
+pub(super) fn stop_reason(stop: &Stop) -> StopReason {
+    match stop {
+        Stop::Cancelled => StopReason::Cancelled,
+        Stop::MaxIterations => StopReason::MaxTurnRequests,
+        Stop::TokenBudget { .. } => StopReason::MaxTokens,
+        Stop::Refused { .. } => StopReason::Refusal,
+        _ => StopReason::EndTurn,
+    }
+}
+
+/// Sends `session/update`s for one session.
+pub(super) struct Updates<'a> {
+    connection: &'a Connection,
+    session_id: &'a str,
+    cwd: &'a Path,
+}
+
+impl<'a> Updates<'a> {
+    /// Updates of session `session_id`, whose paths are relative to `cwd`.
+    pub(super) fn new(connection: &'a Connection, session_id: &'a str, cwd: &'a Path) -> Self {
+        Self {
+            connection,
+            session_id,
+            cwd,
+        }
+    }
+
+    /// Sends `update`; a client gone away is logged, not an error of the turn.
+    pub(super) fn send(&self, update: SessionUpdate) {
+        let notification = SessionNotification::new(self.session_id.to_owned(), update);
+        if let Err(err) = self.connection.send_notification(notification) {
+            tracing::warn!("session/update not sent: {err}");
+        }
+    }
+
+    /// Sends `text` as the agent's message.
+    pub(super) fn message(&self, text: String) {
+        self.send(SessionUpdate::AgentMessageChunk(ContentChunk::new(
+            ContentBlock::Text(TextContent::new(text)),
+        )));
+    }
+
+    /// A resumed session's history: the user's text, the agent's thinking and text, each
+    /// tool call and how it ended.
+    pub(super) fn replay(&self, history: &[Message]) {
+        let mut names: HashMap<&str, &str> = HashMap::new();
+        for message in history {
+            for block in &message.content {
+                let chunk =
+                    |text: &str| ContentChunk::new(ContentBlock::Text(TextContent::new(text)));
+                let update = match (message.role, block) {
+                    (Role::User, keel_provider::ContentBlock::Text { text }) => {
+                        SessionUpdate::UserMessageChunk(chunk(text))
+                    }
+                    (Role::Assistant, keel_provider::ContentBlock::Text { text }) => {
+                        SessionUpdate::AgentMessageChunk(chunk(text))
+                    }
+                    (Role::Assistant, keel_provider::ContentBlock::Thinking { thinking, .. }) => {
+                        SessionUpdate::AgentThoughtChunk(chunk(thinking))
+                    }
+                    (
+                        _,
+                        keel_provider::ContentBlock::ToolUse {
+                            id, name, input, ..
+                        },
+                    ) => {
+                        names.insert(id, name);
+                        SessionUpdate::ToolCall(tool_call(
+                            id.clone(),
+                            name,
+                            input.clone(),
+                            self.cwd,
+                        ))
+                    }
+                    (
+                        _,
+                        keel_provider::ContentBlock::ToolResult {
+                            tool_use_id,
+                            content,
+                            is_error,
+                            ..
+                        },
+                    ) => {
+                        let name = names.get(tool_use_id.as_str()).copied().unwrap_or_default();
+                        SessionUpdate::ToolCallUpdate(ToolCallUpdate::new(
+                            tool_use_id.clone(),
+                            ToolCallUpdateFields::new()
+                                .status(status(*is_error))
+                                .content(vec![output_content(name, content.clone())]),
+                        ))
+                    }
+                    _ => continue,
+                };
+                self.send(update);
+            }
+        }
+    }
+}
+
+/// One prompt turn's events as updates: the calls' names and their latest progress lines.
+pub(super) struct TurnUpdates<'a> {
+    updates: Updates<'a>,
+    progress: HashMap<String, VecDeque<String>>,
+    /// How the run ended, once it has.
+    pub(super) outcome: Option<RunOutcome>,
+}
+
+impl<'a> TurnUpdates<'a> {
+    /// The updates of a turn of the session `updates` speaks for.
+    pub(super) fn new(updates: Updates<'a>) -> Self {
+        Self {
+            updates,
+            progress: HashMap::new(),
+            outcome: None,
+        }
+    }
+
+    /// Sends what `event` shows the client.
+    pub(super) fn event(&mut self, event: AgentEvent) {
+        let chunk = |text| ContentChunk::new(ContentBlock::Text(TextContent::new(text)));
+        match event {
+            AgentEvent::TextDelta { text } if !text.is_empty() => self
+                .updates
+                .send(SessionUpdate::AgentMessageChunk(chunk(text))),
+            AgentEvent::ThinkingDelta { text } if !text.is_empty() => self
+                .updates
+                .send(SessionUpdate::AgentThoughtChunk(chunk(text))),
+            AgentEvent::ToolCallStarted { id, name, input } => {
+                let call = tool_call(id, &name, input, self.updates.cwd)
+                    .status(ToolCallStatus::InProgress);
+                self.updates.send(SessionUpdate::ToolCall(call));
+            }
+            AgentEvent::ToolProgress { id, line, .. } => {
+                let lines = self.progress.entry(id.clone()).or_default();
+                if lines.len() == PROGRESS_LINES {
+                    lines.pop_front();
+                }
+                lines.push_back(line);
+                let shown = lines
+                    .iter()
+                    .map(String::as_str)
+                    .collect::<Vec<_>>()
+                    .join("\n");
+                let fields = ToolCallUpdateFields::new()
+                    .status(ToolCallStatus::InProgress)
+                    .content(vec![text_content(fenced(&shown))]);
+                self.updates
+                    .send(SessionUpdate::ToolCallUpdate(ToolCallUpdate::new(
+                        id, fields,
+                    )));
+            }
+            AgentEvent::ToolCallFinished {
+                id,
+                name,
+                output,
+                is_error,
+                ..
+            } => {
+                self.progress.remove(&id);
+                let fields = ToolCallUpdateFields::new()
+                    .status(status(is_error))
+                    .content(vec![output_content(&name, output)]);
+                self.updates
+                    .send(SessionUpdate::ToolCallUpdate(ToolCallUpdate::new(
+                        id, fields,
+                    )));
+            }
+            AgentEvent::Finished(outcome) => self.outcome = Some(outcome),
+            _ => {}
+        }
+    }
+}
+
+/// A prompt's blocks as the text keel sends the model: text as it is, a resource link as
+/// `[@name](uri)`, an embedded text resource (a file or selection the editor attached) after
+/// the prompt in a `<context ref="uri">` block. Images, audio and binary resources are not
+/// taken (keel's prompt capabilities say so); one is an error naming it.
+pub(super) fn prompt_text(blocks: &[ContentBlock]) -> Result<String, String> {
+    use agent_client_protocol::v1::schema::EmbeddedResourceResource;
+    let mut text = Vec::new();
+    let mut context = Vec::new();
+    for block in blocks {
+        match block {
+            ContentBlock::Text(part) => text.push(part.text.clone()),
+            ContentBlock::ResourceLink(link) => {
+                text.push(format!("[@{}]({})", link.name, link.uri))
+            }
+            ContentBlock::Resource(embedded) => match &embedded.resource {
+                EmbeddedResourceResource::TextResourceContents(resource) => context.push(format!(
+                    "<context ref=\"{}\">\n{}\n</context>",
+                    resource.uri, resource.text
+                )),
+                EmbeddedResourceResource::BlobResourceContents(resource) => {
+                    return Err(format!(
+                        "{}: keel takes text resources only, not binary ones",
+                        resource.uri
+                    ));
+                }
+                _ => return Err("a resource of a kind keel does not know".to_owned()),
+            },
+            ContentBlock::Image(_) => {
+                return Err("keel does not take images in prompts (its promptCapabilities say image: false)".to_owned());
+            }
+            ContentBlock::Audio(_) => {
+                return Err(
+                    "keel does not take audio (its promptCapabilities say audio: false)".to_owned(),
+                );
+            }
+            _ => return Err("a content block of a kind keel does not know".to_owned()),
+        }
+    }
+    let mut prompt = text.join("\n");
+    for block in context {
+        prompt.push_str("\n\n");
+        prompt.push_str(&block);
+    }
+    Ok(prompt)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_fence_is_longer_than_any_backticks_in_the_output() {
+        assert_eq!(fenced("ok\n"), "```console\nok\n```");
+        assert_eq!(fenced("a ```` b"), "`````console\na ```` b\n`````");
+    }
+}
