@@ -9,6 +9,7 @@ mod support;
 use keel_test_support::git::TempRepo;
 use keel_test_support::peers;
 use serde_json::{Value, json};
+use support::acp::{converse, updates};
 use support::*;
 
 /// Runs `acpx ... exec PROMPT` with `keel acp` as the agent; its exit code and every
@@ -50,15 +51,6 @@ async fn acpx(
         .filter_map(|line| serde_json::from_str(line).ok())
         .collect();
     Some((output.status.code(), messages, stderr(&output)))
-}
-
-/// The `session/update` payloads, in order.
-fn updates(messages: &[Value]) -> Vec<Value> {
-    messages
-        .iter()
-        .filter(|m| m["method"] == "session/update")
-        .map(|m| m["params"]["update"].clone())
-        .collect()
 }
 
 fn stop_reason(messages: &[Value]) -> Option<String> {
@@ -167,52 +159,6 @@ async fn approve_all_runs_the_gated_call() {
         return;
     };
     assert!(!repo.path().join("notes.txt").exists());
-}
-
-/// Talks to `keel acp` as a client that sends each request after the previous one's reply
-/// (a `sessionId` of `"SESSION"` becomes the id `session/new` answered): every message keel
-/// wrote, in order.
-async fn converse(mut command: std::process::Command, requests: Vec<Value>) -> Vec<Value> {
-    command
-        .arg("acp")
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped());
-    let mut child = command.spawn().unwrap();
-    tokio::task::spawn_blocking(move || {
-        use std::io::{BufRead, Write};
-        let mut stdin = child.stdin.take().unwrap();
-        let mut stdout = std::io::BufReader::new(child.stdout.take().unwrap());
-        let mut messages: Vec<Value> = Vec::new();
-        for mut request in requests {
-            if request["params"]["sessionId"] == "SESSION"
-                && let Some(id) = messages
-                    .iter()
-                    .find_map(|m| m["result"]["sessionId"].as_str().map(str::to_owned))
-            {
-                request["params"]["sessionId"] = Value::String(id);
-            }
-            writeln!(stdin, "{request}").unwrap();
-            loop {
-                let mut line = String::new();
-                assert!(
-                    stdout.read_line(&mut line).unwrap() > 0,
-                    "keel acp ended early"
-                );
-                let message: Value =
-                    serde_json::from_str(&line).expect("stdout holds only JSON-RPC");
-                let done = message["id"] == request["id"] && message.get("method").is_none();
-                messages.push(message);
-                if done {
-                    break;
-                }
-            }
-        }
-        drop(stdin);
-        assert!(child.wait().unwrap().success());
-        messages
-    })
-    .await
-    .unwrap()
 }
 
 #[tokio::test]

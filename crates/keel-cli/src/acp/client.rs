@@ -10,7 +10,7 @@ use agent_client_protocol::v1::schema::{
     PermissionOption, PermissionOptionKind, ReadTextFileRequest, RequestPermissionOutcome,
     RequestPermissionRequest, ToolCallUpdate, ToolCallUpdateFields, WriteTextFileRequest,
 };
-use keel_engine::{ApprovalRequest, ApprovalScope, Approver, Decision};
+use keel_engine::{ApprovalRequest, ApprovalScope, Approver, Decision, ScopePattern};
 use keel_tool::EditorFiles;
 
 use super::Connection;
@@ -54,7 +54,7 @@ impl ClientApprover {
 #[async_trait::async_trait]
 impl Approver for ClientApprover {
     async fn approve(&self, request: &ApprovalRequest) -> Decision {
-        let scope = request.scope.describe();
+        let scope = scope_words(&request.scope);
         if self.rejected_always(&request.scope) {
             return Decision::Deny(format!(
                 "the user rejected {scope} for the rest of this session"
@@ -78,7 +78,7 @@ impl Approver for ClientApprover {
         if !request.is_protected() {
             options.push(PermissionOption::new(
                 ALLOW_ALWAYS,
-                format!("Always allow {scope}"),
+                format!("Always allow {scope} in this session"),
                 PermissionOptionKind::AllowAlways,
             ));
         }
@@ -89,7 +89,7 @@ impl Approver for ClientApprover {
         ));
         options.push(PermissionOption::new(
             REJECT_ALWAYS,
-            format!("Always reject {scope}"),
+            format!("Always reject {scope} in this session"),
             PermissionOptionKind::RejectAlways,
         ));
         let asked = RequestPermissionRequest::new(
@@ -117,6 +117,15 @@ impl Approver for ClientApprover {
             },
             Err(err) => Decision::Deny(format!("the client could not be asked: {err}")),
         }
+    }
+}
+
+/// The calls a scope covers, in words: `` `rm -rf build` (this exact command)``.
+fn scope_words(scope: &ApprovalScope) -> String {
+    match &scope.pattern {
+        ScopePattern::Command(command) => format!("`{command}` (this exact command)"),
+        ScopePattern::Path(path) => format!("{} on `{path}` (this path only)", scope.tool),
+        ScopePattern::Input(_) => format!("{} with exactly these arguments", scope.tool),
     }
 }
 

@@ -12,6 +12,7 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 
+pub(crate) mod acp;
 pub(crate) mod attack;
 
 use tempfile::TempDir;
