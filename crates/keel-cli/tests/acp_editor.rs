@@ -377,7 +377,7 @@ async fn command_output_is_fenced_and_a_mode_change_is_announced() {
     let mut requests = open(repo.path(), json!({}));
     requests.push(
         json!({"jsonrpc": "2.0", "id": 2, "method": "session/set_mode",
-                         "params": {"sessionId": "SESSION", "modeId": "accept-edits"}}),
+                         "params": {"sessionId": "SESSION", "modeId": "allow"}}),
     );
     requests.push(prompt(3, "print"));
     let messages = converse(home.keel_anthropic(&server), requests).await;
