@@ -10,6 +10,7 @@ use std::sync::{Arc, Mutex};
 
 use keel_provider::{ContentBlock, StopReason};
 use keel_test_support::git::TempRepo;
+use keel_test_support::images::TINY_PNG;
 use keel_test_support::scripted::reply;
 use serde_json::{Value, json};
 use support::acp::{converse, converse_answering, open, prompt, reply as reply_to, updates};
@@ -293,19 +294,22 @@ async fn slash_commands_are_offered_and_run_without_the_model() {
 }
 
 #[tokio::test]
-async fn thinking_streams_as_thought_chunks_and_attached_files_reach_the_model() {
+async fn thinking_streams_as_thought_chunks_and_attached_files_and_images_reach_the_model() {
     let repo = TempRepo::new();
     let home = Home::new();
-    let server = anthropic_server(&[reply(
-        vec![
-            ContentBlock::Thinking {
-                thinking: "The notes say 42, so answer that.".into(),
-                signature: "c2lnbmF0dXJl".into(),
-            },
-            ContentBlock::text("42."),
-        ],
-        StopReason::EndTurn,
-    )])
+    let server = anthropic_server(&[
+        reply(
+            vec![
+                ContentBlock::Thinking {
+                    thinking: "The notes say 42, so answer that.".into(),
+                    signature: "c2lnbmF0dXJl".into(),
+                },
+                ContentBlock::text("42."),
+            ],
+            StopReason::EndTurn,
+        ),
+        text("A single pixel."),
+    ])
     .await;
     let mut requests = open(repo.path(), json!({}));
     requests.push(json!({"jsonrpc": "2.0", "id": 2, "method": "session/prompt",
@@ -314,10 +318,18 @@ async fn thinking_streams_as_thought_chunks_and_attached_files_reach_the_model()
             {"type": "resource_link", "name": "spec.md", "uri": "file:///work/spec.md"},
             {"type": "resource", "resource": {"uri": "file:///work/notes.md", "text": "the answer is 42"}}
         ]}}));
+    // A screenshot, then an "image" that is a web page: the page is refused by name.
     requests.push(
         json!({"jsonrpc": "2.0", "id": 3, "method": "session/prompt",
         "params": {"sessionId": "SESSION", "prompt": [
-            {"type": "image", "mimeType": "image/png", "data": "iVBORw0KGgo="}
+            {"type": "text", "text": "and this?"},
+            {"type": "image", "mimeType": "image/png", "data": TINY_PNG}
+        ]}}),
+    );
+    requests.push(
+        json!({"jsonrpc": "2.0", "id": 4, "method": "session/prompt",
+        "params": {"sessionId": "SESSION", "prompt": [
+            {"type": "image", "mimeType": "text/html", "data": "PGh0bWw+"}
         ]}}),
     );
     let messages = converse(home.keel_anthropic(&server), requests).await;
@@ -329,7 +341,7 @@ async fn thinking_streams_as_thought_chunks_and_attached_files_reach_the_model()
     );
     assert_eq!(
         init["agentCapabilities"]["promptCapabilities"]["image"],
-        false
+        true
     );
     let text_of = |kind: &str| -> String {
         updates(&messages)
@@ -342,7 +354,7 @@ async fn thinking_streams_as_thought_chunks_and_attached_files_reach_the_model()
         text_of("agent_thought_chunk"),
         "The notes say 42, so answer that."
     );
-    assert_eq!(text_of("agent_message_chunk"), "42.");
+    assert_eq!(text_of("agent_message_chunk"), "42.A single pixel.");
     let bodies = keel_test_support::mock::request_bodies(&server).await;
     let sent = bodies[0]["messages"][0].to_string();
     assert!(
@@ -355,9 +367,20 @@ async fn thinking_streams_as_thought_chunks_and_attached_files_reach_the_model()
         ),
         "{sent}"
     );
-    let image = reply_to(&messages, 3);
-    assert!(image["error"].to_string().contains("images"), "{image}");
-    assert_eq!(bodies.len(), 1, "the image prompt never reached the model");
+    let last = bodies[1]["messages"].as_array().unwrap().last().unwrap();
+    assert_eq!(last["content"][0]["text"], "and this?", "{last}");
+    assert_eq!(last["content"][1]["type"], "image", "{last}");
+    assert_eq!(last["content"][1]["source"]["data"], TINY_PNG, "{last}");
+    let page = reply_to(&messages, 4);
+    assert!(
+        page["error"].to_string().contains("unsupported media type"),
+        "{page}"
+    );
+    assert_eq!(
+        bodies.len(),
+        2,
+        "the refused prompt never reached the model"
+    );
 }
 
 #[tokio::test]

@@ -109,7 +109,7 @@ pub fn json_tokens<T: serde::Serialize + ?Sized>(value: &T) -> u64 {
     bytes_to_tokens(bytes)
 }
 
-/// The tokens one image of a tool result is estimated at, whatever its size: Anthropic's
+/// The tokens one image (of a prompt or a tool result) is estimated at, whatever its size: Anthropic's
 /// documented figure for the largest image it takes without scaling it down (about 1.15
 /// megapixels; tokens ≈ width × height / 750, so larger images are scaled to about this).
 /// Its base64 text is not counted: the model never reads it as text.
@@ -119,6 +119,7 @@ pub const IMAGE_TOKENS: u64 = 1_600;
 fn images_of(block: &ContentBlock) -> &[ImageData] {
     match block {
         ContentBlock::ToolResult { images, .. } => images,
+        ContentBlock::Image { image } => std::slice::from_ref(image),
         _ => &[],
     }
 }
@@ -293,6 +294,9 @@ fn render_message(out: &mut String, message: &Message) {
             ContentBlock::Text { text } => {
                 out.push_str(text);
                 out.push('\n');
+            }
+            ContentBlock::Image { image } => {
+                out.push_str(&format!("[image: {}]\n", image.describe()));
             }
             ContentBlock::ToolUse {
                 id, name, input, ..

@@ -503,6 +503,29 @@ async fn thinking_streams_as_its_own_events_and_is_not_the_answer() {
     assert_eq!(outcome.text, "hi");
 }
 
+#[tokio::test]
+async fn a_prompt_s_images_reach_the_model_and_stay_in_the_history() {
+    let provider = Arc::new(ScriptedProvider::new().then_text("a red button"));
+    let mut session = agent(provider.clone(), ToolRegistry::new())
+        .session(".")
+        .unwrap();
+    let image = keel_test_support::images::png();
+    let prompt = vec![
+        ContentBlock::text("what is this?"),
+        ContentBlock::image(image.clone()),
+    ];
+    let events: Vec<AgentEvent> = session
+        .run_streaming_content(prompt.clone())
+        .collect()
+        .await;
+    let Some(AgentEvent::Finished(outcome)) = events.last() else {
+        panic!("{events:?}");
+    };
+    assert_eq!(outcome.text, "a red button");
+    assert_eq!(provider.requests()[0].messages[0].content, prompt);
+    assert_eq!(session.history()[0].content, prompt);
+}
+
 /// Blocks until the run is cancelled.
 struct WaitForCancel;
 

@@ -75,6 +75,12 @@ pub enum ContentBlock {
         /// The text.
         text: String,
     },
+    /// An image the person gave with their prompt (a screenshot, a diagram), in a user
+    /// message. Sent as an image block (Anthropic) or an `image_url` part (Chat Completions).
+    Image {
+        /// The image.
+        image: ImageData,
+    },
     /// The model asks for a tool to be run.
     ToolUse {
         /// The provider's id for this call; the result must name it.
@@ -125,6 +131,11 @@ impl ContentBlock {
     /// A text block.
     pub fn text(text: impl Into<String>) -> Self {
         Self::Text { text: text.into() }
+    }
+
+    /// An image block, for a user message.
+    pub fn image(image: ImageData) -> Self {
+        Self::Image { image }
     }
 
     /// A valid tool call block.

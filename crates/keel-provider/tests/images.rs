@@ -1,4 +1,4 @@
-//! Images in tool results: what `ImageData` accepts and refuses, and how result blocks with
+//! Images in tool results and prompts: what `ImageData` accepts and refuses, and how blocks with
 //! and without images serialize (session files old and new).
 
 // Tests report failures by panicking.
@@ -161,4 +161,21 @@ fn a_tampered_image_does_not_load() {
     });
     let err = serde_json::from_value::<ContentBlock>(bad).unwrap_err();
     assert!(err.to_string().contains("not valid base64"), "{err}");
+}
+
+#[test]
+fn prompt_images_round_trip_and_a_tampered_one_does_not_load() {
+    let block = ContentBlock::image(png());
+    let value = serde_json::to_value(&block).unwrap();
+    assert_eq!(
+        value,
+        json!({"type": "image", "image": {"media_type": "image/png", "data": TINY_PNG}})
+    );
+    assert_eq!(
+        serde_json::from_value::<ContentBlock>(value).unwrap(),
+        block
+    );
+    let bad = json!({"type": "image", "image": {"media_type": "image/svg+xml", "data": TINY_PNG}});
+    let err = serde_json::from_value::<ContentBlock>(bad).unwrap_err();
+    assert!(err.to_string().contains("unsupported media type"), "{err}");
 }

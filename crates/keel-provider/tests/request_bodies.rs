@@ -226,6 +226,40 @@ async fn openai_body_with_images() {
     assert!(!body.to_string().contains(images::TINY_PNG), "{body}");
 }
 
+/// A prompt with a screenshot attached: text then the image, in one user message.
+fn prompt_with_image() -> CompletionRequest {
+    CompletionRequest::new("claude-sonnet-4-5").message(Message::new(
+        Role::User,
+        vec![
+            ContentBlock::text("Why does the button look wrong?"),
+            ContentBlock::image(images::png()),
+        ],
+    ))
+}
+
+#[tokio::test]
+async fn anthropic_body_with_a_prompt_image() {
+    let (body, _) = sent_to_anthropic(&prompt_with_image()).await;
+    insta::assert_json_snapshot!("anthropic_body_with_a_prompt_image", body);
+    assert_eq!(body["messages"][0]["content"][1]["type"], "image");
+    assert_eq!(
+        body["messages"][0]["content"][1]["source"]["data"],
+        images::TINY_PNG
+    );
+}
+
+#[tokio::test]
+async fn openai_body_with_a_prompt_image() {
+    let mut request = prompt_with_image();
+    request.model = "gpt-4.1".into();
+    let (body, _) = sent_to_openai(&request).await;
+    insta::assert_json_snapshot!("openai_body_with_a_prompt_image", body);
+    assert_eq!(
+        body["messages"][0]["content"][1]["image_url"]["url"],
+        format!("data:image/png;base64,{}", images::TINY_PNG)
+    );
+}
+
 #[tokio::test]
 async fn openai_tool_choice_forms() {
     for (choice, expected) in [

@@ -44,7 +44,7 @@ use crate::exec::progress;
 use crate::repl::totals::Totals;
 use crate::setup::{CliError, Mode, SessionChoice, Setup};
 use client::{ClientApprover, ClientFiles};
-use updates::{TurnUpdates, Updates, prompt_text, stop_reason};
+use updates::{TurnUpdates, Updates, prompt_content, stop_reason};
 
 type Connection = ConnectionTo<Client>;
 
@@ -90,15 +90,16 @@ struct ClientOffers {
 }
 
 /// The answer to `initialize`: the version asked for (keel speaks v1, the SDK's), keel's
-/// name and version, and what it takes: `session/load`, text and embedded text resources in
-/// prompts (no images or audio), MCP servers over stdio and HTTP.
+/// name and version, and what it takes: `session/load`, text, images and embedded text
+/// resources in prompts (no audio), MCP servers over stdio and HTTP. Both of keel's providers
+/// take images in prompts (Anthropic as image blocks, Chat Completions as `image_url` parts).
 fn initialize_response(initialize: &InitializeRequest) -> InitializeResponse {
     InitializeResponse::new(initialize.protocol_version.clone())
         .agent_info(Implementation::new("keel", env!("CARGO_PKG_VERSION")).title("keel"))
         .agent_capabilities(
             AgentCapabilities::new()
                 .load_session(true)
-                .prompt_capabilities(PromptCapabilities::new().embedded_context(true))
+                .prompt_capabilities(PromptCapabilities::new().image(true).embedded_context(true))
                 .mcp_capabilities(McpCapabilities::new().http(true)),
         )
 }
@@ -108,19 +109,25 @@ async fn prompt(
     connection: &Connection,
     session_id: &str,
     acp: &AcpSession,
-    text: &str,
+    text: String,
+    images: Vec<keel_provider::ContentBlock>,
 ) -> StopReason {
     let mut session = acp.session.lock().await;
     let cwd = session.cwd().to_path_buf();
     let updates = Updates::new(connection, session_id, &cwd);
-    if let Some((name, argument)) = commands::parse(text) {
+    if let Some((name, argument)) = commands::parse(&text) {
         let shown = commands::run(acp, &mut session, name, argument).await;
         updates.message(shown);
         return StopReason::EndTurn;
     }
     let mut turn = TurnUpdates::new(updates);
     {
-        let events = session.run_streaming(text);
+        let mut content = Vec::with_capacity(1 + images.len());
+        if !text.is_empty() {
+            content.push(keel_provider::ContentBlock::text(text));
+        }
+        content.extend(images);
+        let events = session.run_streaming_content(content);
         futures::pin_mut!(events);
         while let Some(event) = events.next().await {
             turn.event(event);
@@ -317,13 +324,13 @@ pub(crate) async fn run(options: &Options) -> Result<u8, CliError> {
                     Ok(session) => session,
                     Err(err) => return responder.respond_with_error(err),
                 };
-                let text = match prompt_text(&request.prompt) {
-                    Ok(text) => text,
+                let (text, images) = match prompt_content(&request.prompt) {
+                    Ok(content) => content,
                     Err(err) => return responder.respond_with_error(invalid(err)),
                 };
                 let connection = cx.clone();
                 cx.spawn(async move {
-                    let stop = prompt(&connection, &session_id, &session, &text).await;
+                    let stop = prompt(&connection, &session_id, &session, text, images).await;
                     responder.respond(PromptResponse::new(stop))
                 })
             },

@@ -6,8 +6,8 @@ use std::collections::{HashMap, VecDeque};
 use std::path::{Path, PathBuf};
 
 use agent_client_protocol::v1::schema::{
-    ContentBlock, ContentChunk, Diff, SessionNotification, SessionUpdate, StopReason, TextContent,
-    ToolCall, ToolCallContent, ToolCallLocation, ToolCallStatus, ToolCallUpdate,
+    ContentBlock, ContentChunk, Diff, ImageContent, SessionNotification, SessionUpdate, StopReason,
+    TextContent, ToolCall, ToolCallContent, ToolCallLocation, ToolCallStatus, ToolCallUpdate,
     ToolCallUpdateFields, ToolKind,
 };
 use keel_engine::{AgentEvent, RunOutcome, Stop};
@@ -161,6 +161,11 @@ impl<'a> Updates<'a> {
                     (Role::User, keel_provider::ContentBlock::Text { text }) => {
                         SessionUpdate::UserMessageChunk(chunk(text))
                     }
+                    (Role::User, keel_provider::ContentBlock::Image { image }) => {
+                        SessionUpdate::UserMessageChunk(ContentChunk::new(ContentBlock::Image(
+                            ImageContent::new(image.data(), image.media_type()),
+                        )))
+                    }
                     (Role::Assistant, keel_provider::ContentBlock::Text { text }) => {
                         SessionUpdate::AgentMessageChunk(chunk(text))
                     }
@@ -280,19 +285,23 @@ impl<'a> TurnUpdates<'a> {
     }
 }
 
-/// A prompt's blocks as the text keel sends the model: text as it is, a resource link as
-/// `[@name](uri)`, an embedded text resource (a file or selection the editor attached) after
-/// the prompt in a `<context ref="uri">` block. Images, audio and binary resources are not
-/// taken (keel's prompt capabilities say so); one is an error naming it.
-pub(super) fn prompt_text(blocks: &[ContentBlock]) -> Result<String, String> {
+/// A prompt's blocks as keel sends them to the model: one text block — text as it is, a
+/// resource link as `[@name](uri)`, an embedded text resource (a file or selection the
+/// editor attached) after it in a `<context ref="uri">` block — then the images. Audio and
+/// binary resources are not taken (keel's prompt capabilities say so), nor an image that is
+/// not PNG, JPEG, GIF or WebP: each is an error naming it.
+pub(super) fn prompt_content(
+    blocks: &[ContentBlock],
+) -> Result<(String, Vec<keel_provider::ContentBlock>), String> {
     use agent_client_protocol::v1::schema::EmbeddedResourceResource;
     let mut text = Vec::new();
     let mut context = Vec::new();
+    let mut images = Vec::new();
     for block in blocks {
         match block {
             ContentBlock::Text(part) => text.push(part.text.clone()),
             ContentBlock::ResourceLink(link) => {
-                text.push(format!("[@{}]({})", link.name, link.uri))
+                text.push(format!("[@{}]({})", link.name, link.uri));
             }
             ContentBlock::Resource(embedded) => match &embedded.resource {
                 EmbeddedResourceResource::TextResourceContents(resource) => context.push(format!(
@@ -307,8 +316,10 @@ pub(super) fn prompt_text(blocks: &[ContentBlock]) -> Result<String, String> {
                 }
                 _ => return Err("a resource of a kind keel does not know".to_owned()),
             },
-            ContentBlock::Image(_) => {
-                return Err("keel does not take images in prompts (its promptCapabilities say image: false)".to_owned());
+            ContentBlock::Image(image) => {
+                let data = keel_provider::ImageData::new(&image.mime_type, &image.data)
+                    .map_err(|err| format!("an image in the prompt: {err}"))?;
+                images.push(keel_provider::ContentBlock::image(data));
             }
             ContentBlock::Audio(_) => {
                 return Err(
@@ -323,7 +334,7 @@ pub(super) fn prompt_text(blocks: &[ContentBlock]) -> Result<String, String> {
         prompt.push_str("\n\n");
         prompt.push_str(&block);
     }
-    Ok(prompt)
+    Ok((prompt, images))
 }
 
 #[cfg(test)]

@@ -16,7 +16,9 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
 use futures::Stream;
-use keel_provider::{InvalidToolInput, Message, ModelCatalog, ToolCall, ToolInput, Usage};
+use keel_provider::{
+    ContentBlock, InvalidToolInput, Message, ModelCatalog, ToolCall, ToolInput, Usage,
+};
 use keel_tool::EditorFiles;
 use serde_json::Value;
 use tokio::sync::mpsc::UnboundedSender;
@@ -305,7 +307,7 @@ impl Session {
 
     /// Runs `prompt` to its end.
     pub async fn run(&mut self, prompt: &str) -> RunOutcome {
-        self.run_with(prompt, None).await
+        self.run_with(vec![ContentBlock::text(prompt)], None).await
     }
 
     /// Runs `prompt`, streaming what happens; the last event is [`AgentEvent::Finished`].
@@ -313,6 +315,15 @@ impl Session {
         &'a mut self,
         prompt: &'a str,
     ) -> impl Stream<Item = AgentEvent> + Send + 'a {
+        self.run_streaming_content(vec![ContentBlock::text(prompt)])
+    }
+
+    /// Runs a prompt of several blocks — text and [images](ContentBlock::image) the person
+    /// attached — streaming what happens, as [`run_streaming`](Self::run_streaming) does.
+    pub fn run_streaming_content(
+        &mut self,
+        prompt: Vec<ContentBlock>,
+    ) -> impl Stream<Item = AgentEvent> + Send + '_ {
         async_stream::stream! {
             let (sender, mut receiver) = tokio::sync::mpsc::unbounded_channel();
             let run = self.run_with(prompt, Some(sender));

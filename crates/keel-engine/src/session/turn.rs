@@ -40,11 +40,11 @@ pub(super) enum ModelTurn {
 }
 
 impl Session {
-    pub(super) async fn run_with(&mut self, prompt: &str, sink: Sink) -> RunOutcome {
+    pub(super) async fn run_with(&mut self, prompt: Vec<ContentBlock>, sink: Sink) -> RunOutcome {
         let span = tracing::info_span!("run", session = %self.id, model = %self.config.model());
         async move {
             let cancel = self.start_run();
-            let mut content = vec![ContentBlock::text(prompt)];
+            let mut content = prompt;
             if !self.started {
                 self.started = true;
                 let report = self

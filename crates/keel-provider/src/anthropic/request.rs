@@ -61,6 +61,11 @@ enum WireBlock<'a> {
         #[serde(skip_serializing_if = "Option::is_none")]
         cache_control: Option<CacheControl>,
     },
+    Image {
+        source: ImageSource<'a>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        cache_control: Option<CacheControl>,
+    },
     Thinking {
         thinking: &'a str,
         signature: &'a str,
@@ -94,17 +99,23 @@ struct ImageSource<'a> {
     data: &'a str,
 }
 
+impl<'a> ImageSource<'a> {
+    fn of(image: &'a ImageData) -> Self {
+        Self {
+            kind: "base64",
+            media_type: image.media_type(),
+            data: image.data(),
+        }
+    }
+}
+
 fn result_content<'a>(text: &'a str, images: &'a [ImageData]) -> ResultContent<'a> {
     if images.is_empty() {
         return ResultContent::Text(text);
     }
     let text = (!text.is_empty()).then_some(ResultPart::Text { text });
     let images = images.iter().map(|image| ResultPart::Image {
-        source: ImageSource {
-            kind: "base64",
-            media_type: image.media_type(),
-            data: image.data(),
-        },
+        source: ImageSource::of(image),
     });
     ResultContent::Parts(text.into_iter().chain(images).collect())
 }
@@ -114,6 +125,7 @@ impl WireBlock<'_> {
     fn mark_cached(&mut self) -> bool {
         match self {
             Self::Text { cache_control, .. }
+            | Self::Image { cache_control, .. }
             | Self::ToolUse { cache_control, .. }
             | Self::ToolResult { cache_control, .. } => {
                 *cache_control = EPHEMERAL;
@@ -148,6 +160,10 @@ fn wire_block(block: &ContentBlock) -> Option<WireBlock<'_>> {
         ContentBlock::Text { text } if text.is_empty() => return None,
         ContentBlock::Text { text } => WireBlock::Text {
             text,
+            cache_control: None,
+        },
+        ContentBlock::Image { image } => WireBlock::Image {
+            source: ImageSource::of(image),
             cache_control: None,
         },
         ContentBlock::ToolUse {

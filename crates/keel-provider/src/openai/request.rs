@@ -52,7 +52,7 @@ enum WireMessage<'a> {
         content: &'a str,
     },
     User {
-        content: Cow<'a, str>,
+        content: UserContent<'a>,
     },
     Assistant {
         content: Option<Cow<'a, str>>,
@@ -63,6 +63,28 @@ enum WireMessage<'a> {
         tool_call_id: &'a str,
         content: Cow<'a, str>,
     },
+}
+
+/// A user message's `content`: a plain string when it is text only (as it always was), else
+/// an array of its text part (if there is text) followed by its images.
+#[derive(Serialize)]
+#[serde(untagged)]
+enum UserContent<'a> {
+    Text(Cow<'a, str>),
+    Parts(Vec<UserPart<'a>>),
+}
+
+#[derive(Serialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+enum UserPart<'a> {
+    Text { text: Cow<'a, str> },
+    ImageUrl { image_url: ImageUrl },
+}
+
+/// An image as Chat Completions takes it: a `data:` URL.
+#[derive(Serialize)]
+struct ImageUrl {
+    url: String,
 }
 
 #[derive(Serialize)]
@@ -162,9 +184,29 @@ fn push_user<'a>(out: &mut Vec<WireMessage<'a>>, blocks: &'a [ContentBlock]) {
         }
     }
     let text = joined_text(blocks);
-    if !text.is_empty() {
-        out.push(WireMessage::User { content: text });
+    let images: Vec<UserPart<'a>> = blocks
+        .iter()
+        .filter_map(|block| match block {
+            ContentBlock::Image { image } => Some(UserPart::ImageUrl {
+                image_url: ImageUrl {
+                    url: format!("data:{};base64,{}", image.media_type(), image.data()),
+                },
+            }),
+            _ => None,
+        })
+        .collect();
+    if images.is_empty() {
+        if !text.is_empty() {
+            out.push(WireMessage::User {
+                content: UserContent::Text(text),
+            });
+        }
+        return;
     }
+    let text = (!text.is_empty()).then_some(UserPart::Text { text });
+    out.push(WireMessage::User {
+        content: UserContent::Parts(text.into_iter().chain(images).collect()),
+    });
 }
 
 fn push_assistant<'a>(out: &mut Vec<WireMessage<'a>>, blocks: &'a [ContentBlock]) {
