@@ -50,7 +50,11 @@ async fn the_editor_s_buffers_back_the_file_tools_and_refused_paths_never_reach_
     .unwrap();
     let home = Home::new();
     let server = anthropic_server(&[
-        tool_call("t1", "read_file", json!({"path": "src/lib.rs"})),
+        tool_call(
+            "t1",
+            "read_file",
+            json!({"path": "src/lib.rs", "start_line": 1}),
+        ),
         tool_call("t2", "read_file", json!({"path": "link.txt"})),
         tool_call(
             "t3",
@@ -88,6 +92,12 @@ async fn the_editor_s_buffers_back_the_file_tools_and_refused_paths_never_reach_
         }
     })
     .await;
+    let first = updates(&messages)
+        .into_iter()
+        .find(|u| u["sessionUpdate"] == "tool_call")
+        .unwrap();
+    assert_eq!(first["kind"], "read");
+    assert_eq!(first["locations"][0]["line"], 1, "{first}");
     let ends = finished(&messages);
     assert_eq!(ends.len(), 3, "{messages:#?}");
     assert!(

@@ -90,7 +90,16 @@ fn output_content(name: &str, output: String) -> ToolCallContent {
 fn tool_call(id: String, name: &str, input: Value, cwd: &Path) -> ToolCall {
     let mut call = ToolCall::new(id, title(name, &input)).kind(kind(name));
     if let Some(path) = location(&input, cwd) {
-        call = call.locations(vec![ToolCallLocation::new(path)]);
+        // A read from a line on: the editor can follow to that line.
+        let line = input
+            .get("start_line")
+            .and_then(Value::as_u64)
+            .and_then(|line| u32::try_from(line).ok());
+        let mut place = ToolCallLocation::new(path);
+        if let Some(line) = line {
+            place = place.line(line);
+        }
+        call = call.locations(vec![place]);
     }
     if let Some(diff) = diff(name, &input, cwd) {
         call = call.content(vec![diff]);
