@@ -94,7 +94,7 @@ struct ClientOffers {
 /// resources in prompts (no audio), MCP servers over stdio and HTTP. Both of keel's providers
 /// take images in prompts (Anthropic as image blocks, Chat Completions as `image_url` parts).
 fn initialize_response(initialize: &InitializeRequest) -> InitializeResponse {
-    InitializeResponse::new(initialize.protocol_version.clone())
+    InitializeResponse::new(initialize.protocol_version)
         .agent_info(Implementation::new("keel", env!("CARGO_PKG_VERSION")).title("keel"))
         .agent_capabilities(
             AgentCapabilities::new()

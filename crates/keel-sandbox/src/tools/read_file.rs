@@ -201,13 +201,8 @@ fn numbered(
     let total = skipped + shown.len() as u64 + read_but_not_shown + remaining;
 
     if total == 0 && start == 1 {
-        return Ok(
-            ToolOutput::text(format!("[{shown_path} is empty]")).with_metadata(metadata(
-                &shown_path,
-                None,
-                0,
-            )),
-        );
+        return Ok(ToolOutput::text(format!("[{shown_path} is empty]"))
+            .with_metadata(metadata(shown_path, None, 0)));
     }
     if start > total {
         return Err(ToolError::InvalidArguments(format!(
@@ -238,7 +233,7 @@ fn numbered(
     }
     tracing::debug!(path = %shown_path, start, last_shown, total, "read_file");
     Ok(ToolOutput::text(content).with_metadata(metadata(
-        &shown_path,
+        shown_path,
         Some((start, last_shown)),
         total,
     )))
