@@ -173,6 +173,28 @@ async fn rejecting_always_covers_the_rest_of_the_session_without_asking_again() 
         .filter(|m| m["method"] == "session/request_permission")
         .collect();
     assert_eq!(questions.len(), 1, "{messages:#?}");
+    // The client sees the call, pending, before it is asked about it; once.
+    let shown = messages
+        .iter()
+        .position(|m| {
+            m["params"]["update"]["sessionUpdate"] == "tool_call"
+                && m["params"]["update"]["toolCallId"] == "t1"
+        })
+        .unwrap_or_else(|| panic!("{messages:#?}"));
+    let asked = messages
+        .iter()
+        .position(|m| m["method"] == "session/request_permission")
+        .unwrap();
+    assert!(shown < asked, "{messages:#?}");
+    // Pending is the default status, which the SDK leaves out.
+    let status = &messages[shown]["params"]["update"]["status"];
+    assert!(status.is_null() || status == "pending", "{status}");
+    assert_eq!(messages[shown]["params"]["update"]["kind"], "execute");
+    let announced = updates(&messages)
+        .iter()
+        .filter(|u| u["sessionUpdate"] == "tool_call" && u["toolCallId"] == "t1")
+        .count();
+    assert_eq!(announced, 1, "{messages:#?}");
     let options: Vec<(&str, &str)> = questions[0]["params"]["options"]
         .as_array()
         .unwrap()

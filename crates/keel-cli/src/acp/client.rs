@@ -3,18 +3,19 @@
 //! `fs/write_text_file`) where the client offers them.
 
 use std::collections::HashSet;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
 use agent_client_protocol::v1::schema::{
     PermissionOption, PermissionOptionKind, ReadTextFileRequest, RequestPermissionOutcome,
-    RequestPermissionRequest, ToolCallUpdate, ToolCallUpdateFields, WriteTextFileRequest,
+    RequestPermissionRequest, SessionNotification, SessionUpdate, ToolCallStatus, ToolCallUpdate,
+    ToolCallUpdateFields, WriteTextFileRequest,
 };
 use keel_engine::{ApprovalRequest, ApprovalScope, Approver, Decision, ScopePattern};
 use keel_tool::EditorFiles;
 
 use super::Connection;
-use super::updates::{kind, title};
+use super::updates::{Announced, kind, title, tool_call};
 
 /// The permission options keel offers, by id.
 const ALLOW_ONCE: &str = "allow_once";
@@ -30,16 +31,28 @@ pub(super) struct ClientApprover {
     connection: Connection,
     /// The session's id, known once the session exists (after this approver is made).
     session_id: Arc<Mutex<String>>,
+    /// The session's directory, which the calls' paths are relative to.
+    cwd: PathBuf,
+    /// The calls shown to the client before their question.
+    announced: Announced,
     rejected: Mutex<HashSet<ApprovalScope>>,
 }
 
 impl ClientApprover {
-    /// An approver asking through `connection` for the session whose id `session_id` will
-    /// hold.
-    pub(super) fn new(connection: Connection, session_id: Arc<Mutex<String>>) -> Self {
+    /// An approver asking through `connection` for the session in `cwd` whose id
+    /// `session_id` will hold; each call asked about is first shown to the client as a
+    /// `pending` tool call, and noted in `announced`.
+    pub(super) fn new(
+        connection: Connection,
+        session_id: Arc<Mutex<String>>,
+        cwd: PathBuf,
+        announced: Announced,
+    ) -> Self {
         Self {
             connection,
             session_id,
+            cwd,
+            announced,
             rejected: Mutex::default(),
         }
     }
@@ -65,6 +78,20 @@ impl Approver for ClientApprover {
             .lock()
             .map(|id| id.clone())
             .unwrap_or_default();
+        // The call as the client will show it while the question is open.
+        let call = tool_call(
+            request.call_id.clone(),
+            &request.tool,
+            request.input.clone(),
+            &self.cwd,
+        )
+        .status(ToolCallStatus::Pending);
+        let shown = SessionNotification::new(session_id.clone(), SessionUpdate::ToolCall(call));
+        if self.connection.send_notification(shown).is_ok()
+            && let Ok(mut announced) = self.announced.lock()
+        {
+            announced.insert(request.call_id.clone());
+        }
         let fields = ToolCallUpdateFields::new()
             .title(title(&request.tool, &request.input))
             .kind(kind(&request.tool))

@@ -44,7 +44,7 @@ use crate::exec::progress;
 use crate::repl::totals::Totals;
 use crate::setup::{CliError, Mode, SessionChoice, Setup};
 use client::{ClientApprover, ClientFiles};
-use updates::{TurnUpdates, Updates, prompt_content, stop_reason};
+use updates::{Announced, TurnUpdates, Updates, prompt_content, stop_reason};
 
 type Connection = ConnectionTo<Client>;
 
@@ -59,6 +59,8 @@ struct AcpSession {
     cancel: CancelHandle,
     mode: ModeSwitch,
     totals: Mutex<Totals>,
+    /// The calls shown to the client before a permission question.
+    announced: Announced,
 }
 
 /// The session modes a client may choose (`session/set_mode`): keel's approval modes.
@@ -120,7 +122,7 @@ async fn prompt(
         updates.message(shown);
         return StopReason::EndTurn;
     }
-    let mut turn = TurnUpdates::new(updates);
+    let mut turn = TurnUpdates::new(updates, &acp.announced);
     {
         let mut content = Vec::with_capacity(1 + images.len());
         if !text.is_empty() {
@@ -214,7 +216,13 @@ async fn new_session(
         progress(&format!("keel: {line}"));
     }
     let id = Arc::new(Mutex::new(String::new()));
-    let asker = ClientApprover::new(connection.clone(), id.clone());
+    let announced = Announced::default();
+    let asker = ClientApprover::new(
+        connection.clone(),
+        id.clone(),
+        setup.cwd.clone(),
+        announced.clone(),
+    );
     // Gated calls ask the client, in the mode the client picks (ask by default).
     let approver = ModeApprover::asking(LiveMode::Ask, Arc::new(asker));
     let mode = approver.switch();
@@ -239,6 +247,7 @@ async fn new_session(
             cancel,
             mode,
             totals: Mutex::default(),
+            announced,
         },
     ))
 }

@@ -2,8 +2,9 @@
 //! title, locations, raw input, a diff for each file edit) and their updates (progress while
 //! they run, output when they end), and a resumed session's history replayed.
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::{HashMap, HashSet, VecDeque};
 use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
 
 use agent_client_protocol::v1::schema::{
     ContentBlock, ContentChunk, Diff, ImageContent, SessionNotification, SessionUpdate, StopReason,
@@ -86,8 +87,12 @@ fn output_content(name: &str, output: String) -> ToolCallContent {
     }
 }
 
+/// The calls already shown to the client (as `pending`, before a permission question about
+/// them): when one starts, the client gets an update of it, not a second `tool_call`.
+pub(super) type Announced = Arc<Mutex<HashSet<String>>>;
+
 /// A new tool call as the client first sees it.
-fn tool_call(id: String, name: &str, input: Value, cwd: &Path) -> ToolCall {
+pub(super) fn tool_call(id: String, name: &str, input: Value, cwd: &Path) -> ToolCall {
     let mut call = ToolCall::new(id, title(name, &input)).kind(kind(name));
     if let Some(path) = location(&input, cwd) {
         // A read from a line on: the editor can follow to that line.
@@ -223,19 +228,29 @@ impl<'a> Updates<'a> {
 /// One prompt turn's events as updates: the calls' names and their latest progress lines.
 pub(super) struct TurnUpdates<'a> {
     updates: Updates<'a>,
+    announced: &'a Announced,
     progress: HashMap<String, VecDeque<String>>,
     /// How the run ended, once it has.
     pub(super) outcome: Option<RunOutcome>,
 }
 
 impl<'a> TurnUpdates<'a> {
-    /// The updates of a turn of the session `updates` speaks for.
-    pub(super) fn new(updates: Updates<'a>) -> Self {
+    /// The updates of a turn of the session `updates` speaks for, whose permission questions
+    /// announce calls in `announced`.
+    pub(super) fn new(updates: Updates<'a>, announced: &'a Announced) -> Self {
         Self {
             updates,
+            announced,
             progress: HashMap::new(),
             outcome: None,
         }
+    }
+
+    /// Whether call `id` was shown to the client already; forgets it.
+    fn was_announced(&self, id: &str) -> bool {
+        self.announced
+            .lock()
+            .is_ok_and(|mut announced| announced.remove(id))
     }
 
     /// Sends what `event` shows the client.
@@ -249,9 +264,17 @@ impl<'a> TurnUpdates<'a> {
                 .updates
                 .send(SessionUpdate::AgentThoughtChunk(chunk(text))),
             AgentEvent::ToolCallStarted { id, name, input } => {
-                let call = tool_call(id, &name, input, self.updates.cwd)
-                    .status(ToolCallStatus::InProgress);
-                self.updates.send(SessionUpdate::ToolCall(call));
+                if self.was_announced(&id) {
+                    let fields = ToolCallUpdateFields::new().status(ToolCallStatus::InProgress);
+                    self.updates
+                        .send(SessionUpdate::ToolCallUpdate(ToolCallUpdate::new(
+                            id, fields,
+                        )));
+                } else {
+                    let call = tool_call(id, &name, input, self.updates.cwd)
+                        .status(ToolCallStatus::InProgress);
+                    self.updates.send(SessionUpdate::ToolCall(call));
+                }
             }
             AgentEvent::ToolProgress { id, line, .. } => {
                 let lines = self.progress.entry(id.clone()).or_default();
@@ -280,6 +303,7 @@ impl<'a> TurnUpdates<'a> {
                 ..
             } => {
                 self.progress.remove(&id);
+                self.was_announced(&id);
                 let fields = ToolCallUpdateFields::new()
                     .status(status(is_error))
                     .content(vec![output_content(&name, output)]);
