@@ -314,11 +314,25 @@ async fn session_modes_are_keel_s_approval_modes_and_read_only_refuses_edits() {
             .any(|m| m["method"] == "session/request_permission"),
         "{messages:#?}"
     );
-    let failed = messages.iter().any(|m| {
-        m["params"]["update"]["sessionUpdate"] == "tool_call_update"
-            && m["params"]["update"]["status"] == "failed"
-    });
-    assert!(failed, "{messages:#?}");
+    // Refused before it ran and without a question: the client meets the call once, as a
+    // tool_call that has already failed, saying why.
+    let calls: Vec<&Value> = messages
+        .iter()
+        .map(|m| &m["params"]["update"])
+        .filter(|u| u["toolCallId"] == "t1")
+        .collect();
+    assert_eq!(calls.len(), 1, "{messages:#?}");
+    assert_eq!(calls[0]["sessionUpdate"], "tool_call", "{}", calls[0]);
+    assert_eq!(calls[0]["status"], "failed", "{}", calls[0]);
+    assert_eq!(calls[0]["kind"], "edit", "{}", calls[0]);
+    assert!(
+        calls[0]["content"][0]["content"]["text"]
+            .as_str()
+            .unwrap()
+            .contains("read-only"),
+        "{}",
+        calls[0]
+    );
     assert_eq!(reply(4)["result"]["stopReason"], "end_turn");
     assert_eq!(
         std::fs::read_to_string(repo.path().join("notes.txt")).unwrap(),

@@ -229,6 +229,8 @@ impl<'a> Updates<'a> {
 pub(super) struct TurnUpdates<'a> {
     updates: Updates<'a>,
     announced: &'a Announced,
+    /// The calls of this turn the client has seen start.
+    started: HashSet<String>,
     progress: HashMap<String, VecDeque<String>>,
     /// How the run ended, once it has.
     pub(super) outcome: Option<RunOutcome>,
@@ -241,6 +243,7 @@ impl<'a> TurnUpdates<'a> {
         Self {
             updates,
             announced,
+            started: HashSet::new(),
             progress: HashMap::new(),
             outcome: None,
         }
@@ -264,6 +267,7 @@ impl<'a> TurnUpdates<'a> {
                 .updates
                 .send(SessionUpdate::AgentThoughtChunk(chunk(text))),
             AgentEvent::ToolCallStarted { id, name, input } => {
+                self.started.insert(id.clone());
                 if self.was_announced(&id) {
                     let fields = ToolCallUpdateFields::new().status(ToolCallStatus::InProgress);
                     self.updates
@@ -303,14 +307,25 @@ impl<'a> TurnUpdates<'a> {
                 ..
             } => {
                 self.progress.remove(&id);
-                self.was_announced(&id);
-                let fields = ToolCallUpdateFields::new()
-                    .status(status(is_error))
-                    .content(vec![output_content(&name, output)]);
-                self.updates
-                    .send(SessionUpdate::ToolCallUpdate(ToolCallUpdate::new(
-                        id, fields,
-                    )));
+                let announced = self.was_announced(&id);
+                let content = vec![output_content(&name, output)];
+                if self.started.remove(&id) || announced {
+                    let fields = ToolCallUpdateFields::new()
+                        .status(status(is_error))
+                        .content(content);
+                    self.updates
+                        .send(SessionUpdate::ToolCallUpdate(ToolCallUpdate::new(
+                            id, fields,
+                        )));
+                } else {
+                    // Refused before it ran and without a question (a rule, a hook, the
+                    // read-only mode): the client meets it here, already ended.
+                    let call = ToolCall::new(id, name.clone())
+                        .kind(kind(&name))
+                        .status(status(is_error))
+                        .content(content);
+                    self.updates.send(SessionUpdate::ToolCall(call));
+                }
             }
             AgentEvent::Finished(outcome) => self.outcome = Some(outcome),
             _ => {}
