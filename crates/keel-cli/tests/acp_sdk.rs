@@ -646,3 +646,69 @@ async fn every_call_is_announced_by_a_tool_call_before_it_is_asked_about_or_upda
     }
     assert_eq!(announced, ["t1"], "{events:#?}");
 }
+
+#[tokio::test]
+async fn an_editor_offering_its_files_gets_the_reads_and_the_edit_through_the_sdk() {
+    let repo = TempRepo::new();
+    repo.write("src/lib.rs", "pub fn answer() -> u32 { 41 }\n");
+    repo.commit("start");
+    let home = Home::new();
+    let server = anthropic_server(&[
+        tool_call("t1", "read_file", json!({"path": "src/lib.rs"})),
+        tool_call(
+            "t2",
+            "patch_file",
+            json!({"path": "src/lib.rs", "old_string": "41", "new_string": "42"}),
+        ),
+        text("Fixed."),
+    ])
+    .await;
+    let file = repo.path().canonicalize().unwrap().join("src/lib.rs");
+    let buffer = "// not saved yet\npub fn answer() -> u32 { 41 }\n";
+    let Some(events) = sdk_client(
+        home.keel_anthropic(&server),
+        json!({"permissions": ["allow_once"], "files": {file.to_str().unwrap(): buffer},
+               "steps": [
+            {"op": "initialize", "clientCapabilities":
+                {"fs": {"readTextFile": true, "writeTextFile": true}, "terminal": false}},
+            new_session(repo.path()), prompt("fix answer()")]}),
+    )
+    .await
+    else {
+        return;
+    };
+    let files: Vec<(&str, &str)> = events
+        .iter()
+        .filter(|e| e["event"] == "fs_read" || e["event"] == "fs_write")
+        .map(|e| (e["event"].as_str().unwrap(), e["path"].as_str().unwrap()))
+        .collect();
+    let path = file.to_str().unwrap();
+    assert_eq!(
+        files,
+        [("fs_read", path), ("fs_read", path), ("fs_write", path)],
+        "{events:#?}"
+    );
+    let written = events.iter().find(|e| e["event"] == "fs_write").unwrap();
+    assert_eq!(
+        written["content"],
+        "// not saved yet\npub fn answer() -> u32 { 42 }\n"
+    );
+    let read = updates(&events)
+        .into_iter()
+        .find(|u| u["sessionUpdate"] == "tool_call_update" && u["toolCallId"] == "t1")
+        .unwrap();
+    assert!(
+        read["content"][0]["content"]["text"]
+            .as_str()
+            .unwrap()
+            .contains("1\t// not saved yet"),
+        "{read}"
+    );
+    // The editor saves when it will: the disk is as it was.
+    assert_eq!(
+        std::fs::read_to_string(&file).unwrap(),
+        "pub fn answer() -> u32 { 41 }\n"
+    );
+    let stop = &replies(&events, "session/prompt")[0]["result"];
+    assert_eq!(stop["stopReason"], "end_turn", "{stop}");
+}

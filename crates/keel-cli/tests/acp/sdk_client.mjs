@@ -10,6 +10,9 @@
 //     "permissions": ["reject_once", ...],    // per permission request, in order (the last
 //                                             // repeats): an option kind or optionId to
 //                                             // select, or "cancelled"; default allow_once
+//     "files": {"/abs/path": "text"},        // the editor's buffers: fs/read_text_file
+//                                             // answers these (others: an error);
+//                                             // fs/write_text_file is answered ok
 //     "timeoutMs": 90000,
 //     "steps": [
 //       {"op": "initialize", "clientCapabilities": {...}},
@@ -25,6 +28,7 @@
 //   {"event": "update", "sessionId", "update"}              every session/update
 //   {"event": "permission_request", "id", "params"}         every session/request_permission
 //   {"event": "permission_answer", "toolCallId", "outcome"} what this client answered
+//   {"event": "fs_read" | "fs_write", "path", "content"}     a file asked for or written
 //   {"event": "agent_request" | "notification", "method", "params"}   anything else the agent sent
 //   {"event": "response", "method", "id", "result", "elapsedMs"}     a reply to our request
 //   {"event": "error", "method", "id", "error", "elapsedMs"}         an error reply
@@ -137,6 +141,10 @@ function observe(message) {
     } else if (method === "session/request_permission") {
       check(zod.zRequestPermissionRequest, params, method);
       emit({ event: "permission_request", id: message.id, params });
+    } else if (method === "fs/read_text_file") {
+      check(zod.zReadTextFileRequest, params, method);
+    } else if (method === "fs/write_text_file") {
+      check(zod.zWriteTextFileRequest, params, method);
     } else if ("id" in message) {
       emit({ event: "agent_request", method, id: message.id, params });
     } else {
@@ -209,6 +217,18 @@ const app = acp
     const response = answer(params);
     emit({ event: "permission_answer", toolCallId: params.toolCall.toolCallId, ...response });
     return response;
+  })
+  .onRequest("fs/read_text_file", ({ params }) => {
+    const content = (scenario.files ?? {})[params.path];
+    emit({ event: "fs_read", path: params.path, content: content ?? null });
+    if (content === undefined) {
+      throw new Error(`no buffer for ${params.path}`);
+    }
+    return { content };
+  })
+  .onRequest("fs/write_text_file", ({ params }) => {
+    emit({ event: "fs_write", path: params.path, content: params.content });
+    return {};
   });
 
 // Lets pending notification handlers run before the next step.
