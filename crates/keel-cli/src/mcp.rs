@@ -12,6 +12,21 @@ use crate::terminal::printable;
 pub(crate) const NONE: &str = "no MCP servers: add [mcp_servers.NAME] to ~/.keel/config.toml, a \
                                .mcp.json to a trusted project, or pass --mcp-config FILE";
 
+/// `/mcp` in a session: each started server with its tools, then each that did not start;
+/// [`NONE`] when there are none.
+pub(crate) fn session_lines(setup: &crate::setup::Setup) -> Vec<String> {
+    let mut lines: Vec<String> = setup
+        .mcp_servers
+        .iter()
+        .flat_map(|server| server_lines(server, true))
+        .collect();
+    lines.extend(setup.mcp_failed.iter().map(ToString::to_string));
+    if lines.is_empty() {
+        lines.push(NONE.to_owned());
+    }
+    lines
+}
+
 /// One server's line (and, with `tools`, one line per tool under it).
 pub(crate) fn server_lines(server: &McpServer, tools: bool) -> Vec<String> {
     let mut names = server.tool_names();

@@ -127,6 +127,52 @@ pub(crate) fn report_lines(info: &SnapshotInfo, report: &RestoreReport) -> Vec<S
     lines
 }
 
+/// What a rewind did.
+pub(crate) enum Rewound {
+    /// No snapshot was named: the workspace's snapshots, oldest first (empty: none yet).
+    Listed(Vec<SnapshotInfo>),
+    /// The files are back as they were at this snapshot.
+    Restored(SnapshotInfo, RestoreReport),
+}
+
+/// The snapshots of `snapshots`, or with `argument` (a number from the list, or an id) the
+/// files put back as they were at that snapshot: `keel rewind`, `/rewind` and ACP's
+/// `/rewind`. A snapshot that is not there is a usage error; a store that fails, a run error.
+pub(crate) fn list_or_restore(
+    snapshots: &impl Snapshots,
+    argument: Option<&str>,
+) -> Result<Rewound, CliError> {
+    let infos = snapshots
+        .list()
+        .map_err(|err| CliError::Run(format!("cannot list snapshots: {err}")))?;
+    let Some(argument) = argument else {
+        return Ok(Rewound::Listed(infos));
+    };
+    let info = find(&infos, argument).map_err(CliError::Usage)?.clone();
+    let report = snapshots
+        .restore(&info.id.0)
+        .map_err(|err| CliError::Run(format!("cannot rewind: {err}")))?;
+    Ok(Rewound::Restored(info, report))
+}
+
+/// [`list_or_restore`] off the async threads, for a session's snapshot store.
+pub(crate) async fn list_or_restore_async(
+    snapshots: std::sync::Arc<ShadowSnapshots>,
+    argument: Option<String>,
+) -> Result<Rewound, CliError> {
+    tokio::task::spawn_blocking(move || list_or_restore(snapshots.as_ref(), argument.as_deref()))
+        .await
+        .map_err(|err| CliError::Run(format!("cannot rewind: {err}")))?
+}
+
+/// What a session's `/rewind` says when the workspace has no snapshot yet.
+pub(crate) const NO_SNAPSHOTS: &str =
+    "no snapshots of this workspace yet; keel takes one before every call that may change files";
+
+/// What a session's `/rewind` says when snapshots are off.
+pub(crate) const SNAPSHOTS_OFF: &str =
+    "snapshots are off ([snapshots] enabled = false, or the store failed)";
+
 /// The workspace `keel rewind` works on: `-C`, else the current directory.
 fn workspace(options: &Options) -> Result<PathBuf, CliError> {
     crate::setup::existing_dir(&crate::setup::given_dir(options)?, "-C")
@@ -143,35 +189,32 @@ pub(crate) fn command(
     let config = Config::load(Some(&home), &workspace, options.trust_project)
         .map_err(|err| CliError::Usage(err.to_string()))?;
     let snapshots = open(&home, &workspace, &config.snapshots).map_err(CliError::Run)?;
-    let infos = snapshots
-        .list()
-        .map_err(|err| CliError::Run(format!("cannot list snapshots: {err}")))?;
-    let Some(id) = id else {
-        if conversation {
-            return Err(CliError::Usage(
-                "--conversation needs a snapshot: keel rewind ID --conversation".into(),
-            ));
-        }
-        if infos.is_empty() {
-            println!(
-                "no snapshots of {} yet; keel takes one before every call that may change files",
-                workspace.display()
-            );
-        }
-        for line in list_lines(&infos) {
-            println!("{line}");
-        }
-        return Ok(0);
-    };
-    let info = find(&infos, &id).map_err(CliError::Usage)?;
-    let report = snapshots
-        .restore(&info.id.0)
-        .map_err(|err| CliError::Run(format!("cannot rewind: {err}")))?;
-    for line in report_lines(info, &report) {
-        println!("{line}");
+    if id.is_none() && conversation {
+        return Err(CliError::Usage(
+            "--conversation needs a snapshot: keel rewind ID --conversation".into(),
+        ));
     }
-    if conversation {
-        println!("{}", rewind_conversation(&home, info)?);
+    match list_or_restore(&snapshots, id.as_deref())? {
+        Rewound::Listed(infos) => {
+            if infos.is_empty() {
+                println!(
+                    "no snapshots of {} yet; keel takes one before every call that may change \
+                     files",
+                    workspace.display()
+                );
+            }
+            for line in list_lines(&infos) {
+                println!("{line}");
+            }
+        }
+        Rewound::Restored(info, report) => {
+            for line in report_lines(&info, &report) {
+                println!("{line}");
+            }
+            if conversation {
+                println!("{}", rewind_conversation(&home, &info)?);
+            }
+        }
     }
     Ok(0)
 }

@@ -16,14 +16,12 @@ use serde_json::{Value, json};
 use support::acp::{converse, converse_answering, open, prompt, reply as reply_to, updates};
 use support::*;
 
-/// The `tool_call_update`s that ended a call, in order.
+/// The updates that ended a call, in order: a `tool_call_update`, or for a call refused
+/// before it ran without a question, the `tool_call` that showed it already ended.
 fn finished(messages: &[Value]) -> Vec<Value> {
     updates(messages)
         .into_iter()
-        .filter(|u| {
-            u["sessionUpdate"] == "tool_call_update"
-                && matches!(u["status"].as_str(), Some("completed" | "failed"))
-        })
+        .filter(|u| matches!(u["status"].as_str(), Some("completed" | "failed")))
         .collect()
 }
 

@@ -10,8 +10,6 @@ use agent_client_protocol::v1::schema::{
 };
 use keel_engine::{CompactionError, Session};
 
-use keel_snapshot::Snapshots;
-
 use super::AcpSession;
 use crate::delegates::Listings;
 use crate::rewind;
@@ -100,19 +98,7 @@ pub(super) async fn run(
                 .unwrap_or_default(),
         ],
         "rewind" => rewind(acp, argument).await,
-        "mcp" => {
-            let mut lines: Vec<String> = acp
-                .setup
-                .mcp_servers
-                .iter()
-                .flat_map(|server| crate::mcp::server_lines(server, true))
-                .collect();
-            lines.extend(acp.setup.mcp_failed.iter().map(ToString::to_string));
-            if lines.is_empty() {
-                lines.push(crate::mcp::NONE.to_owned());
-            }
-            lines
-        }
+        "mcp" => crate::mcp::session_lines(&acp.setup),
         "agents" | "skills" | "tasks" => match acp.coding.delegates() {
             None => vec!["delegation is off (--no-delegation)".to_owned()],
             Some(delegates) => match (name, argument) {
@@ -150,35 +136,15 @@ async fn compact(acp: &AcpSession, session: &mut Session) -> String {
 /// conversation stays as it is).
 async fn rewind(acp: &AcpSession, argument: Option<String>) -> Vec<String> {
     let Some(snapshots) = acp.coding.snapshots().cloned() else {
-        return vec![
-            "snapshots are off ([snapshots] enabled = false, or the store failed)".to_owned(),
-        ];
+        return vec![rewind::SNAPSHOTS_OFF.to_owned()];
     };
-    let lister = snapshots.clone();
-    let listed = match tokio::task::spawn_blocking(move || lister.list()).await {
-        Ok(Ok(listed)) => listed,
-        Ok(Err(err)) => return vec![format!("cannot list snapshots: {err}")],
-        Err(err) => return vec![format!("cannot list snapshots: {err}")],
-    };
-    let Some(argument) = argument else {
-        if listed.is_empty() {
-            return vec![
-                "no snapshots of this workspace yet; keel takes one before every call that may \
-                 change files"
-                    .to_owned(),
-            ];
+    match rewind::list_or_restore_async(snapshots, argument).await {
+        Ok(rewind::Rewound::Listed(infos)) if infos.is_empty() => {
+            vec![rewind::NO_SNAPSHOTS.to_owned()]
         }
-        return rewind::list_lines(&listed);
-    };
-    let info = match rewind::find(&listed, &argument) {
-        Ok(info) => info.clone(),
-        Err(err) => return vec![err],
-    };
-    let id = info.id.0.clone();
-    match tokio::task::spawn_blocking(move || snapshots.restore(&id)).await {
-        Ok(Ok(report)) => rewind::report_lines(&info, &report),
-        Ok(Err(err)) => vec![format!("cannot rewind: {err}")],
-        Err(err) => vec![format!("cannot rewind: {err}")],
+        Ok(rewind::Rewound::Listed(infos)) => rewind::list_lines(&infos),
+        Ok(rewind::Rewound::Restored(info, report)) => rewind::report_lines(&info, &report),
+        Err(err) => vec![err.to_string()],
     }
 }
 

@@ -2,7 +2,6 @@
 
 use keel_engine::CompactionError;
 use keel_sandbox::GitSession;
-use keel_snapshot::Snapshots;
 
 use super::view::printable;
 use super::worktree;
@@ -209,46 +208,22 @@ impl Repl {
     /// they were at snapshot N.
     async fn rewind(&mut self, argument: Option<String>) {
         let Some(snapshots) = self.coding.snapshots().cloned() else {
-            self.view
-                .error("snapshots are off ([snapshots] enabled = false, or the store failed)");
+            self.view.error(rewind::SNAPSHOTS_OFF);
             return;
         };
-        let lister = snapshots.clone();
-        let listed = match tokio::task::spawn_blocking(move || lister.list()).await {
-            Ok(Ok(listed)) => listed,
-            Ok(Err(err)) => {
-                self.view.error(&format!("cannot list snapshots: {err}"));
-                return;
+        let info = match rewind::list_or_restore_async(snapshots, argument).await {
+            Ok(rewind::Rewound::Listed(infos)) if infos.is_empty() => {
+                return self.view.notice(rewind::NO_SNAPSHOTS);
             }
-            Err(err) => {
-                self.view.error(&format!("cannot list snapshots: {err}"));
-                return;
+            Ok(rewind::Rewound::Listed(infos)) => {
+                return self.view.lines(&rewind::list_lines(&infos));
             }
+            Ok(rewind::Rewound::Restored(info, report)) => {
+                self.view.lines(&rewind::report_lines(&info, &report));
+                info
+            }
+            Err(err) => return self.view.error(&err.to_string()),
         };
-        let Some(argument) = argument else {
-            if listed.is_empty() {
-                self.view.notice(
-                    "no snapshots of this workspace yet; keel takes one before every call that \
-                     may change files",
-                );
-            } else {
-                self.view.lines(&rewind::list_lines(&listed));
-            }
-            return;
-        };
-        let info = match rewind::find(&listed, &argument) {
-            Ok(info) => info.clone(),
-            Err(err) => {
-                self.view.error(&err);
-                return;
-            }
-        };
-        let id = info.id.0.clone();
-        match tokio::task::spawn_blocking(move || snapshots.restore(&id)).await {
-            Ok(Ok(report)) => self.view.lines(&rewind::report_lines(&info, &report)),
-            Ok(Err(err)) => return self.view.error(&format!("cannot rewind: {err}")),
-            Err(err) => return self.view.error(&format!("cannot rewind: {err}")),
-        }
         // The conversation too, when the snapshot was taken in this session.
         if info.point.session_id != self.session.id() {
             return;
@@ -406,17 +381,7 @@ impl Repl {
     /// `/agents`, `/teams`, `/skills`: the lines `lines` makes.
     /// `/mcp`: each MCP server, its state and tools; those that did not start.
     fn mcp(&self) {
-        let mut lines: Vec<String> = self
-            .setup
-            .mcp_servers
-            .iter()
-            .flat_map(|server| crate::mcp::server_lines(server, true))
-            .collect();
-        lines.extend(self.setup.mcp_failed.iter().map(ToString::to_string));
-        if lines.is_empty() {
-            lines.push(crate::mcp::NONE.to_owned());
-        }
-        self.view.lines(&lines);
+        self.view.lines(&crate::mcp::session_lines(&self.setup));
     }
 
     fn list(&self, lines: fn(&Delegates) -> Vec<String>) {

@@ -2,7 +2,7 @@
 //! path checks as on disk first, so the editor is only ever asked about a path the sandbox
 //! allows.
 
-use keel_tool::ToolError;
+use keel_tool::{EditorFiles, ToolError};
 
 use super::read_file::{BINARY_PROBE_BYTES, binary_error, check_regular};
 use crate::path::{Access, PathSandbox, ResolvedPath};
@@ -30,6 +30,20 @@ pub(crate) fn editor_text(text: String, shown_path: &str, tool: &str) -> Result<
         return Err(binary_error(shown_path, tool));
     }
     Ok(text)
+}
+
+/// Writes `text` to the checked file `resolved` through `editor`; its failure is the call's
+/// error, naming the file as the model knows it (`shown_path`).
+pub(crate) async fn write_through(
+    editor: &dyn EditorFiles,
+    resolved: &ResolvedPath,
+    text: &str,
+    shown_path: &str,
+) -> Result<(), ToolError> {
+    editor
+        .write_text(resolved.absolute(), text)
+        .await
+        .map_err(|err| ToolError::failed(format!("the editor could not write {shown_path}: {err}")))
 }
 
 /// Runs blocking file work off the async threads; a panic in it is `tool`'s error.

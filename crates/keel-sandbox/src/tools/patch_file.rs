@@ -16,7 +16,7 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::json;
 
-use super::editor::{blocking, checked_file, editor_text};
+use super::editor::{blocking, checked_file, editor_text, write_through};
 use super::read_file::{
     BINARY_PROBE_BYTES, binary_error, open_regular_file, plural, push_numbered, thousands,
 };
@@ -141,12 +141,7 @@ impl Tool for PatchFile {
         };
         let patched = patch_text(&text, &args, &shown_path)?;
         if editor.writes() {
-            editor
-                .write_text(resolved.absolute(), &patched.text)
-                .await
-                .map_err(|err| {
-                    ToolError::failed(format!("the editor could not write {shown_path}: {err}"))
-                })?;
+            write_through(editor.as_ref(), &resolved, &patched.text, &shown_path).await?;
         } else {
             let sandbox = Arc::clone(&self.sandbox);
             let text = patched.text.clone();

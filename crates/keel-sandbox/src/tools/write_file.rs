@@ -8,7 +8,7 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::json;
 
-use super::editor::{blocking, checked_file};
+use super::editor::{blocking, checked_file, write_through};
 use super::read_file::{plural, thousands};
 use crate::path::{Access, PathSandbox};
 use crate::protect::write_effect;
@@ -82,12 +82,7 @@ impl Tool for WriteFile {
             .await?;
             if resolved.exists() {
                 let shown_path = self.sandbox.display(resolved.absolute());
-                editor
-                    .write_text(resolved.absolute(), &args.content)
-                    .await
-                    .map_err(|err| {
-                        ToolError::failed(format!("the editor could not write {shown_path}: {err}"))
-                    })?;
+                write_through(editor.as_ref(), &resolved, &args.content, &shown_path).await?;
                 return Ok(written(&shown_path, args.content.len(), false));
             }
         }
