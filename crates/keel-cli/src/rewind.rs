@@ -131,8 +131,8 @@ pub(crate) fn report_lines(info: &SnapshotInfo, report: &RestoreReport) -> Vec<S
 pub(crate) enum Rewound {
     /// No snapshot was named: the workspace's snapshots, oldest first (empty: none yet).
     Listed(Vec<SnapshotInfo>),
-    /// The files are back as they were at this snapshot.
-    Restored(SnapshotInfo, RestoreReport),
+    /// The files are back as they were at this snapshot: it, and what the restore did.
+    Restored(Box<(SnapshotInfo, RestoreReport)>),
 }
 
 /// The snapshots of `snapshots`, or with `argument` (a number from the list, or an id) the
@@ -152,7 +152,7 @@ pub(crate) fn list_or_restore(
     let report = snapshots
         .restore(&info.id.0)
         .map_err(|err| CliError::Run(format!("cannot rewind: {err}")))?;
-    Ok(Rewound::Restored(info, report))
+    Ok(Rewound::Restored(Box::new((info, report))))
 }
 
 /// [`list_or_restore`] off the async threads, for a session's snapshot store.
@@ -207,7 +207,8 @@ pub(crate) fn command(
                 println!("{line}");
             }
         }
-        Rewound::Restored(info, report) => {
+        Rewound::Restored(restored) => {
+            let (info, report) = *restored;
             for line in report_lines(&info, &report) {
                 println!("{line}");
             }

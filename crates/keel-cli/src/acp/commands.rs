@@ -143,7 +143,7 @@ async fn rewind(acp: &AcpSession, argument: Option<String>) -> Vec<String> {
             vec![rewind::NO_SNAPSHOTS.to_owned()]
         }
         Ok(rewind::Rewound::Listed(infos)) => rewind::list_lines(&infos),
-        Ok(rewind::Rewound::Restored(info, report)) => rewind::report_lines(&info, &report),
+        Ok(rewind::Rewound::Restored(restored)) => rewind::report_lines(&restored.0, &restored.1),
         Err(err) => vec![err.to_string()],
     }
 }

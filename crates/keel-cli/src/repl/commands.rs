@@ -218,7 +218,8 @@ impl Repl {
             Ok(rewind::Rewound::Listed(infos)) => {
                 return self.view.lines(&rewind::list_lines(&infos));
             }
-            Ok(rewind::Rewound::Restored(info, report)) => {
+            Ok(rewind::Rewound::Restored(restored)) => {
+                let (info, report) = *restored;
                 self.view.lines(&rewind::report_lines(&info, &report));
                 info
             }
