@@ -427,3 +427,17 @@ async fn session_load_resumes_a_keel_session_and_replays_it() {
         "{last}"
     );
 }
+
+#[tokio::test]
+async fn a_client_asking_for_a_newer_protocol_is_answered_with_the_one_keel_speaks() {
+    let home = Home::new();
+    let server = anthropic_server(&[text("never asked")]).await;
+    let replies = converse(
+        home.keel_anthropic(&server),
+        vec![json!({"jsonrpc": "2.0", "id": 0, "method": "initialize",
+                   "params": {"protocolVersion": 9, "clientCapabilities": {}}})],
+    )
+    .await;
+    assert_eq!(replies[0]["result"]["protocolVersion"], 1, "{replies:#?}");
+    assert_eq!(replies[0]["result"]["agentInfo"]["name"], "keel");
+}
