@@ -163,6 +163,8 @@ impl Setup {
             .or_else(|| env("KEEL_MODEL"))
             .or_else(|| config.model.clone())
             .unwrap_or_else(|| chosen.kind.default_model().to_owned());
+        // Claude Code's family aliases (`sonnet`, `opus`, `haiku`) name a model.
+        let model = keel_provider::ModelCatalog::expand_alias(&model).to_owned();
         let approvals = if options.yes {
             ApprovalMode::Allow
         } else {

@@ -96,6 +96,13 @@ const ALIASES: &[(&str, &str)] = &[
     ("claude-3-5-haiku-latest", "claude-3-5-haiku"),
 ];
 
+/// Claude Code's family aliases (`--model sonnet`), and the model each names today.
+const FAMILY_ALIASES: &[(&str, &str)] = &[
+    ("sonnet", "claude-sonnet-4-5"),
+    ("opus", "claude-opus-4-5"),
+    ("haiku", "claude-haiku-4-5"),
+];
+
 /// A table of models, looked up by id.
 #[derive(Debug, Clone)]
 pub struct ModelCatalog {
@@ -169,6 +176,23 @@ impl ModelCatalog {
         self.models.get(canonical)
     }
 
+    /// The model a family alias names, as Claude Code takes them: `sonnet`, `opus` and
+    /// `haiku` are the newest of their family keel knows; any other name is given back as
+    /// it is.
+    ///
+    /// ```
+    /// use keel_provider::ModelCatalog;
+    ///
+    /// assert_eq!(ModelCatalog::expand_alias("sonnet"), "claude-sonnet-4-5");
+    /// assert_eq!(ModelCatalog::expand_alias("gpt-4.1"), "gpt-4.1");
+    /// ```
+    pub fn expand_alias(name: &str) -> &str {
+        FAMILY_ALIASES
+            .iter()
+            .find(|(alias, _)| *alias == name.trim())
+            .map_or(name, |(_, model)| model)
+    }
+
     /// What `usage` on `model` costs in USD; `None` when the model is unknown.
     pub fn cost(&self, model: &str, usage: &Usage) -> Option<f64> {
         self.get(model).map(|info| info.pricing.cost(usage))
@@ -226,6 +250,17 @@ mod tests {
         for unknown in ["gpt-4o-mega", "claude", "llama3.1:8b", "gpt-4", ""] {
             assert!(catalog.get(unknown).is_none(), "{unknown}");
         }
+    }
+
+    #[test]
+    fn family_aliases_name_models_the_catalog_knows() {
+        let catalog = ModelCatalog::built_in();
+        for (alias, _) in FAMILY_ALIASES {
+            let model = ModelCatalog::expand_alias(alias);
+            assert_ne!(model, *alias);
+            assert!(catalog.get(model).is_some(), "{alias} -> {model}");
+        }
+        assert_eq!(ModelCatalog::expand_alias("claude-opus-4-1"), "claude-opus-4-1");
     }
 
     #[test]
