@@ -283,9 +283,15 @@ impl ModeApprover {
 
     /// An approver starting in `mode` whose questions `asker` answers (an editor over ACP).
     pub(crate) fn asking(mode: LiveMode, asker: Arc<dyn Approver>) -> Self {
+        Self::starting(mode, Some(asker))
+    }
+
+    /// An approver starting in `mode` whose questions `asker` answers; without one they are
+    /// refused as `deny` does.
+    pub(crate) fn starting(mode: LiveMode, asker: Option<Arc<dyn Approver>>) -> Self {
         Self {
             mode: ModeSwitch(Arc::new(AtomicU8::new(mode.to_u8()))),
-            terminal: Some(asker),
+            terminal: asker,
         }
     }
 

@@ -78,8 +78,8 @@ pub(crate) struct Options {
     #[arg(long, value_name = "URL")]
     pub base_url: Option<String>,
 
-    /// The most model calls in one run [default: 25].
-    #[arg(long, value_name = "N",
+    /// The most model calls in one run [default: 25] (also --max-turns, Claude Code's name).
+    #[arg(long, visible_alias = "max-turns", value_name = "N",
           value_parser = clap::value_parser!(u32).range(1..))]
     pub max_iterations: Option<u32>,
 
@@ -125,7 +125,7 @@ pub(crate) struct Options {
     pub continue_latest: bool,
 
     /// Continue session ID (see `keel sessions`).
-    #[arg(long, value_name = "ID")]
+    #[arg(short = 'r', long, value_name = "ID")]
     pub resume: Option<String>,
 
     /// Leave out the delegation tools (code, spawn_agent, run_team, use_skill, the task tools)

@@ -8,14 +8,14 @@ use keel::{CodingAgent, RunEvent};
 use keel_engine::{AgentEvent, Hooks, RunOutcome, Session, Stop};
 use serde_json::Value;
 
-use crate::approve::{Answer, AskFn, ModeApprover};
+use crate::approve::{Answer, AskFn, LiveMode, ModeApprover};
 use crate::cli::{ExecArgs, Options, OutputFormat};
 use crate::output::{
     InitInfo, init_object, iteration_warning_object, message_object, reply_discarded_object,
     result_object, snapshot_object,
 };
 use crate::render::{CallInputs, failure_tail, finished_line, restored_note};
-use crate::setup::{CliError, Mode, SessionChoice, Setup};
+use crate::setup::{AgentExtras, CliError, Mode, SessionChoice, Setup};
 use crate::signals;
 use crate::trouble::{failure_hint, retry_status};
 
@@ -29,24 +29,40 @@ pub(crate) fn session_choice(options: &Options) -> SessionChoice {
 }
 
 /// The prompt: the argument, or stdin for `-` (or no argument with stdin not a terminal).
-fn read_prompt(arg: Option<String>) -> Result<String, CliError> {
-    let from_stdin = match arg.as_deref() {
-        Some("-") => true,
-        Some(text) => return non_empty(text.to_owned()),
-        None => !std::io::stdin().is_terminal(),
-    };
-    if !from_stdin {
-        return Err(CliError::Usage(
+/// With both an argument and a pipe on stdin, what was piped comes first and the argument
+/// after it, as `claude -p` does (`git diff | keel exec "review this"`).
+pub(crate) fn read_prompt(arg: Option<String>) -> Result<String, CliError> {
+    let piped = !std::io::stdin().is_terminal();
+    match arg {
+        Some(dash) if dash == "-" => non_empty(read_stdin()?),
+        Some(text) if piped => non_empty(with_piped(&read_stdin()?, text)),
+        Some(text) => non_empty(text),
+        None if piped => non_empty(read_stdin()?),
+        None => Err(CliError::Usage(
             "keel exec needs a prompt: keel exec \"fix the failing test\", or - to read it \
              from stdin"
                 .into(),
-        ));
+        )),
     }
+}
+
+/// Everything on stdin.
+fn read_stdin() -> Result<String, CliError> {
     let mut text = String::new();
     std::io::stdin()
         .read_to_string(&mut text)
         .map_err(|err| CliError::Usage(format!("reading the prompt from stdin: {err}")))?;
-    non_empty(text)
+    Ok(text)
+}
+
+/// `prompt` after what was `piped` (nothing piped: the prompt alone).
+fn with_piped(piped: &str, prompt: String) -> String {
+    let piped = piped.trim_end();
+    if piped.trim().is_empty() {
+        prompt
+    } else {
+        format!("{piped}\n\n{prompt}")
+    }
 }
 
 fn non_empty(text: String) -> Result<String, CliError> {
@@ -100,7 +116,7 @@ pub(crate) fn print_line(text: &str) {
     let _ = out.flush();
 }
 
-fn print_json(value: &Value) {
+pub(crate) fn print_json(value: &Value) {
     print_line(&value.to_string());
 }
 
@@ -113,8 +129,30 @@ pub(crate) fn progress(text: &str) {
 /// Runs `keel exec`; returns the exit code.
 pub(crate) async fn run(options: &Options, args: ExecArgs) -> Result<u8, CliError> {
     let prompt = read_prompt(args.prompt)?;
+    run_prompt(options, prompt, args.output_format, Headless::default()).await
+}
+
+/// How a headless run differs from `keel exec`'s defaults: what Claude Code's flags add to
+/// the agent, and the approval mode they choose.
+#[derive(Debug, Default)]
+pub(crate) struct Headless {
+    /// Added to the agent.
+    pub extras: AgentExtras,
+    /// The approval mode (`--permission-mode`); `None`: `--approvals`' (exec asks on the
+    /// terminal when there is one).
+    pub mode: Option<LiveMode>,
+}
+
+/// Runs `prompt` headless, printing it as `format` says; the exit code.
+pub(crate) async fn run_prompt(
+    options: &Options,
+    prompt: String,
+    format: OutputFormat,
+    headless: Headless,
+) -> Result<u8, CliError> {
     let choice = session_choice(options);
     let mut setup = Setup::resolve(options, Mode::Exec, &choice)?;
+    setup.extras = headless.extras;
     for notice in &setup.notices {
         progress(&format!("keel: {notice}"));
     }
@@ -133,29 +171,19 @@ pub(crate) async fn run(options: &Options, args: ExecArgs) -> Result<u8, CliErro
         }
         _ => None,
     };
-    let coding = setup.agent(ModeApprover::new(setup.approvals, ask, None), Hooks::new())?;
+    let approver = match headless.mode {
+        Some(mode) => ModeApprover::starting(mode, None),
+        None => ModeApprover::new(setup.approvals, ask, None),
+    };
+    let coding = setup.agent(approver, Hooks::new())?;
     for warning in coding.warnings() {
         progress(&format!("keel: warning: {warning}"));
     }
     let agent = coding.agent();
     let mut session = setup.session(agent, &choice)?;
     let started = Instant::now();
-    let format = args.output_format;
     if format == OutputFormat::StreamJson {
-        print_json(&init_object(&InitInfo {
-            session_id: session.id(),
-            cwd: &setup.cwd,
-            model: &setup.model,
-            provider: &setup.provider_name,
-            tools: agent
-                .tools()
-                .definitions()
-                .into_iter()
-                .map(|definition| definition.name)
-                .collect(),
-            approvals: setup.approvals.name(),
-            sandbox: sandbox_name(setup.policy.mode),
-        }));
+        print_init(&setup, &session, agent);
     }
     let cancel = session.cancel_handle();
     let ctrl_c = tokio::spawn(async move {
@@ -205,9 +233,27 @@ pub(crate) async fn run(options: &Options, args: ExecArgs) -> Result<u8, CliErro
     })
 }
 
+/// Prints stream-json's `system`/`init` line for `session`.
+pub(crate) fn print_init(setup: &Setup, session: &Session, agent: &keel_engine::Agent) {
+    print_json(&init_object(&InitInfo {
+        session_id: session.id(),
+        cwd: &setup.cwd,
+        model: session.model(),
+        provider: &setup.provider_name,
+        tools: agent
+            .tools()
+            .definitions()
+            .into_iter()
+            .map(|definition| definition.name)
+            .collect(),
+        approvals: setup.approvals.name(),
+        sandbox: sandbox_name(setup.policy.mode),
+    }));
+}
+
 /// Runs `prompt` (and, when it leaves background tasks running and `wait_for_tasks` is set,
 /// the turn after they end), printing its events as `format` says; the outcome.
-async fn stream_run(
+pub(crate) async fn stream_run(
     coding: &CodingAgent,
     session: &mut Session,
     prompt: &str,

@@ -7,6 +7,7 @@
 
 mod acp;
 mod approve;
+mod claude_cli;
 mod cli;
 mod config;
 mod delegates;
@@ -75,14 +76,50 @@ async fn dispatch(command: Option<Command>, options: Options) -> Result<u8, CliE
     }
 }
 
+/// What the command line asks for: keel's own commands, or Claude Code's print mode.
+enum Invocation {
+    /// A keel command (none: the interactive session) and the flags for it.
+    Keel(Option<Command>, Options),
+    /// `keel -p …`, as `claude -p …`.
+    Claude(Box<claude_cli::ClaudeArgs>),
+}
+
+impl Invocation {
+    fn parse() -> Result<Self, clap::Error> {
+        let args: Vec<std::ffi::OsString> = std::env::args_os().skip(1).collect();
+        if claude_cli::wanted(&args) {
+            return claude_cli::ClaudeArgs::try_parse().map(|args| Self::Claude(Box::new(args)));
+        }
+        let (command, options) = Cli::try_parse().and_then(Cli::into_parts)?;
+        Ok(Self::Keel(command, options))
+    }
+
+    fn debug(&self) -> bool {
+        match self {
+            Self::Keel(_, options) => options.debug,
+            Self::Claude(args) => args.options.debug,
+        }
+    }
+
+    async fn run(self) -> Result<u8, CliError> {
+        match self {
+            Self::Keel(command, options) => dispatch(command, options).await,
+            Self::Claude(args) => {
+                signals::install();
+                claude_cli::run(*args).await
+            }
+        }
+    }
+}
+
 fn main() -> ExitCode {
     // Other processes of the same user (the commands keel runs among them) may not read keel's
     // memory or environment through /proc, nor attach to it.
     if let Err(err) = nix::sys::prctl::set_dumpable(false) {
         eprintln!("keel: warning: cannot protect keel's memory from other processes: {err}");
     }
-    let (command, options) = match Cli::try_parse().and_then(Cli::into_parts) {
-        Ok(parts) => parts,
+    let invocation = match Invocation::parse() {
+        Ok(invocation) => invocation,
         Err(err) => {
             let (text, code) = usage::clap_failure(&err, std::env::args_os());
             if code == 0 {
@@ -95,7 +132,7 @@ fn main() -> ExitCode {
         }
     };
     // Only when KEEL_LOG or --debug asks: otherwise no subscriber, no file.
-    if let Some(warning) = logging::init(options.debug) {
+    if let Some(warning) = logging::init(invocation.debug()) {
         eprintln!("keel: {warning}");
     }
     // Orphans of the commands keel runs (double forks, `setsid -f`) become keel's children, so
@@ -113,7 +150,7 @@ fn main() -> ExitCode {
             return ExitCode::from(1);
         }
     };
-    let result = runtime.block_on(dispatch(command, options));
+    let result = runtime.block_on(invocation.run());
     drop(runtime);
     // Nothing keel started outlives it, but the detached supervisors of background tasks.
     let killed = keel_sandbox::reaper::kill_descendants();

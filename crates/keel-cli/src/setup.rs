@@ -121,6 +121,25 @@ pub(crate) struct Setup {
     /// it was started, which replace the sandbox, approvals, allow-read paths, rules and hooks
     /// the flags and config files would give.
     pub task: Option<TaskSettings>,
+    /// What the caller adds to the configured agent (Claude Code's headless flags).
+    pub extras: AgentExtras,
+}
+
+/// What a caller adds to the agent the flags and config files make: Claude Code's
+/// `--system-prompt`, `--append-system-prompt`, `--allowedTools`, `--disallowedTools` and
+/// `--session-id`. Rules are in keel's syntax, after the config's (deny rules still win).
+#[derive(Debug, Clone, Default)]
+pub(crate) struct AgentExtras {
+    /// Replaces keel's system prompt.
+    pub system_prompt: Option<String>,
+    /// Added at the end of the system prompt.
+    pub append_system_prompt: Option<String>,
+    /// Allow rules.
+    pub allow: Vec<String>,
+    /// Deny rules.
+    pub deny: Vec<String>,
+    /// The id of a new session.
+    pub session_id: Option<String>,
 }
 
 /// keel's home (`$KEEL_HOME`, else `~/.keel`): [`keel::home_dir`].
@@ -267,6 +286,7 @@ impl Setup {
             mcp_servers: Vec::new(),
             mcp_failed: Vec::new(),
             task,
+            extras: AgentExtras::default(),
         })
     }
 
@@ -311,14 +331,21 @@ impl Setup {
                     .map_err(|err| CliError::Run(format!("the task's rules: {err}")))?,
                 task.hooks.clone(),
             ),
-            None => (
+            None => {
                 self.config
                     .permission_rules()
-                    .map_err(|err| usage(format!("{}: {err}", config_file())))?,
-                self.config.hooks.clone(),
-            ),
+                    .map_err(|err| usage(format!("{}: {err}", config_file())))?;
+                PermissionRules::parse(&self.extras.allow, &self.extras.deny)
+                    .map_err(|err| usage(format!("--allowedTools / --disallowedTools: {err}")))?;
+                let allow = [&self.config.permissions.allow[..], &self.extras.allow].concat();
+                let deny = [&self.config.permissions.deny[..], &self.extras.deny].concat();
+                (
+                    PermissionRules::parse(&allow, &deny).map_err(|err| usage(err.to_string()))?,
+                    self.config.hooks.clone(),
+                )
+            }
         };
-        let builder = CodingAgent::builder(self.provider.clone())
+        let mut builder = CodingAgent::builder(self.provider.clone())
             .model(&self.model)
             .small_model(self.small_model())
             .cwd(&self.cwd)
@@ -340,6 +367,12 @@ impl Setup {
             )
             .background_tasks(Some(self.background_tasks()?))
             .mcp_servers(self.mcp_servers.iter().cloned());
+        if let Some(prompt) = &self.extras.system_prompt {
+            builder = builder.system_prompt(prompt);
+        }
+        if let Some(text) = &self.extras.append_system_prompt {
+            builder = builder.append_system_prompt(text);
+        }
         builder.build().map_err(|err| match err {
             keel::BuildError::Hooks(err) => usage(format!("{}: [[hooks]]: {err}", config_file())),
             keel::BuildError::WorkingDir { .. } | keel::BuildError::AllowRead { .. } => {
@@ -381,15 +414,27 @@ impl Setup {
         agent: &Agent,
         choice: &SessionChoice,
     ) -> Result<Session, CliError> {
-        let result = match choice {
-            SessionChoice::New => agent.session(&self.cwd),
-            SessionChoice::Resume(id) => agent.resume(id),
-            SessionChoice::Latest => agent.resume_latest(&self.cwd),
+        let result = match (choice, &self.extras.session_id) {
+            (SessionChoice::New, Some(id)) => agent.session_with_id(&self.cwd, id),
+            (choice, _) => self.open(agent, choice),
         };
         result.map_err(|err| match choice {
             SessionChoice::New => CliError::Run(format!("cannot start a session: {err}")),
             _ => CliError::Usage(format!("cannot resume: {err}")),
         })
+    }
+
+    /// The session `choice` names.
+    fn open(
+        &self,
+        agent: &Agent,
+        choice: &SessionChoice,
+    ) -> Result<Session, keel_engine::EngineError> {
+        match choice {
+            SessionChoice::New => agent.session(&self.cwd),
+            SessionChoice::Resume(id) => agent.resume(id),
+            SessionChoice::Latest => agent.resume_latest(&self.cwd),
+        }
     }
 }
 

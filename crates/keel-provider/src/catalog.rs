@@ -260,7 +260,10 @@ mod tests {
             assert_ne!(model, *alias);
             assert!(catalog.get(model).is_some(), "{alias} -> {model}");
         }
-        assert_eq!(ModelCatalog::expand_alias("claude-opus-4-1"), "claude-opus-4-1");
+        assert_eq!(
+            ModelCatalog::expand_alias("claude-opus-4-1"),
+            "claude-opus-4-1"
+        );
     }
 
     #[test]

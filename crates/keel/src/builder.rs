@@ -45,6 +45,10 @@ pub struct CodingAgentBuilder {
     allow_read: Vec<PathBuf>,
     tools: Vec<Arc<dyn DynTool>>,
     max_iterations: u32,
+    /// A system prompt that replaces keel's (`None`: keel's, built from the project).
+    system_prompt: Option<String>,
+    /// Text added at the end of the system prompt.
+    append_system_prompt: Option<String>,
     delegation: bool,
     skills: bool,
     session_store: Option<Arc<dyn SessionStore>>,
@@ -84,6 +88,8 @@ impl CodingAgentBuilder {
             allow_read: Vec::new(),
             tools: Vec::new(),
             max_iterations: DEFAULT_MAX_ITERATIONS,
+            system_prompt: None,
+            append_system_prompt: None,
             delegation: true,
             skills: true,
             session_store: None,
@@ -189,6 +195,23 @@ impl CodingAgentBuilder {
     #[must_use]
     pub fn max_iterations(mut self, limit: u32) -> Self {
         self.max_iterations = limit;
+        self
+    }
+
+    /// Replaces keel's system prompt (its instructions, the project's context and AGENTS.md,
+    /// the skills index) with `prompt` (Claude Code's `--system-prompt`). Tools are offered
+    /// all the same.
+    #[must_use]
+    pub fn system_prompt(mut self, prompt: impl Into<String>) -> Self {
+        self.system_prompt = Some(prompt.into());
+        self
+    }
+
+    /// Adds `text` at the end of the system prompt, keel's or the one given to
+    /// [`system_prompt`](Self::system_prompt) (Claude Code's `--append-system-prompt`).
+    #[must_use]
+    pub fn append_system_prompt(mut self, text: impl Into<String>) -> Self {
+        self.append_system_prompt = Some(text.into());
         self
     }
 
@@ -393,6 +416,15 @@ impl CodingAgentBuilder {
         {
             prompt.push_str("\n\n");
             prompt.push_str(&section);
+        }
+        if let Some(replacement) = self.system_prompt {
+            prompt = replacement;
+        }
+        if let Some(text) = self.append_system_prompt.filter(|text| !text.is_empty()) {
+            if !prompt.is_empty() {
+                prompt.push_str("\n\n");
+            }
+            prompt.push_str(&text);
         }
         let mut tools: ToolRegistry = tools;
         for tool in self.tools {

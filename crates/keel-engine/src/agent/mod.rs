@@ -73,6 +73,26 @@ impl Agent {
     pub fn session(&self, cwd: impl Into<PathBuf>) -> Result<Session, EngineError> {
         let cwd = cwd.into();
         let meta = SessionMeta::new(&cwd, self.config.provider().name(), self.config.model());
+        self.start(cwd, meta)
+    }
+
+    /// A new session as [`session`](Self::session) makes, with the id the host chose
+    /// (Claude Code's `--session-id`). The id must be a valid session id (a UUID is) and not
+    /// already taken in the store.
+    pub fn session_with_id(
+        &self,
+        cwd: impl Into<PathBuf>,
+        id: &str,
+    ) -> Result<Session, EngineError> {
+        crate::session_store::validate_id(id)?;
+        let cwd = cwd.into();
+        let mut meta = SessionMeta::new(&cwd, self.config.provider().name(), self.config.model());
+        meta.id = id.to_owned();
+        self.start(cwd, meta)
+    }
+
+    /// A new session with the header `meta`, its file created in the store if there is one.
+    fn start(&self, cwd: PathBuf, meta: SessionMeta) -> Result<Session, EngineError> {
         let log = match self.config.store() {
             Some(store) => Some(store.create(&meta)?),
             None => None,

@@ -1,0 +1,481 @@
+//! keel as `claude -p`: Claude Code's headless flags on the top-level command, so a script,
+//! a CI job or a program on the Claude Agent SDKs (which run the binary with no subcommand)
+//! can switch to keel by changing one path.
+//!
+//! The flags are taken when the command line asks for Claude Code's print mode (`-p`,
+//! `--print`, `--output-format`, `--input-format` before any keel subcommand); keel's own
+//! flags (`--provider`, `-C`, `--sandbox`, …) are taken beside them. A flag keel cannot honour
+//! is refused in one line, never ignored.
+
+use std::ffi::OsString;
+use std::path::PathBuf;
+
+use clap::{Parser, ValueEnum};
+
+use crate::approve::LiveMode;
+use crate::cli::{Options, OutputFormat};
+use crate::exec::{Headless, read_prompt, run_prompt};
+use crate::setup::{AgentExtras, CliError};
+
+/// keel's subcommands: a command line naming one before any print-mode flag is keel's own.
+const SUBCOMMANDS: &[&str] = &[
+    "exec",
+    "sessions",
+    "resume",
+    "agents",
+    "agent",
+    "teams",
+    "team",
+    "skills",
+    "trust",
+    "untrust",
+    "tasks",
+    "rewind",
+    "mcp",
+    "acp",
+    "completions",
+    "man",
+    "task-run",
+    "mcp-server",
+    "help",
+];
+
+/// Whether `args` (without the program's name) ask for Claude Code's print mode: `-p`,
+/// `--print`, `--output-format` or `--input-format` before any keel subcommand.
+pub(crate) fn wanted(args: &[OsString]) -> bool {
+    for arg in args {
+        let Some(arg) = arg.to_str() else { continue };
+        if SUBCOMMANDS.contains(&arg) {
+            return false;
+        }
+        let flag = arg.split_once('=').map_or(arg, |(flag, _)| flag);
+        if matches!(
+            flag,
+            "-p" | "--print" | "--output-format" | "--input-format"
+        ) {
+            return true;
+        }
+    }
+    false
+}
+
+/// How prompts arrive.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub(crate) enum InputFormat {
+    /// The prompt argument (and what is piped on stdin).
+    Text,
+    /// User messages and control requests as JSON lines on stdin (the Claude Agent SDKs).
+    StreamJson,
+}
+
+/// `--permission-mode`: Claude Code's names for keel's approval modes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+#[value(rename_all = "verbatim")]
+pub(crate) enum PermissionMode {
+    /// Gated calls are asked about (with `--permission-prompt-tool stdio`, the program is
+    /// asked; otherwise they are denied).
+    #[value(name = "default")]
+    Default,
+    /// File edits run; other gated calls as in `default`.
+    #[value(name = "acceptEdits")]
+    AcceptEdits,
+    /// Nothing that may change anything runs (keel's read-only mode).
+    #[value(name = "plan")]
+    Plan,
+    /// Every call runs.
+    #[value(name = "bypassPermissions")]
+    BypassPermissions,
+    /// Gated calls are denied without asking.
+    #[value(name = "dontAsk")]
+    DontAsk,
+}
+
+impl PermissionMode {
+    /// keel's mode for it.
+    pub(crate) fn live(self) -> LiveMode {
+        match self {
+            Self::Default => LiveMode::Ask,
+            Self::AcceptEdits => LiveMode::AcceptEdits,
+            Self::Plan => LiveMode::ReadOnly,
+            Self::BypassPermissions => LiveMode::Allow,
+            Self::DontAsk => LiveMode::Deny,
+        }
+    }
+
+    /// The mode `name` (Claude Code's spelling) names.
+    pub(crate) fn named(name: &str) -> Option<Self> {
+        <Self as ValueEnum>::from_str(name, false).ok()
+    }
+}
+
+/// Claude Code's print-mode command line, with keel's own flags beside it.
+#[derive(Debug, Parser)]
+#[command(
+    name = "keel",
+    version,
+    about = "keel in Claude Code's print mode (`claude -p`): one prompt, or the Claude Agent \
+             SDKs' stream-json protocol, headless."
+)]
+pub(crate) struct ClaudeArgs {
+    /// The prompt (what is piped on stdin comes before it).
+    #[arg(value_name = "PROMPT")]
+    pub prompt: Option<String>,
+
+    /// Print the answer and exit (print mode; implied by the other print-mode flags).
+    #[arg(short = 'p', long = "print")]
+    pub print: bool,
+
+    /// text, json (one result object) or stream-json (one JSON object per line).
+    #[arg(long, value_enum, default_value = "text", value_name = "FORMAT")]
+    pub output_format: OutputFormat,
+
+    /// text, or stream-json (user messages and control requests as JSON lines on stdin).
+    #[arg(long, value_enum, default_value = "text", value_name = "FORMAT")]
+    pub input_format: InputFormat,
+
+    /// Accepted for stream-json, which Claude Code requires it with (keel prints every line
+    /// anyway).
+    #[arg(long)]
+    pub verbose: bool,
+
+    /// With stream-json: also the model's reply as it streams (`stream_event` lines).
+    #[arg(long)]
+    pub include_partial_messages: bool,
+
+    /// Replace keel's system prompt (an empty one keeps keel's: the SDKs pass "" when the
+    /// program gave none).
+    #[arg(long, value_name = "TEXT")]
+    pub system_prompt: Option<String>,
+
+    /// Replace keel's system prompt with FILE's text.
+    #[arg(long, value_name = "FILE", conflicts_with = "system_prompt")]
+    pub system_prompt_file: Option<PathBuf>,
+
+    /// Add TEXT at the end of the system prompt.
+    #[arg(long, value_name = "TEXT")]
+    pub append_system_prompt: Option<String>,
+
+    /// Calls that run without asking, in Claude Code's rule syntax (`Bash(npm test:*)`,
+    /// `Read`, `Edit(src/**)`, `mcp__server__tool`) or keel's; comma or space separated.
+    #[arg(long = "allowedTools", visible_alias = "allowed-tools", value_name = "RULES",
+          num_args = 1.., value_delimiter = ',')]
+    pub allowed_tools: Vec<String>,
+
+    /// Calls that never run, in the same syntax.
+    #[arg(long = "disallowedTools", visible_alias = "disallowed-tools", value_name = "RULES",
+          num_args = 1.., value_delimiter = ',')]
+    pub disallowed_tools: Vec<String>,
+
+    /// The base tool set: only `default` (all of keel's tools) is offered.
+    #[arg(long, value_name = "TOOLS")]
+    pub tools: Option<String>,
+
+    /// default, acceptEdits, plan, bypassPermissions or dontAsk.
+    #[arg(long, value_enum, value_name = "MODE")]
+    pub permission_mode: Option<PermissionMode>,
+
+    /// Every call runs without asking (bypassPermissions).
+    #[arg(long)]
+    pub dangerously_skip_permissions: bool,
+
+    /// Lets the program switch to bypassPermissions later (accepted; keel lets it anyway).
+    #[arg(long)]
+    pub allow_dangerously_skip_permissions: bool,
+
+    /// Who is asked about gated calls: `stdio` (the program, with stream-json input).
+    #[arg(long, value_name = "TOOL")]
+    pub permission_prompt_tool: Option<String>,
+
+    /// The id of the new session (a UUID).
+    #[arg(long, value_name = "UUID")]
+    pub session_id: Option<String>,
+
+    /// Which Claude settings files to read (user, project, local); keel reads its own
+    /// configuration, so only an empty list (none) is accepted.
+    #[arg(long, value_name = "SOURCES")]
+    pub setting_sources: Option<String>,
+
+    /// Refused (not offered by keel): the flags below are named so the refusal says why.
+    #[arg(long, hide = true, value_name = "USD")]
+    pub max_budget_usd: Option<String>,
+    #[arg(long, hide = true, value_name = "MODEL")]
+    pub fallback_model: Option<String>,
+    #[arg(long, hide = true, value_name = "FILE|JSON")]
+    pub settings: Option<String>,
+    #[arg(long, hide = true)]
+    pub fork_session: bool,
+    #[arg(long, hide = true, value_name = "JSON")]
+    pub agents: Option<String>,
+    #[arg(long, hide = true)]
+    pub strict_mcp_config: bool,
+
+    /// keel's own flags.
+    #[command(flatten)]
+    pub options: Options,
+}
+
+/// A flag keel cannot honour, in one line.
+fn refused(flag: &str, why: &str) -> CliError {
+    CliError::Usage(format!("{flag}: {why}"))
+}
+
+impl ClaudeArgs {
+    /// The refusal for the first flag keel cannot honour, if any.
+    fn check(&self) -> Result<(), CliError> {
+        let unsupported: [(&str, bool, &str); 6] = [
+            (
+                "--max-budget-usd",
+                self.max_budget_usd.is_some(),
+                "keel has no spending limit yet; use --max-turns",
+            ),
+            (
+                "--fallback-model",
+                self.fallback_model.is_some(),
+                "keel does not switch models on failure; choose one with --model",
+            ),
+            (
+                "--settings",
+                self.settings.is_some(),
+                "keel reads its own config ($KEEL_HOME/config.toml, .keel/config.toml), not Claude settings",
+            ),
+            (
+                "--fork-session",
+                self.fork_session,
+                "keel cannot fork a session yet; --resume continues it",
+            ),
+            (
+                "--agents",
+                self.agents.is_some(),
+                "define sub-agents as files in .keel/agents or .claude/agents",
+            ),
+            (
+                "--strict-mcp-config",
+                self.strict_mcp_config,
+                "keel always adds the configured MCP servers to --mcp-config's",
+            ),
+        ];
+        if let Some((flag, _, why)) = unsupported.iter().find(|(_, given, _)| *given) {
+            return Err(refused(flag, why));
+        }
+        if let Some(tools) = &self.tools
+            && tools != "default"
+        {
+            return Err(refused(
+                "--tools",
+                "keel offers its whole tool set (`default`); narrow it with --disallowedTools",
+            ));
+        }
+        if let Some(sources) = &self.setting_sources
+            && !sources.trim().is_empty()
+        {
+            return Err(refused(
+                "--setting-sources",
+                "keel reads its own config, not Claude settings; give an empty list or leave it out",
+            ));
+        }
+        match self.permission_prompt_tool.as_deref() {
+            None => {}
+            Some("stdio") if self.input_format == InputFormat::StreamJson => {}
+            Some("stdio") => {
+                return Err(refused(
+                    "--permission-prompt-tool stdio",
+                    "needs --input-format stream-json (the program answers on stdin)",
+                ));
+            }
+            Some(_) => {
+                return Err(refused(
+                    "--permission-prompt-tool",
+                    "keel asks only over stdio (`--permission-prompt-tool stdio`)",
+                ));
+            }
+        }
+        if self.include_partial_messages && self.output_format != OutputFormat::StreamJson {
+            return Err(refused(
+                "--include-partial-messages",
+                "needs --output-format stream-json",
+            ));
+        }
+        if self.input_format == InputFormat::StreamJson
+            && self.output_format != OutputFormat::StreamJson
+        {
+            return Err(refused(
+                "--input-format stream-json",
+                "needs --output-format stream-json",
+            ));
+        }
+        Ok(())
+    }
+
+    /// The approval mode the flags choose, if they choose one.
+    pub(crate) fn mode(&self) -> Option<LiveMode> {
+        if self.dangerously_skip_permissions {
+            return Some(LiveMode::Allow);
+        }
+        self.permission_mode.map(PermissionMode::live)
+    }
+
+    /// What the flags add to the agent.
+    pub(crate) fn extras(&self) -> Result<AgentExtras, CliError> {
+        let system_prompt = match (&self.system_prompt, &self.system_prompt_file) {
+            (_, Some(file)) => Some(std::fs::read_to_string(file).map_err(|err| {
+                CliError::Usage(format!("--system-prompt-file {}: {err}", file.display()))
+            })?),
+            (Some(text), None) if !text.is_empty() => Some(text.clone()),
+            _ => None,
+        };
+        Ok(AgentExtras {
+            system_prompt,
+            append_system_prompt: self.append_system_prompt.clone(),
+            allow: rules(&self.allowed_tools),
+            deny: rules(&self.disallowed_tools),
+            session_id: self.session_id.clone(),
+        })
+    }
+}
+
+/// Claude Code's rules (comma or space separated) in keel's syntax: `Bash(git diff:*)` is
+/// `run_command(git diff*)`, `Read(src/**)` is `read_file(src/**)`, `Edit` covers
+/// `patch_file` and `write_file`; keel's own names and MCP tools are taken as they are.
+pub(crate) fn rules(given: &[String]) -> Vec<String> {
+    let mut out = Vec::new();
+    for rule in given.iter().flat_map(|list| split_rules(list)) {
+        let (tool, pattern) = match rule.split_once('(') {
+            Some((tool, rest)) => (tool.trim(), rest.strip_suffix(')').map(str::trim)),
+            None => (rule.trim(), None),
+        };
+        let names: &[&str] = match tool {
+            "Bash" => &["run_command"],
+            "Read" => &["read_file"],
+            "Edit" | "MultiEdit" => &["patch_file", "write_file"],
+            "Write" => &["write_file"],
+            "Glob" => &["glob"],
+            "Grep" => &["grep"],
+            "LS" => &["list_directory"],
+            _ => &[],
+        };
+        let pattern = pattern.map(|pattern| {
+            // Claude's `prefix:*` is a prefix match: keel's `prefix*`.
+            if tool == "Bash" {
+                pattern
+                    .strip_suffix(":*")
+                    .map_or_else(|| pattern.to_owned(), |prefix| format!("{prefix}*"))
+            } else {
+                pattern.to_owned()
+            }
+        });
+        if names.is_empty() {
+            out.push(rule.trim().to_owned());
+            continue;
+        }
+        for name in names {
+            out.push(match &pattern {
+                Some(pattern) => format!("{name}({pattern})"),
+                None => (*name).to_owned(),
+            });
+        }
+    }
+    out
+}
+
+/// The rules of one flag value: split at commas and spaces outside parentheses.
+fn split_rules(list: &str) -> Vec<String> {
+    let mut rules = Vec::new();
+    let mut current = String::new();
+    let mut depth = 0usize;
+    for c in list.chars() {
+        match c {
+            '(' => {
+                depth += 1;
+                current.push(c);
+            }
+            ')' => {
+                depth = depth.saturating_sub(1);
+                current.push(c);
+            }
+            ',' | ' ' if depth == 0 => {
+                if !current.trim().is_empty() {
+                    rules.push(std::mem::take(&mut current));
+                }
+                current.clear();
+            }
+            _ => current.push(c),
+        }
+    }
+    if !current.trim().is_empty() {
+        rules.push(current);
+    }
+    rules
+}
+
+/// Runs keel in print mode as `args` say; the exit code.
+pub(crate) async fn run(args: ClaudeArgs) -> Result<u8, CliError> {
+    args.check()?;
+    let headless = Headless {
+        extras: args.extras()?,
+        mode: args.mode(),
+    };
+    match args.input_format {
+        InputFormat::Text => {
+            let prompt = read_prompt(args.prompt)?;
+            run_prompt(&args.options, prompt, args.output_format, headless).await
+        }
+        InputFormat::StreamJson => Err(refused(
+            "--input-format stream-json",
+            "not yet: keel reads one prompt (text)",
+        )),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn args(line: &[&str]) -> Vec<OsString> {
+        line.iter().map(OsString::from).collect()
+    }
+
+    #[test]
+    fn print_mode_is_asked_for_before_any_subcommand() {
+        assert!(wanted(&args(&["-p", "hi"])));
+        assert!(wanted(&args(&[
+            "--output-format",
+            "stream-json",
+            "--verbose"
+        ])));
+        assert!(wanted(&args(&[
+            "--model",
+            "x",
+            "--input-format=stream-json"
+        ])));
+        assert!(!wanted(&args(&["exec", "--output-format", "json", "hi"])));
+        assert!(!wanted(&args(&["--model", "x"])));
+        assert!(!wanted(&args(&[])));
+    }
+
+    #[test]
+    fn claude_rules_become_keel_rules() {
+        assert_eq!(
+            rules(&[
+                "Bash(npm test:*),Read".into(),
+                "Edit(src/**) mcp__gh__list".into()
+            ]),
+            [
+                "run_command(npm test*)",
+                "read_file",
+                "patch_file(src/**)",
+                "write_file(src/**)",
+                "mcp__gh__list",
+            ]
+        );
+        assert_eq!(rules(&["Bash(git diff)".into()]), ["run_command(git diff)"]);
+        assert_eq!(
+            rules(&["run_command(cargo *)".into()]),
+            ["run_command(cargo *)"]
+        );
+        assert_eq!(
+            rules(&["Bash(echo a, b)".into()]),
+            ["run_command(echo a, b)"],
+            "a comma inside parentheses is part of the pattern"
+        );
+    }
+}
