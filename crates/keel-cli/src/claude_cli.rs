@@ -419,10 +419,16 @@ pub(crate) async fn run(args: ClaudeArgs) -> Result<u8, CliError> {
             let prompt = read_prompt(args.prompt)?;
             run_prompt(&args.options, prompt, args.output_format, headless).await
         }
-        InputFormat::StreamJson => Err(refused(
-            "--input-format stream-json",
-            "not yet: keel reads one prompt (text)",
-        )),
+        InputFormat::StreamJson => {
+            if args.prompt.is_some() {
+                return Err(refused(
+                    "a prompt argument",
+                    "with --input-format stream-json the prompts come on stdin",
+                ));
+            }
+            let asks_program = args.permission_prompt_tool.as_deref() == Some("stdio");
+            crate::sdk_session::run(&args.options, headless, asks_program).await
+        }
     }
 }
 

@@ -20,6 +20,7 @@ mod output;
 mod render;
 mod repl;
 mod rewind;
+mod sdk_session;
 mod sessions;
 mod setup;
 mod shell;

@@ -70,3 +70,23 @@ pub fn acp_sdk() -> Option<(PathBuf, PathBuf)> {
     )?;
     Some((node, sdk))
 }
+
+/// The Python interpreter of the peers' virtualenv, which also has the official Claude Agent
+/// SDK for Python (`claude-agent-sdk`).
+pub fn claude_sdk_python() -> Option<PathBuf> {
+    let venv = peers_dir().join("venv");
+    let python = installed("the peers' Python virtualenv", venv.join("bin/python"))?;
+    let lib = venv.join("lib");
+    // The site-packages directory is named after the Python version.
+    let sdk = std::fs::read_dir(&lib)
+        .ok()
+        .and_then(|entries| {
+            entries
+                .filter_map(Result::ok)
+                .map(|entry| entry.path().join("site-packages/claude_agent_sdk"))
+                .find(|path| path.exists())
+        })
+        .unwrap_or_else(|| lib.join("python3/site-packages/claude_agent_sdk"));
+    installed("the Claude Agent SDK for Python (claude-agent-sdk)", sdk)?;
+    Some(python)
+}

@@ -1,0 +1,348 @@
+//! The Claude Agent SDKs' stream-json protocol (`--input-format stream-json
+//! --output-format stream-json`): user messages as JSON lines on stdin, one turn each, in one
+//! session; control requests both ways beside them.
+//!
+//! From the program: `initialize` (answered at once; the SDK sends nothing before the
+//! answer), `interrupt` (the running turn ends, cancelled, with its `result` line),
+//! `set_permission_mode`, `set_model` (from the next turn on), `mcp_status`; any other
+//! subtype gets an error answer naming it. To the program: `can_use_tool` for each gated
+//! call when it asked for them (`--permission-prompt-tool stdio`). stdout carries only
+//! protocol lines; the session ends when stdin closes.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+
+use keel_engine::{ApprovalRequest, Approver, CancelHandle, Decision, Hooks, Stop};
+use serde_json::{Value, json};
+use tokio::io::AsyncBufReadExt;
+use tokio::sync::{mpsc, oneshot};
+
+use crate::approve::{LiveMode, ModeApprover, ModeSwitch};
+use crate::claude_cli::PermissionMode;
+use crate::cli::{Options, OutputFormat};
+use crate::exec::{Headless, print_init, print_json, progress, session_choice, stream_run};
+use crate::output::result_object;
+use crate::setup::{CliError, Mode, Setup};
+
+/// The requests keel sent the program, waiting for its answer, by request id.
+type Pending = Arc<Mutex<HashMap<String, oneshot::Sender<Result<Value, String>>>>>;
+
+/// Sends control requests to the program and routes its answers back.
+#[derive(Clone, Default)]
+struct Control {
+    pending: Pending,
+    next: Arc<AtomicU64>,
+}
+
+impl Control {
+    /// Sends `request` (a control request's `request` object) and waits for the answer's
+    /// `response`, or the error the program gave.
+    async fn ask(&self, request: Value) -> Result<Value, String> {
+        let id = format!("keel-{}", self.next.fetch_add(1, Ordering::Relaxed));
+        let (sender, receiver) = oneshot::channel();
+        if let Ok(mut pending) = self.pending.lock() {
+            pending.insert(id.clone(), sender);
+        }
+        print_json(&json!({"type": "control_request", "request_id": id, "request": request}));
+        receiver
+            .await
+            .unwrap_or_else(|_| Err("the program closed stdin before answering".to_owned()))
+    }
+
+    /// Hands the program's answer `response` (a control response's `response` object) to
+    /// whoever asked.
+    fn answered(&self, response: &Value) {
+        let Some(id) = response["request_id"].as_str() else {
+            return;
+        };
+        let sender = self.pending.lock().ok().and_then(|mut p| p.remove(id));
+        if let Some(sender) = sender {
+            let answer = if response["subtype"] == "error" {
+                Err(response["error"]
+                    .as_str()
+                    .unwrap_or("the program answered with an error")
+                    .to_owned())
+            } else {
+                Ok(response["response"].clone())
+            };
+            let _ = sender.send(answer);
+        }
+    }
+
+    /// Fails every question still open (stdin closed).
+    fn close(&self) {
+        if let Ok(mut pending) = self.pending.lock() {
+            pending.clear();
+        }
+    }
+}
+
+/// Asks the program about gated calls (`can_use_tool`).
+struct ProgramApprover {
+    control: Control,
+}
+
+#[async_trait::async_trait]
+impl Approver for ProgramApprover {
+    async fn approve(&self, request: &ApprovalRequest) -> Decision {
+        let asked = self
+            .control
+            .ask(json!({
+                "subtype": "can_use_tool",
+                "tool_name": request.tool,
+                "input": request.input,
+                "tool_use_id": request.call_id,
+                "permission_suggestions": [],
+                "decision_reason": request.reason,
+            }))
+            .await;
+        match asked {
+            Ok(answer) if answer["behavior"] == "allow" => {
+                // keel runs the call as the model made it: a changed input is refused
+                // rather than run unseen by the model.
+                match answer.get("updatedInput") {
+                    Some(updated) if !updated.is_null() && *updated != request.input => {
+                        Decision::Deny(
+                            "the program allowed this call only with a changed input, which \
+                             keel does not run"
+                                .to_owned(),
+                        )
+                    }
+                    _ => Decision::Allow,
+                }
+            }
+            Ok(answer) if answer["interrupt"] == true => Decision::Cancel,
+            Ok(answer) => Decision::Deny(
+                answer["message"]
+                    .as_str()
+                    .filter(|m| !m.is_empty())
+                    .unwrap_or("the program denied this call")
+                    .to_owned(),
+            ),
+            Err(err) => Decision::Deny(format!("the program could not be asked: {err}")),
+        }
+    }
+}
+
+/// What the program changes between turns.
+#[derive(Default)]
+struct Changes {
+    model: Option<String>,
+}
+
+/// A user message's text: a string, or its text blocks joined.
+fn user_text(message: &Value) -> Option<String> {
+    let content = &message["message"]["content"];
+    if let Some(text) = content.as_str() {
+        return Some(text.to_owned());
+    }
+    let texts: Vec<&str> = content
+        .as_array()?
+        .iter()
+        .filter(|block| block["type"] == "text")
+        .filter_map(|block| block["text"].as_str())
+        .collect();
+    Some(texts.join("\n"))
+}
+
+/// The answer to the program's control request `request_id`.
+fn control_answer(request_id: &Value, answer: Result<Value, String>) -> Value {
+    match answer {
+        Ok(response) => json!({"type": "control_response", "response": {
+            "subtype": "success", "request_id": request_id, "response": response}}),
+        Err(error) => json!({"type": "control_response", "response": {
+            "subtype": "error", "request_id": request_id, "error": error}}),
+    }
+}
+
+/// What keel answers `initialize` with: its slash commands are not offered over the SDK, the
+/// output style is the default one, and the model is the session's.
+fn initialize_answer(model: &str) -> Value {
+    json!({
+        "commands": [],
+        "output_style": "default",
+        "available_output_styles": ["default"],
+        "models": [{"value": model, "displayName": model, "description": "the session's model"}],
+        "account": {},
+    })
+}
+
+/// Everything one control request needs to be answered.
+struct Responder {
+    cancel: CancelHandle,
+    mode: ModeSwitch,
+    changes: Arc<Mutex<Changes>>,
+    model: String,
+    mcp_status: Value,
+}
+
+impl Responder {
+    /// The answer to control request `request`.
+    fn answer(&self, request: &Value) -> Result<Value, String> {
+        match request["subtype"].as_str().unwrap_or_default() {
+            "initialize" => Ok(initialize_answer(&self.model)),
+            "interrupt" => {
+                self.cancel.cancel();
+                Ok(json!({}))
+            }
+            "set_permission_mode" => {
+                let name = request["mode"].as_str().unwrap_or_default();
+                let mode = PermissionMode::named(name).ok_or_else(|| {
+                    format!(
+                        "no permission mode {name:?}; the modes are default, acceptEdits, \
+                         plan, bypassPermissions and dontAsk"
+                    )
+                })?;
+                self.mode.set(mode.live());
+                Ok(json!({}))
+            }
+            "set_model" => {
+                let model = request["model"]
+                    .as_str()
+                    .map(|model| keel_provider::ModelCatalog::expand_alias(model).to_owned());
+                if let Ok(mut changes) = self.changes.lock() {
+                    changes.model = model;
+                }
+                Ok(json!({}))
+            }
+            "mcp_status" => Ok(json!({"mcpServers": self.mcp_status})),
+            other => Err(format!(
+                "keel does not support the control request {other:?}"
+            )),
+        }
+    }
+}
+
+/// Reads stdin until it closes: user messages go to `prompts`; control requests are
+/// answered at once (an interrupt cancels the running turn); answers to keel's own requests
+/// go to whoever asked.
+async fn read_stdin(
+    responder: Responder,
+    control: Control,
+    prompts: mpsc::UnboundedSender<String>,
+) {
+    let mut lines = tokio::io::BufReader::new(tokio::io::stdin()).lines();
+    loop {
+        let line = match lines.next_line().await {
+            Ok(Some(line)) => line,
+            Ok(None) => break,
+            Err(err) => {
+                progress(&format!("keel: reading stdin: {err}"));
+                break;
+            }
+        };
+        if line.trim().is_empty() {
+            continue;
+        }
+        let message: Value = match serde_json::from_str(&line) {
+            Ok(message) => message,
+            Err(err) => {
+                progress(&format!(
+                    "keel: a line on stdin is not JSON ({err}); it is skipped"
+                ));
+                continue;
+            }
+        };
+        match message["type"].as_str().unwrap_or_default() {
+            "user" => match user_text(&message) {
+                Some(text) => {
+                    let _ = prompts.send(text);
+                }
+                None => progress("keel: a user message without content is skipped"),
+            },
+            "control_request" => {
+                let answer = responder.answer(&message["request"]);
+                print_json(&control_answer(&message["request_id"], answer));
+            }
+            "control_response" => control.answered(&message["response"]),
+            // Cancelling one of keel's own questions: nothing is waiting on the program's side.
+            "control_cancel_request" => {}
+            other => progress(&format!(
+                "keel: a message of type {other:?} on stdin is skipped"
+            )),
+        }
+    }
+    control.close();
+}
+
+/// Runs the SDK's session: one turn per user message, until stdin closes; the exit code.
+pub(crate) async fn run(
+    options: &Options,
+    headless: Headless,
+    asks_program: bool,
+) -> Result<u8, CliError> {
+    let choice = session_choice(options);
+    let mut setup = Setup::resolve(options, Mode::Exec, &choice)?;
+    setup.extras = headless.extras;
+    for notice in &setup.notices {
+        progress(&format!("keel: {notice}"));
+    }
+    for line in setup.start_mcp_servers().await {
+        progress(&format!("keel: {line}"));
+    }
+    let control = Control::default();
+    let asker = asks_program.then(|| {
+        Arc::new(ProgramApprover {
+            control: control.clone(),
+        }) as Arc<dyn Approver>
+    });
+    let start = headless
+        .mode
+        .unwrap_or_else(|| LiveMode::of(setup.approvals));
+    let approver = ModeApprover::starting(start, asker);
+    let mode = approver.switch();
+    let coding = setup.agent(approver, Hooks::new())?;
+    for warning in coding.warnings() {
+        progress(&format!("keel: warning: {warning}"));
+    }
+    let mut session = setup.session(coding.agent(), &choice)?;
+    let changes: Arc<Mutex<Changes>> = Arc::default();
+    // Each configured server, connected if it started.
+    let mcp_status: Vec<Value> = setup
+        .mcp
+        .iter()
+        .map(|config| {
+            let started = setup.mcp_servers.iter().any(|s| s.name() == config.name());
+            let status = if started { "connected" } else { "failed" };
+            json!({"name": config.name(), "status": status})
+        })
+        .collect();
+    let responder = Responder {
+        cancel: session.cancel_handle(),
+        mode,
+        changes: changes.clone(),
+        model: session.model().to_owned(),
+        mcp_status: Value::Array(mcp_status),
+    };
+    let (prompts, mut next) = mpsc::unbounded_channel();
+    let reader = tokio::spawn(read_stdin(responder, control, prompts));
+    let mut failed = false;
+    while let Some(prompt) = next.recv().await {
+        if let Some(model) = changes.lock().ok().and_then(|mut c| c.model.take()) {
+            session.set_model(model);
+        }
+        print_init(&setup, &session, coding.agent());
+        let started = std::time::Instant::now();
+        let outcome = stream_run(
+            &coding,
+            &mut session,
+            &prompt,
+            OutputFormat::StreamJson,
+            true,
+        )
+        .await;
+        let Some(outcome) = outcome else {
+            return Err(CliError::Run("the run ended without an outcome".into()));
+        };
+        failed = outcome.stop != Stop::Completed && outcome.stop != Stop::Cancelled;
+        print_json(&result_object(&outcome, session.id(), started.elapsed()));
+    }
+    reader.abort();
+    if let Some(error) = session.persistence_error() {
+        progress(&format!(
+            "keel: warning: the session was not fully saved: {error}"
+        ));
+    }
+    Ok(u8::from(failed))
+}

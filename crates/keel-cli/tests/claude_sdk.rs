@@ -1,0 +1,226 @@
+//! The official Claude Agent SDK for Python (`claude-agent-sdk`) driving the built keel binary
+//! as its `cli_path`, against the scripted model server: its message parser takes every line
+//! keel prints, and the control protocol (initialize, can_use_tool, interrupt) works.
+
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+mod support;
+
+use keel_test_support::git::TempRepo;
+use keel_test_support::peers;
+use serde_json::{Value, json};
+use support::*;
+
+const DRIVER: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/claude_sdk/driver.py");
+
+/// Runs the driver's `scenario` with `prompts` in `repo`; every line it printed, and whether
+/// it exited 0.
+async fn sdk(
+    home: &Home,
+    server: &wiremock::MockServer,
+    repo: &TempRepo,
+    scenario: &str,
+    prompts: &[&str],
+    env: &[(&str, &str)],
+) -> Option<(bool, Vec<Value>, String)> {
+    let python = peers::claude_sdk_python()?;
+    // keel's own environment reaches keel through the SDK, which passes its environment on.
+    let keel = home.keel_anthropic(server);
+    let mut command = std::process::Command::new(python);
+    command.arg(DRIVER).arg(scenario);
+    for (name, value) in keel.get_envs() {
+        match value {
+            Some(value) => command.env(name, value),
+            None => command.env_remove(name),
+        };
+    }
+    command
+        .env("KEEL_BIN", keel.get_program())
+        .env("REPO", repo.path())
+        .env("PROMPTS", json!(prompts).to_string())
+        .stdin(std::process::Stdio::null());
+    for (name, value) in env {
+        command.env(name, value);
+    }
+    let output = run(command).await;
+    let lines = stdout(&output)
+        .lines()
+        .map(|line| {
+            serde_json::from_str(line)
+                .unwrap_or_else(|e| panic!("not a line of the driver ({e}): {line}"))
+        })
+        .collect();
+    Some((output.status.success(), lines, stderr(&output)))
+}
+
+/// The messages of `class` among `lines`.
+fn of<'a>(lines: &'a [Value], class: &str) -> Vec<&'a Value> {
+    lines
+        .iter()
+        .filter(|l| l["kind"] == "message" && l["cls"] == class)
+        .collect()
+}
+
+#[tokio::test]
+async fn query_runs_a_read_edit_test_answer_session_and_every_message_parses() {
+    let repo = TempRepo::new();
+    repo.write("calc.py", "def add(a, b):\n    return a - b\n");
+    repo.write(
+        "test_calc.py",
+        "from calc import add\nassert add(2, 3) == 5\nprint('ok')\n",
+    );
+    repo.commit("start");
+    let home = Home::new();
+    let server = anthropic_server(&[
+        tool_call("t1", "read_file", json!({"path": "calc.py"})),
+        tool_call(
+            "t2",
+            "patch_file",
+            json!({"path": "calc.py", "old_string": "a - b", "new_string": "a + b"}),
+        ),
+        tool_call(
+            "t3",
+            "run_command",
+            json!({"command": "python3 test_calc.py"}),
+        ),
+        text("Fixed: add subtracted. Tests pass."),
+    ])
+    .await;
+    let Some((ok, lines, err)) = sdk(&home, &server, &repo, "query", &["fix add"], &[]).await
+    else {
+        return;
+    };
+    assert!(ok, "{lines:#?}\nstderr: {err}");
+    let results = of(&lines, "ResultMessage");
+    assert_eq!(results.len(), 1, "{lines:#?}");
+    assert_eq!(results[0]["result"], "Fixed: add subtracted. Tests pass.");
+    assert_eq!(results[0]["subtype"], "success");
+    assert_eq!(results[0]["is_error"], false);
+    let init = of(&lines, "SystemMessage");
+    assert!(init.iter().any(|m| m["subtype"] == "init"), "{lines:#?}");
+    let tools: Vec<&str> = of(&lines, "AssistantMessage")
+        .iter()
+        .flat_map(|m| m["content"].as_array().unwrap())
+        .filter_map(|b| b["name"].as_str())
+        .collect();
+    assert_eq!(tools, ["read_file", "patch_file", "run_command"]);
+    assert_eq!(
+        std::fs::read_to_string(repo.path().join("calc.py")).unwrap(),
+        "def add(a, b):\n    return a + b\n"
+    );
+}
+
+#[tokio::test]
+async fn a_client_session_with_two_prompts_carries_the_first_answer_into_the_second() {
+    let repo = TempRepo::new();
+    let home = Home::new();
+    let server = anthropic_server(&[text("The first answer."), text("The second answer.")]).await;
+    let Some((ok, lines, err)) = sdk(
+        &home,
+        &server,
+        &repo,
+        "client",
+        &["first question", "second question"],
+        &[],
+    )
+    .await
+    else {
+        return;
+    };
+    assert!(ok, "{lines:#?}\nstderr: {err}");
+    let results: Vec<&str> = of(&lines, "ResultMessage")
+        .iter()
+        .map(|m| m["result"].as_str().unwrap())
+        .collect();
+    assert_eq!(results, ["The first answer.", "The second answer."]);
+    // One session: both results name it.
+    let ids: Vec<&Value> = of(&lines, "ResultMessage")
+        .iter()
+        .map(|m| &m["session_id"])
+        .collect();
+    assert_eq!(ids[0], ids[1]);
+    let bodies = keel_test_support::mock::request_bodies(&server).await;
+    let second = bodies[1].to_string();
+    assert!(
+        second.contains("first question")
+            && second.contains("The first answer.")
+            && second.contains("second question"),
+        "{second}"
+    );
+}
+
+#[tokio::test]
+async fn a_can_use_tool_callback_that_denies_a_write_leaves_the_file_and_tells_the_model() {
+    let repo = TempRepo::new();
+    repo.write("notes.txt", "keep\n");
+    repo.commit("start");
+    let home = Home::new();
+    let server = anthropic_server(&[
+        tool_call(
+            "t1",
+            "write_file",
+            json!({"path": "notes.txt", "content": "overwritten\n"}),
+        ),
+        text("I was not allowed to write."),
+    ])
+    .await;
+    let Some((ok, lines, err)) =
+        sdk(&home, &server, &repo, "deny", &["rewrite the notes"], &[]).await
+    else {
+        return;
+    };
+    assert!(ok, "{lines:#?}\nstderr: {err}");
+    let asked: Vec<&Value> = lines.iter().filter(|l| l["kind"] == "asked").collect();
+    assert_eq!(asked.len(), 1, "{lines:#?}");
+    assert_eq!(asked[0]["tool"], "write_file");
+    assert_eq!(asked[0]["input"]["path"], "notes.txt");
+    assert_eq!(
+        std::fs::read_to_string(repo.path().join("notes.txt")).unwrap(),
+        "keep\n"
+    );
+    // The model read the program's reason.
+    let bodies = keel_test_support::mock::request_bodies(&server).await;
+    assert!(
+        bodies[1]
+            .to_string()
+            .contains("the program does not allow writes"),
+        "{}",
+        bodies[1]
+    );
+    let results = of(&lines, "ResultMessage");
+    assert_eq!(results[0]["result"], "I was not allowed to write.");
+}
+
+#[tokio::test]
+async fn interrupt_during_a_slow_reply_ends_the_turn_and_the_next_prompt_works() {
+    let repo = TempRepo::new();
+    let home = Home::new();
+    let server = slow_then(
+        &keel_test_support::scripted::text_reply("too late"),
+        std::time::Duration::from_secs(30),
+        &keel_test_support::scripted::text_reply("Back again."),
+    )
+    .await;
+    let started = std::time::Instant::now();
+    let Some((ok, lines, err)) = sdk(
+        &home,
+        &server,
+        &repo,
+        "interrupt",
+        &["think slowly", "and now?"],
+        &[("INTERRUPT_AFTER", "1.5")],
+    )
+    .await
+    else {
+        return;
+    };
+    assert!(ok, "{lines:#?}\nstderr: {err}");
+    assert!(
+        started.elapsed() < std::time::Duration::from_secs(25),
+        "the interrupt did not end the slow turn: {lines:#?}"
+    );
+    let results = of(&lines, "ResultMessage");
+    assert_eq!(results.len(), 2, "{lines:#?}");
+    assert_ne!(results[0]["result"], "too late");
+    assert_eq!(results[1]["result"], "Back again.");
+}

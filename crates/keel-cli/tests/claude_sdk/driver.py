@@ -1,0 +1,125 @@
+"""Drives keel through the official Claude Agent SDK for Python (`claude-agent-sdk`), with the
+built keel binary as `cli_path`, and prints one JSON line per message the SDK yields.
+
+    python driver.py SCENARIO
+
+Environment: KEEL_BIN (the keel binary), REPO (the session's working directory), PROMPTS
+(a JSON list of prompts), and keel's own (HOME, KEEL_HOME, ANTHROPIC_*), which the SDK
+passes on to keel. Scenarios:
+
+    query       query() with each prompt in turn (one session per prompt), bypassPermissions
+    client      ClaudeSDKClient: every prompt in one session, bypassPermissions
+    deny        query() whose can_use_tool callback denies every write_file call
+    interrupt   ClaudeSDKClient: the first prompt is interrupted once the model has been
+                asked (INTERRUPT_AFTER seconds), then the second prompt runs
+
+Lines: {"kind": "message", "class": ..., ...fields} for each message; {"kind": "asked",
+"tool": ..., "input": ...} for each permission question; {"kind": "error", ...} when the SDK
+raises (message parse errors among them).
+"""
+
+import json
+import os
+import sys
+
+import anyio
+from claude_agent_sdk import (
+    AssistantMessage,
+    ClaudeAgentOptions,
+    ClaudeSDKClient,
+    PermissionResultAllow,
+    PermissionResultDeny,
+    ResultMessage,
+    SystemMessage,
+    UserMessage,
+    query,
+)
+
+
+def emit(**fields):
+    print(json.dumps(fields), flush=True)
+
+
+def block_json(block):
+    kind = type(block).__name__
+    out = {"type": kind}
+    for name in ("text", "name", "input", "id", "tool_use_id", "content", "is_error"):
+        if hasattr(block, name):
+            out[name] = getattr(block, name)
+    return out
+
+
+def show(message):
+    if isinstance(message, AssistantMessage):
+        emit(kind="message", cls="AssistantMessage", model=message.model,
+             content=[block_json(b) for b in message.content])
+    elif isinstance(message, UserMessage):
+        content = message.content
+        if not isinstance(content, str):
+            content = [block_json(b) for b in content]
+        emit(kind="message", cls="UserMessage", content=content)
+    elif isinstance(message, SystemMessage):
+        emit(kind="message", cls="SystemMessage", subtype=message.subtype,
+             session_id=message.data.get("session_id"))
+    elif isinstance(message, ResultMessage):
+        emit(kind="message", cls="ResultMessage", subtype=message.subtype,
+             is_error=message.is_error, result=message.result, num_turns=message.num_turns,
+             session_id=message.session_id, duration_api_ms=message.duration_api_ms)
+    else:
+        emit(kind="message", cls=type(message).__name__)
+
+
+def options(**extra):
+    return ClaudeAgentOptions(cli_path=os.environ["KEEL_BIN"], cwd=os.environ["REPO"], **extra)
+
+
+async def prompts_stream(text):
+    # can_use_tool needs the streaming form of the prompt.
+    yield {"type": "user", "message": {"role": "user", "content": text},
+           "parent_tool_use_id": None, "session_id": ""}
+
+
+async def main(scenario):
+    prompts = json.loads(os.environ["PROMPTS"])
+    if scenario == "query":
+        for prompt in prompts:
+            async for message in query(prompt=prompt, options=options(permission_mode="bypassPermissions")):
+                show(message)
+    elif scenario == "client":
+        async with ClaudeSDKClient(options=options(permission_mode="bypassPermissions")) as client:
+            for prompt in prompts:
+                await client.query(prompt)
+                async for message in client.receive_response():
+                    show(message)
+    elif scenario == "deny":
+        async def can_use_tool(tool, tool_input, context):
+            emit(kind="asked", tool=tool, input=tool_input)
+            if tool == "write_file":
+                return PermissionResultDeny(message="the program does not allow writes")
+            return PermissionResultAllow()
+
+        for prompt in prompts:
+            async for message in query(prompt=prompts_stream(prompt),
+                                       options=options(can_use_tool=can_use_tool)):
+                show(message)
+    elif scenario == "interrupt":
+        wait = float(os.environ.get("INTERRUPT_AFTER", "1"))
+        async with ClaudeSDKClient(options=options(permission_mode="bypassPermissions")) as client:
+            await client.query(prompts[0])
+            await anyio.sleep(wait)
+            await client.interrupt()
+            emit(kind="interrupted")
+            async for message in client.receive_response():
+                show(message)
+            await client.query(prompts[1])
+            async for message in client.receive_response():
+                show(message)
+    else:
+        raise SystemExit(f"unknown scenario {scenario}")
+
+
+try:
+    anyio.run(main, sys.argv[1])
+except Exception as err:  # the test reads what went wrong
+    emit(kind="error", error=type(err).__name__, message=str(err)[:2000])
+    sys.exit(1)
