@@ -343,16 +343,7 @@ pub(crate) fn rules(given: &[String]) -> Vec<String> {
             Some((tool, rest)) => (tool.trim(), rest.strip_suffix(')').map(str::trim)),
             None => (rule.trim(), None),
         };
-        let names: &[&str] = match tool {
-            "Bash" => &["run_command"],
-            "Read" => &["read_file"],
-            "Edit" | "MultiEdit" => &["patch_file", "write_file"],
-            "Write" => &["write_file"],
-            "Glob" => &["glob"],
-            "Grep" => &["grep"],
-            "LS" => &["list_directory"],
-            _ => &[],
-        };
+        let names = keel_names(tool);
         let pattern = pattern.map(|pattern| {
             // Claude's `prefix:*` is a prefix match: keel's `prefix*`.
             if tool == "Bash" {
@@ -375,6 +366,34 @@ pub(crate) fn rules(given: &[String]) -> Vec<String> {
         }
     }
     out
+}
+
+/// keel's tools for Claude Code's tool `name` (`Edit` is both of keel's edits); none for a
+/// name that is not one of Claude Code's file, search or shell tools.
+fn keel_names(name: &str) -> &'static [&'static str] {
+    match name {
+        "Bash" => &["run_command"],
+        "Read" => &["read_file"],
+        "Edit" | "MultiEdit" => &["patch_file", "write_file"],
+        "Write" => &["write_file"],
+        "Glob" => &["glob"],
+        "Grep" => &["grep"],
+        "LS" => &["list_directory"],
+        _ => &[],
+    }
+}
+
+/// A hook matcher with Claude Code's tool names (`Bash|Write`) as one on keel's
+/// (`run_command|write_file`); other alternatives are kept as they are.
+pub(crate) fn keel_matcher(matcher: &str) -> String {
+    matcher
+        .split('|')
+        .flat_map(|name| match keel_names(name.trim()) {
+            [] => vec![name.to_owned()],
+            names => names.iter().map(|n| (*n).to_owned()).collect(),
+        })
+        .collect::<Vec<_>>()
+        .join("|")
 }
 
 /// The rules of one flag value: split at commas and spaces outside parentheses.
@@ -474,6 +493,11 @@ mod tests {
             ]
         );
         assert_eq!(rules(&["Bash(git diff)".into()]), ["run_command(git diff)"]);
+        assert_eq!(
+            keel_matcher("Bash|Edit"),
+            "run_command|patch_file|write_file"
+        );
+        assert_eq!(keel_matcher("mcp__s__.*"), "mcp__s__.*");
         assert_eq!(
             rules(&["run_command(cargo *)".into()]),
             ["run_command(cargo *)"]

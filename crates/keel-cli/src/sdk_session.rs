@@ -13,13 +13,16 @@ use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
-use keel_engine::{ApprovalRequest, Approver, CancelHandle, Decision, Hooks, Stop};
+use keel_engine::{
+    ApprovalRequest, Approver, CancelHandle, Decision, Hook, HookEvent, HookInput, HookOutcome,
+    Hooks, Stop, outcome_from_json,
+};
 use serde_json::{Value, json};
 use tokio::io::AsyncBufReadExt;
 use tokio::sync::{mpsc, oneshot};
 
 use crate::approve::{LiveMode, ModeApprover, ModeSwitch};
-use crate::claude_cli::PermissionMode;
+use crate::claude_cli::{PermissionMode, keel_matcher};
 use crate::cli::{Options, OutputFormat};
 use crate::exec::{Headless, print_init, print_json, progress, session_choice, stream_run};
 use crate::output::result_object;
@@ -125,6 +128,67 @@ impl Approver for ProgramApprover {
     }
 }
 
+/// A hook the program registered in `initialize`: runs as a `hook_callback` request, its
+/// answer read as a command hook's JSON.
+struct ProgramHook {
+    control: Control,
+    callback_id: String,
+    name: String,
+}
+
+#[async_trait::async_trait]
+impl Hook for ProgramHook {
+    async fn run(&self, input: &HookInput) -> Result<HookOutcome, String> {
+        let input_json = serde_json::to_value(input).map_err(|err| err.to_string())?;
+        let answer = self
+            .control
+            .ask(json!({
+                "subtype": "hook_callback",
+                "callback_id": self.callback_id,
+                "input": input_json,
+                "tool_use_id": Value::Null,
+            }))
+            .await?;
+        outcome_from_json(input.hook_event_name, &answer)
+    }
+
+    fn name(&self) -> &str {
+        &self.name
+    }
+}
+
+/// The hooks `initialize` registers (`hooks.<Event>[] = {matcher, hookCallbackIds}`), with
+/// matchers on keel's tool names; an event keel does not have is an error naming it.
+fn program_hooks(registered: &Value, control: &Control) -> Result<Hooks, String> {
+    let mut hooks = Hooks::new();
+    let Some(events) = registered.as_object() else {
+        return Ok(hooks);
+    };
+    for (event_name, matchers) in events {
+        let event: HookEvent = serde_json::from_value(json!(event_name)).map_err(|_| {
+            format!(
+                "keel has no {event_name} hooks; it runs SessionStart, PreToolUse, \
+                 PostToolUse and Stop hooks"
+            )
+        })?;
+        for matcher in matchers.as_array().into_iter().flatten() {
+            let on = matcher["matcher"].as_str().map(keel_matcher);
+            let ids = matcher["hookCallbackIds"].as_array().into_iter().flatten();
+            for id in ids.filter_map(Value::as_str) {
+                let hook = ProgramHook {
+                    control: control.clone(),
+                    callback_id: id.to_owned(),
+                    name: format!("the program's {event_name} hook {id}"),
+                };
+                hooks
+                    .add(event, on.as_deref(), Arc::new(hook))
+                    .map_err(|err| err.to_string())?;
+            }
+        }
+    }
+    Ok(hooks)
+}
+
 /// What the program changes between turns.
 #[derive(Default)]
 struct Changes {
@@ -218,11 +282,11 @@ impl Responder {
 /// answered at once (an interrupt cancels the running turn); answers to keel's own requests
 /// go to whoever asked.
 async fn read_stdin(
+    mut lines: Lines,
     responder: Responder,
     control: Control,
     prompts: mpsc::UnboundedSender<String>,
 ) {
-    let mut lines = tokio::io::BufReader::new(tokio::io::stdin()).lines();
     loop {
         let line = match lines.next_line().await {
             Ok(Some(line)) => line,
@@ -266,6 +330,41 @@ async fn read_stdin(
     control.close();
 }
 
+/// stdin, line by line.
+type Lines = tokio::io::Lines<tokio::io::BufReader<tokio::io::Stdin>>;
+
+/// How the program opened the session: its `initialize` request (id and request), or its
+/// first prompt when it sent a user message first (no control protocol).
+enum Opening {
+    Initialize(Value, Value),
+    Prompt(String),
+    Closed,
+}
+
+/// Reads stdin up to the program's first `initialize` request or user message.
+async fn opening(lines: &mut Lines) -> Opening {
+    while let Ok(Some(line)) = lines.next_line().await {
+        let Ok(message) = serde_json::from_str::<Value>(&line) else {
+            continue;
+        };
+        match message["type"].as_str() {
+            Some("control_request") if message["request"]["subtype"] == "initialize" => {
+                return Opening::Initialize(
+                    message["request_id"].clone(),
+                    message["request"].clone(),
+                );
+            }
+            Some("user") => {
+                if let Some(text) = user_text(&message) {
+                    return Opening::Prompt(text);
+                }
+            }
+            _ => progress("keel: a line before initialize is skipped"),
+        }
+    }
+    Opening::Closed
+}
+
 /// Runs the SDK's session: one turn per user message, until stdin closes; the exit code.
 pub(crate) async fn run(
     options: &Options,
@@ -282,6 +381,24 @@ pub(crate) async fn run(
         progress(&format!("keel: {line}"));
     }
     let control = Control::default();
+    let mut lines = tokio::io::BufReader::new(tokio::io::stdin()).lines();
+    // The SDKs send `initialize` first, with the hooks the program registers, and nothing
+    // more until it is answered: the agent is built with those hooks, then it is answered.
+    let (initialize, first_prompt) = match opening(&mut lines).await {
+        Opening::Initialize(id, request) => (Some((id, request)), None),
+        Opening::Prompt(prompt) => (None, Some(prompt)),
+        Opening::Closed => return Ok(0),
+    };
+    let hooks = match &initialize {
+        Some((id, request)) => match program_hooks(&request["hooks"], &control) {
+            Ok(hooks) => hooks,
+            Err(err) => {
+                print_json(&control_answer(id, Err(err.clone())));
+                return Err(CliError::Usage(err));
+            }
+        },
+        None => Hooks::new(),
+    };
     let asker = asks_program.then(|| {
         Arc::new(ProgramApprover {
             control: control.clone(),
@@ -292,7 +409,7 @@ pub(crate) async fn run(
         .unwrap_or_else(|| LiveMode::of(setup.approvals));
     let approver = ModeApprover::starting(start, asker);
     let mode = approver.switch();
-    let coding = setup.agent(approver, Hooks::new())?;
+    let coding = setup.agent(approver, hooks)?;
     for warning in coding.warnings() {
         progress(&format!("keel: warning: {warning}"));
     }
@@ -315,8 +432,14 @@ pub(crate) async fn run(
         model: session.model().to_owned(),
         mcp_status: Value::Array(mcp_status),
     };
+    if let Some((id, request)) = &initialize {
+        print_json(&control_answer(id, responder.answer(request)));
+    }
     let (prompts, mut next) = mpsc::unbounded_channel();
-    let reader = tokio::spawn(read_stdin(responder, control, prompts));
+    if let Some(prompt) = first_prompt {
+        let _ = prompts.send(prompt);
+    }
+    let reader = tokio::spawn(read_stdin(lines, responder, control, prompts));
     let mut failed = false;
     while let Some(prompt) = next.recv().await {
         if let Some(model) = changes.lock().ok().and_then(|mut c| c.model.take()) {

@@ -224,3 +224,37 @@ async fn interrupt_during_a_slow_reply_ends_the_turn_and_the_next_prompt_works()
     assert_ne!(results[0]["result"], "too late");
     assert_eq!(results[1]["result"], "Back again.");
 }
+
+#[tokio::test]
+async fn a_pre_tool_use_hook_callback_of_the_program_blocks_a_command() {
+    let repo = TempRepo::new();
+    repo.write("notes.txt", "keep\n");
+    repo.commit("start");
+    let home = Home::new();
+    let server = anthropic_server(&[
+        tool_call("t1", "run_command", json!({"command": "rm notes.txt"})),
+        tool_call("t2", "read_file", json!({"path": "notes.txt"})),
+        text("The notes stay."),
+    ])
+    .await;
+    let Some((ok, lines, err)) = sdk(&home, &server, &repo, "hook", &["clean up"], &[]).await
+    else {
+        return;
+    };
+    assert!(ok, "{lines:#?}\nstderr: {err}");
+    // The hook ran for the command (Claude's `Bash` matcher is keel's run_command), not for
+    // the read.
+    let calls: Vec<&Value> = lines.iter().filter(|l| l["kind"] == "hook").collect();
+    assert_eq!(calls.len(), 1, "{lines:#?}");
+    assert_eq!(calls[0]["event"], "PreToolUse");
+    assert_eq!(calls[0]["tool"], "run_command");
+    assert_eq!(calls[0]["input"]["command"], "rm notes.txt");
+    assert!(repo.path().join("notes.txt").exists());
+    let bodies = keel_test_support::mock::request_bodies(&server).await;
+    assert!(
+        bodies[1].to_string().contains("the program forbids rm"),
+        "{}",
+        bodies[1]
+    );
+    assert_eq!(of(&lines, "ResultMessage")[0]["result"], "The notes stay.");
+}

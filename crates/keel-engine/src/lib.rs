@@ -72,7 +72,7 @@ pub use events::{AgentEvent, Compacted, RunOutcome, Stop};
 pub use failure::{FailureKind, RunFailure};
 pub use hooks::{
     Hook, HookConfig, HookConfigError, HookEvent, HookInput, HookOutcome, HookReport, Hooks,
-    PermissionDecision,
+    PermissionDecision, outcome_from_json,
 };
 pub use notify::Notifier;
 pub use permissions::{PermissionError, PermissionRule, PermissionRules, Verdict};

@@ -12,6 +12,8 @@ passes on to keel. Scenarios:
     deny        query() whose can_use_tool callback denies every write_file call
     interrupt   ClaudeSDKClient: the first prompt is interrupted once the model has been
                 asked (INTERRUPT_AFTER seconds), then the second prompt runs
+    hook        query() with a PreToolUse hook on Bash (keel's run_command) that denies
+                every command containing "rm"
 
 Lines: {"kind": "message", "class": ..., ...fields} for each message; {"kind": "asked",
 "tool": ..., "input": ...} for each permission question; {"kind": "error", ...} when the SDK
@@ -27,6 +29,7 @@ from claude_agent_sdk import (
     AssistantMessage,
     ClaudeAgentOptions,
     ClaudeSDKClient,
+    HookMatcher,
     PermissionResultAllow,
     PermissionResultDeny,
     ResultMessage,
@@ -113,6 +116,21 @@ async def main(scenario):
                 show(message)
             await client.query(prompts[1])
             async for message in client.receive_response():
+                show(message)
+    elif scenario == "hook":
+        async def no_rm(hook_input, tool_use_id, context):
+            emit(kind="hook", event=hook_input.get("hook_event_name"),
+                 tool=hook_input.get("tool_name"), input=hook_input.get("tool_input"))
+            if "rm" in (hook_input.get("tool_input") or {}).get("command", ""):
+                return {"hookSpecificOutput": {"hookEventName": "PreToolUse",
+                                               "permissionDecision": "deny",
+                                               "permissionDecisionReason": "the program forbids rm"}}
+            return {}
+
+        hooks = {"PreToolUse": [HookMatcher(matcher="Bash", hooks=[no_rm])]}
+        for prompt in prompts:
+            async for message in query(prompt=prompt, options=options(
+                    permission_mode="bypassPermissions", hooks=hooks)):
                 show(message)
     else:
         raise SystemExit(f"unknown scenario {scenario}")

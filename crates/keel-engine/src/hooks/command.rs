@@ -143,6 +143,12 @@ fn parse_stdout(event: HookEvent, stdout: &str) -> Result<HookResult, String> {
     }
     let json: Value = serde_json::from_str(text)
         .map_err(|error| format!("printed invalid JSON on stdout: {error}"))?;
+    parse_json(event, &json)
+}
+
+/// A hook's answer in Claude Code's JSON form (`decision`, `hookSpecificOutput`,
+/// `continue`), for `event`.
+pub(super) fn parse_json(event: HookEvent, json: &Value) -> Result<HookResult, String> {
     let mut result = HookResult::default();
     let specific = json.get("hookSpecificOutput");
 

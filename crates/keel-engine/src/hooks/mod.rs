@@ -259,6 +259,16 @@ impl HookOutcome {
     }
 }
 
+/// What a hook's answer in Claude Code's JSON form means for `event` — the form command
+/// hooks print and the Claude Agent SDKs' hook callbacks return: `{"decision": "block",
+/// "reason": …}`, `{"hookSpecificOutput": {"permissionDecision": "deny", …}}`,
+/// `{"continue": false, "stopReason": …}`. For a Rust hook that forwards to such a callback;
+/// `additionalContext` is not kept (a Rust hook's outcome carries none). An unknown decision
+/// is an error naming it.
+pub fn outcome_from_json(event: HookEvent, answer: &Value) -> Result<HookOutcome, String> {
+    command::parse_json(event, answer).map(|result| result.outcome)
+}
+
 /// A Rust hook.
 #[async_trait]
 pub trait Hook: Send + Sync {
