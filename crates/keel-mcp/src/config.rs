@@ -82,6 +82,42 @@ pub enum McpTransport {
     Stdio(StdioServer),
     /// A server at a URL, spoken to over streamable HTTP.
     Http(HttpServer),
+    /// A server the host reaches itself (one living in the host's own process, like the
+    /// Claude Agent SDKs' in-process servers): keel hands it each JSON-RPC message.
+    Channel(ChannelServer),
+}
+
+/// The way to a server the host reaches itself: each JSON-RPC message keel sends goes
+/// through [`McpChannel::exchange`], whose reply (to a request) comes back as the server's.
+#[derive(Clone)]
+pub struct ChannelServer {
+    /// The channel.
+    pub channel: std::sync::Arc<dyn McpChannel>,
+}
+
+impl std::fmt::Debug for ChannelServer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ChannelServer").finish_non_exhaustive()
+    }
+}
+
+impl PartialEq for ChannelServer {
+    fn eq(&self, other: &Self) -> bool {
+        std::sync::Arc::ptr_eq(&self.channel, &other.channel)
+    }
+}
+
+impl Eq for ChannelServer {}
+
+/// Carries keel's JSON-RPC messages to a server the host reaches itself, and its replies back.
+#[async_trait::async_trait]
+pub trait McpChannel: Send + Sync {
+    /// Sends `message` (a request or a notification) to the server; for a request, the
+    /// server's response. An `Err` is a one-line reason the message could not be carried.
+    async fn exchange(
+        &self,
+        message: serde_json::Value,
+    ) -> Result<Option<serde_json::Value>, String>;
 }
 
 /// A server keel starts as one of the user's own programs. Its environment is keel's with

@@ -55,7 +55,8 @@ pub use client::{
     ClientOptions, McpServer, ServerState, StartedServers, offered_name, start_servers,
 };
 pub use config::{
-    DEFAULT_STARTUP_TIMEOUT, HttpServer, McpServerConfig, McpTransport, StdioServer, parse_mcp_json,
+    ChannelServer, DEFAULT_STARTUP_TIMEOUT, HttpServer, McpChannel, McpServerConfig, McpTransport,
+    StdioServer, parse_mcp_json,
 };
 pub mod server;
 pub use error::McpError;

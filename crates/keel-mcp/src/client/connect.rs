@@ -18,7 +18,7 @@ use keel_tool::HeadTail;
 
 use super::ClientOptions;
 use super::handler::{Handler, Shared};
-use crate::config::{HttpServer, McpServerConfig, McpTransport, StdioServer};
+use crate::config::{ChannelServer, HttpServer, McpServerConfig, McpTransport, StdioServer};
 
 /// How much of a stdio server's stderr is kept, for saying why it stopped.
 const STDERR_TAIL: usize = 4096;
@@ -134,6 +134,7 @@ pub(crate) async fn connect(
     let connection = match &config.transport {
         McpTransport::Stdio(stdio) => connect_stdio(stdio, options, handler).await?,
         McpTransport::Http(http) => connect_http(http, handler).await?,
+        McpTransport::Channel(channel) => connect_channel(channel, handler).await?,
     };
     let listed = match connection.service.peer().list_all_tools().await {
         Ok(tools) => tools,
@@ -205,6 +206,55 @@ async fn connect_stdio(
             Err(format!("the MCP handshake failed ({ended})"))
         }
     }
+}
+
+/// A server the host reaches itself: each message keel sends is carried by the host's
+/// channel (concurrently, so a long call does not hold up a cancellation), and each reply
+/// comes back into the client.
+async fn connect_channel(server: &ChannelServer, handler: Handler) -> Result<Connection, String> {
+    use futures::{SinkExt, StreamExt};
+    type Outgoing = rmcp::service::TxJsonRpcMessage<RoleClient>;
+    type Incoming = rmcp::service::RxJsonRpcMessage<RoleClient>;
+    let (to_server, mut outgoing) = futures::channel::mpsc::unbounded::<Outgoing>();
+    let (replies, incoming) = futures::channel::mpsc::unbounded::<Incoming>();
+    let channel = server.channel.clone();
+    tokio::spawn(async move {
+        while let Some(message) = outgoing.next().await {
+            let channel = channel.clone();
+            let mut replies = replies.clone();
+            tokio::spawn(async move {
+                let Ok(message) = serde_json::to_value(&message) else {
+                    return;
+                };
+                let id = message.get("id").cloned();
+                let reply = match channel.exchange(message).await {
+                    Ok(reply) => reply,
+                    // A request that could not be carried is answered with the reason, so
+                    // its caller does not wait for a reply that will never come.
+                    Err(reason) => id.map(|id| {
+                        serde_json::json!({"jsonrpc": "2.0", "id": id,
+                                           "error": {"code": -32603, "message": reason}})
+                    }),
+                };
+                if let Some(reply) = reply {
+                    match serde_json::from_value::<Incoming>(reply) {
+                        Ok(reply) => {
+                            let _ = replies.send(reply).await;
+                        }
+                        Err(err) => tracing::warn!("an MCP reply that is not JSON-RPC: {err}"),
+                    }
+                }
+            });
+        }
+    });
+    let service = handler
+        .serve((to_server, incoming))
+        .await
+        .map_err(|err| format!("the MCP handshake failed: {err}"))?;
+    Ok(Connection {
+        service,
+        process: None,
+    })
 }
 
 async fn connect_http(server: &HttpServer, handler: Handler) -> Result<Connection, String> {
