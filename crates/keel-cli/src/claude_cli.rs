@@ -426,6 +426,41 @@ fn split_rules(list: &str) -> Vec<String> {
     rules
 }
 
+/// Takes the program's in-process servers (`{"type": "sdk"}`) out of `--mcp-config`'s inline
+/// JSON values: their names. The SDKs pass them so; keel reaches them through the program.
+fn take_program_servers(values: &mut Vec<String>) -> Result<Vec<String>, CliError> {
+    let mut names = Vec::new();
+    let mut kept = Vec::new();
+    for value in values.drain(..) {
+        if !value.trim_start().starts_with('{') {
+            kept.push(value);
+            continue;
+        }
+        let mut json: serde_json::Value = serde_json::from_str(&value)
+            .map_err(|err| CliError::Usage(format!("--mcp-config: not valid JSON: {err}")))?;
+        if let Some(servers) = json
+            .get_mut("mcpServers")
+            .and_then(serde_json::Value::as_object_mut)
+        {
+            let sdk: Vec<String> = servers
+                .iter()
+                .filter(|(_, server)| server["type"] == "sdk")
+                .map(|(name, _)| name.clone())
+                .collect();
+            for name in sdk {
+                servers.remove(&name);
+                names.push(name);
+            }
+            if servers.is_empty() {
+                continue;
+            }
+        }
+        kept.push(json.to_string());
+    }
+    *values = kept;
+    Ok(names)
+}
+
 /// Runs keel in print mode as `args` say; the exit code.
 pub(crate) async fn run(args: ClaudeArgs) -> Result<u8, CliError> {
     args.check()?;
@@ -446,7 +481,9 @@ pub(crate) async fn run(args: ClaudeArgs) -> Result<u8, CliError> {
                 ));
             }
             let asks_program = args.permission_prompt_tool.as_deref() == Some("stdio");
-            crate::sdk_session::run(&args.options, headless, asks_program).await
+            let mut options = args.options;
+            let program_servers = take_program_servers(&mut options.mcp_config)?;
+            crate::sdk_session::run(&options, headless, asks_program, program_servers).await
         }
     }
 }
@@ -475,6 +512,22 @@ mod tests {
         assert!(!wanted(&args(&["exec", "--output-format", "json", "hi"])));
         assert!(!wanted(&args(&["--model", "x"])));
         assert!(!wanted(&args(&[])));
+    }
+
+    #[test]
+    fn the_program_s_servers_are_taken_out_of_mcp_config() {
+        let mut values = vec![
+            r#"{"mcpServers": {"vault": {"type": "sdk", "name": "vault"},
+                               "files": {"command": "npx", "args": []}}}"#
+                .to_owned(),
+            r#"{"mcpServers": {"only": {"type": "sdk", "name": "only"}}}"#.to_owned(),
+            "servers.json".to_owned(),
+        ];
+        let names = take_program_servers(&mut values).unwrap();
+        assert_eq!(names, ["vault", "only"]);
+        assert_eq!(values.len(), 2);
+        assert!(values[0].contains("files") && !values[0].contains("vault"));
+        assert_eq!(values[1], "servers.json");
     }
 
     #[test]

@@ -11,8 +11,9 @@
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 
+use keel::mcp::{ChannelServer, McpChannel, McpServerConfig, McpTransport};
 use keel_engine::{
     ApprovalRequest, Approver, CancelHandle, Decision, Hook, HookEvent, HookInput, HookOutcome,
     Hooks, Stop, outcome_from_json,
@@ -189,6 +190,26 @@ fn program_hooks(registered: &Value, control: &Control) -> Result<Hooks, String>
     Ok(hooks)
 }
 
+/// An in-process server of the program (`{"type": "sdk"}` in `--mcp-config`): each JSON-RPC
+/// message goes to the program as an `mcp_message` request, and its `mcp_response` comes back.
+struct ProgramMcp {
+    control: Control,
+    server: String,
+}
+
+#[async_trait::async_trait]
+impl McpChannel for ProgramMcp {
+    async fn exchange(&self, message: Value) -> Result<Option<Value>, String> {
+        let is_request = message.get("id").is_some();
+        let answer = self
+            .control
+            .ask(json!({"subtype": "mcp_message", "server_name": self.server, "message": message}))
+            .await?;
+        // A notification's acknowledgement is not a JSON-RPC reply.
+        Ok(is_request.then(|| answer["mcp_response"].clone()))
+    }
+}
+
 /// What the program changes between turns.
 #[derive(Default)]
 struct Changes {
@@ -234,11 +255,13 @@ fn initialize_answer(model: &str) -> Value {
 
 /// Everything one control request needs to be answered.
 struct Responder {
-    cancel: CancelHandle,
+    /// The session's, once it exists (an interrupt before has no turn to end).
+    cancel: Arc<OnceLock<CancelHandle>>,
     mode: ModeSwitch,
     changes: Arc<Mutex<Changes>>,
     model: String,
-    mcp_status: Value,
+    /// Each MCP server and whether it is connected, once they have started.
+    mcp_status: Arc<OnceLock<Value>>,
 }
 
 impl Responder {
@@ -247,7 +270,9 @@ impl Responder {
         match request["subtype"].as_str().unwrap_or_default() {
             "initialize" => Ok(initialize_answer(&self.model)),
             "interrupt" => {
-                self.cancel.cancel();
+                if let Some(cancel) = self.cancel.get() {
+                    cancel.cancel();
+                }
                 Ok(json!({}))
             }
             "set_permission_mode" => {
@@ -270,7 +295,9 @@ impl Responder {
                 }
                 Ok(json!({}))
             }
-            "mcp_status" => Ok(json!({"mcpServers": self.mcp_status})),
+            "mcp_status" => {
+                Ok(json!({"mcpServers": self.mcp_status.get().cloned().unwrap_or(json!([]))}))
+            }
             other => Err(format!(
                 "keel does not support the control request {other:?}"
             )),
@@ -370,6 +397,7 @@ pub(crate) async fn run(
     options: &Options,
     headless: Headless,
     asks_program: bool,
+    program_servers: Vec<String>,
 ) -> Result<u8, CliError> {
     let choice = session_choice(options);
     let mut setup = Setup::resolve(options, Mode::Exec, &choice)?;
@@ -377,13 +405,10 @@ pub(crate) async fn run(
     for notice in &setup.notices {
         progress(&format!("keel: {notice}"));
     }
-    for line in setup.start_mcp_servers().await {
-        progress(&format!("keel: {line}"));
-    }
     let control = Control::default();
     let mut lines = tokio::io::BufReader::new(tokio::io::stdin()).lines();
-    // The SDKs send `initialize` first, with the hooks the program registers, and nothing
-    // more until it is answered: the agent is built with those hooks, then it is answered.
+    // The SDKs send `initialize` first, with the hooks the program registers, and wait for
+    // its answer; it is answered once the hooks are known to be ones keel runs.
     let (initialize, first_prompt) = match opening(&mut lines).await {
         Opening::Initialize(id, request) => (Some((id, request)), None),
         Opening::Prompt(prompt) => (None, Some(prompt)),
@@ -408,29 +433,15 @@ pub(crate) async fn run(
         .mode
         .unwrap_or_else(|| LiveMode::of(setup.approvals));
     let approver = ModeApprover::starting(start, asker);
-    let mode = approver.switch();
-    let coding = setup.agent(approver, hooks)?;
-    for warning in coding.warnings() {
-        progress(&format!("keel: warning: {warning}"));
-    }
-    let mut session = setup.session(coding.agent(), &choice)?;
     let changes: Arc<Mutex<Changes>> = Arc::default();
-    // Each configured server, connected if it started.
-    let mcp_status: Vec<Value> = setup
-        .mcp
-        .iter()
-        .map(|config| {
-            let started = setup.mcp_servers.iter().any(|s| s.name() == config.name());
-            let status = if started { "connected" } else { "failed" };
-            json!({"name": config.name(), "status": status})
-        })
-        .collect();
+    let cancel: Arc<OnceLock<CancelHandle>> = Arc::default();
+    let mcp_status: Arc<OnceLock<Value>> = Arc::default();
     let responder = Responder {
-        cancel: session.cancel_handle(),
-        mode,
+        cancel: cancel.clone(),
+        mode: approver.switch(),
         changes: changes.clone(),
-        model: session.model().to_owned(),
-        mcp_status: Value::Array(mcp_status),
+        model: setup.model.clone(),
+        mcp_status: mcp_status.clone(),
     };
     if let Some((id, request)) = &initialize {
         print_json(&control_answer(id, responder.answer(request)));
@@ -439,7 +450,41 @@ pub(crate) async fn run(
     if let Some(prompt) = first_prompt {
         let _ = prompts.send(prompt);
     }
-    let reader = tokio::spawn(read_stdin(lines, responder, control, prompts));
+    // From here on stdin is read beside the work: the program's servers answer through it.
+    let reader = tokio::spawn(read_stdin(lines, responder, control.clone(), prompts));
+    for server in program_servers {
+        let channel = ProgramMcp {
+            control: control.clone(),
+            server: server.clone(),
+        };
+        let transport = McpTransport::Channel(ChannelServer {
+            channel: Arc::new(channel),
+        });
+        let config = McpServerConfig::new(&server, transport)
+            .map_err(|err| CliError::Usage(format!("--mcp-config: {err}")))?;
+        setup.mcp.retain(|s| s.name() != server);
+        setup.mcp.push(config);
+    }
+    for line in setup.start_mcp_servers().await {
+        progress(&format!("keel: {line}"));
+    }
+    // Each configured server, connected if it started.
+    let status: Vec<Value> = setup
+        .mcp
+        .iter()
+        .map(|config| {
+            let started = setup.mcp_servers.iter().any(|s| s.name() == config.name());
+            let status = if started { "connected" } else { "failed" };
+            json!({"name": config.name(), "status": status})
+        })
+        .collect();
+    let _ = mcp_status.set(Value::Array(status));
+    let coding = setup.agent(approver, hooks)?;
+    for warning in coding.warnings() {
+        progress(&format!("keel: warning: {warning}"));
+    }
+    let mut session = setup.session(coding.agent(), &choice)?;
+    let _ = cancel.set(session.cancel_handle());
     let mut failed = false;
     while let Some(prompt) = next.recv().await {
         if let Some(model) = changes.lock().ok().and_then(|mut c| c.model.take()) {

@@ -258,3 +258,32 @@ async fn a_pre_tool_use_hook_callback_of_the_program_blocks_a_command() {
     );
     assert_eq!(of(&lines, "ResultMessage")[0]["result"], "The notes stay.");
 }
+
+#[tokio::test]
+async fn an_in_process_sdk_mcp_tool_of_the_program_is_called_by_the_model() {
+    let repo = TempRepo::new();
+    let home = Home::new();
+    let server = anthropic_server(&[
+        tool_call("t1", "mcp__calc__add", json!({"a": 2, "b": 3})),
+        text("The sum is 5."),
+    ])
+    .await;
+    let Some((ok, lines, err)) = sdk(&home, &server, &repo, "mcp", &["add 2 and 3"], &[]).await
+    else {
+        return;
+    };
+    assert!(ok, "{lines:#?}\nstderr: {err}");
+    // The program's own function ran, with the model's arguments.
+    let ran: Vec<&Value> = lines.iter().filter(|l| l["kind"] == "tool_ran").collect();
+    assert_eq!(ran.len(), 1, "{lines:#?}");
+    assert_eq!(ran[0]["args"], json!({"a": 2, "b": 3}));
+    // Its result reached the model.
+    let bodies = keel_test_support::mock::request_bodies(&server).await;
+    assert!(
+        bodies[0].to_string().contains("mcp__calc__add"),
+        "the tool was offered: {}",
+        bodies[0]
+    );
+    assert!(bodies[1].to_string().contains("sum: 5"), "{}", bodies[1]);
+    assert_eq!(of(&lines, "ResultMessage")[0]["result"], "The sum is 5.");
+}

@@ -14,6 +14,8 @@ passes on to keel. Scenarios:
                 asked (INTERRUPT_AFTER seconds), then the second prompt runs
     hook        query() with a PreToolUse hook on Bash (keel's run_command) that denies
                 every command containing "rm"
+    mcp         query() with an in-process SDK MCP server `calc` whose `add` tool the
+                model calls as mcp__calc__add
 
 Lines: {"kind": "message", "class": ..., ...fields} for each message; {"kind": "asked",
 "tool": ..., "input": ...} for each permission question; {"kind": "error", ...} when the SDK
@@ -35,7 +37,9 @@ from claude_agent_sdk import (
     ResultMessage,
     SystemMessage,
     UserMessage,
+    create_sdk_mcp_server,
     query,
+    tool,
 )
 
 
@@ -131,6 +135,17 @@ async def main(scenario):
         for prompt in prompts:
             async for message in query(prompt=prompt, options=options(
                     permission_mode="bypassPermissions", hooks=hooks)):
+                show(message)
+    elif scenario == "mcp":
+        @tool("add", "Adds two numbers.", {"a": float, "b": float})
+        async def add(args):
+            emit(kind="tool_ran", args=args)
+            return {"content": [{"type": "text", "text": f"sum: {args['a'] + args['b']}"}]}
+
+        calc = create_sdk_mcp_server(name="calc", version="1.0.0", tools=[add])
+        for prompt in prompts:
+            async for message in query(prompt=prompt, options=options(
+                    permission_mode="bypassPermissions", mcp_servers={"calc": calc})):
                 show(message)
     else:
         raise SystemExit(f"unknown scenario {scenario}")
