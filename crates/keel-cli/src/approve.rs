@@ -268,6 +268,9 @@ pub(crate) struct ModeApprover {
     /// Who answers the questions of `ask` and `accept-edits` (the terminal, an editor over
     /// ACP); `None` refuses them as `deny` does.
     terminal: Option<Arc<dyn Approver>>,
+    /// Whether `ask` and `accept-edits` ask about every change, not only risky calls
+    /// (Claude Code's permission modes, for the Claude Agent SDKs).
+    asks_changes: bool,
 }
 
 impl ModeApprover {
@@ -278,6 +281,7 @@ impl ModeApprover {
             mode: ModeSwitch(Arc::new(AtomicU8::new(LiveMode::of(mode).to_u8()))),
             terminal: ask
                 .map(|ask| Arc::new(TerminalApprover::new(ask, preview)) as Arc<dyn Approver>),
+            asks_changes: false,
         }
     }
 
@@ -292,7 +296,15 @@ impl ModeApprover {
         Self {
             mode: ModeSwitch(Arc::new(AtomicU8::new(mode.to_u8()))),
             terminal: asker,
+            asks_changes: false,
         }
+    }
+
+    /// Asks about every change in `ask` mode, and about every change but a file edit in
+    /// `accept-edits`, as Claude Code's `default` and `acceptEdits` modes do.
+    pub(crate) fn asking_about_changes(mut self) -> Self {
+        self.asks_changes = true;
+        self
     }
 
     /// What changes its mode.
@@ -332,6 +344,10 @@ impl Approver for ModeApprover {
 
     fn refuses_changes(&self) -> Option<String> {
         (self.mode.get() == LiveMode::ReadOnly).then(|| READ_ONLY_REFUSAL.to_owned())
+    }
+
+    fn asks_about_changes(&self) -> bool {
+        self.asks_changes && matches!(self.mode.get(), LiveMode::Ask | LiveMode::AcceptEdits)
     }
 }
 

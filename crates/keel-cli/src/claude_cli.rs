@@ -467,6 +467,7 @@ pub(crate) async fn run(args: ClaudeArgs) -> Result<u8, CliError> {
     let headless = Headless {
         extras: args.extras()?,
         mode: args.mode(),
+        partial: args.include_partial_messages,
     };
     match args.input_format {
         InputFormat::Text => {

@@ -434,6 +434,11 @@ pub(crate) struct ExecArgs {
     #[arg(long, value_enum, default_value = "text", value_name = "FORMAT")]
     pub output_format: OutputFormat,
 
+    /// With `--output-format stream-json`: also print the model's replies as they stream
+    /// (`stream_event` lines carrying the Messages API's stream events).
+    #[arg(long)]
+    pub include_partial_messages: bool,
+
     /// Flags for every command (also taken before `exec`).
     #[command(flatten)]
     pub options: Options,

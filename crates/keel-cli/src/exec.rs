@@ -10,10 +10,7 @@ use serde_json::Value;
 
 use crate::approve::{Answer, AskFn, LiveMode, ModeApprover};
 use crate::cli::{ExecArgs, Options, OutputFormat};
-use crate::output::{
-    InitInfo, init_object, iteration_warning_object, message_object, reply_discarded_object,
-    result_object, snapshot_object,
-};
+use crate::output::{ClaudeStream, InitInfo, McpStatus};
 use crate::render::{CallInputs, failure_tail, finished_line, restored_note};
 use crate::setup::{AgentExtras, CliError, Mode, SessionChoice, Setup};
 use crate::signals;
@@ -129,7 +126,11 @@ pub(crate) fn progress(text: &str) {
 /// Runs `keel exec`; returns the exit code.
 pub(crate) async fn run(options: &Options, args: ExecArgs) -> Result<u8, CliError> {
     let prompt = read_prompt(args.prompt)?;
-    run_prompt(options, prompt, args.output_format, Headless::default()).await
+    let headless = Headless {
+        partial: args.include_partial_messages,
+        ..Headless::default()
+    };
+    run_prompt(options, prompt, args.output_format, headless).await
 }
 
 /// How a headless run differs from `keel exec`'s defaults: what Claude Code's flags add to
@@ -141,6 +142,8 @@ pub(crate) struct Headless {
     /// The approval mode (`--permission-mode`); `None`: `--approvals`' (exec asks on the
     /// terminal when there is one).
     pub mode: Option<LiveMode>,
+    /// With stream-json: the reply as it streams, as `stream_event` lines.
+    pub partial: bool,
 }
 
 /// Runs `prompt` headless, printing it as `format` says; the exit code.
@@ -182,8 +185,9 @@ pub(crate) async fn run_prompt(
     let agent = coding.agent();
     let mut session = setup.session(agent, &choice)?;
     let started = Instant::now();
+    let mut stream = ClaudeStream::new(session.id(), &setup.model, headless.partial);
     if format == OutputFormat::StreamJson {
-        print_init(&setup, &session, agent);
+        print_json(&stream.init(&init_info(&setup, &coding)));
     }
     let cancel = session.cancel_handle();
     let ctrl_c = tokio::spawn(async move {
@@ -195,11 +199,11 @@ pub(crate) async fn run_prompt(
         &mut session,
         &prompt,
         format,
+        &mut stream,
         !options.no_wait_tasks,
     )
     .await;
     ctrl_c.abort();
-    let session_id = session.id().to_owned();
     let outcome =
         outcome.ok_or_else(|| CliError::Run("the run ended without an outcome".into()))?;
     if let Some(error) = session.persistence_error() {
@@ -220,7 +224,7 @@ pub(crate) async fn run_prompt(
             }
         }
         OutputFormat::Json | OutputFormat::StreamJson => {
-            print_json(&result_object(&outcome, &session_id, started.elapsed()));
+            print_json(&stream.result(&outcome, started.elapsed()));
         }
     }
     if let Some(hint) = failure_hint(&outcome.stop, &setup.origin) {
@@ -233,34 +237,79 @@ pub(crate) async fn run_prompt(
     })
 }
 
-/// Prints stream-json's `system`/`init` line for `session`.
-pub(crate) fn print_init(setup: &Setup, session: &Session, agent: &keel_engine::Agent) {
-    print_json(&init_object(&InitInfo {
-        session_id: session.id(),
+/// What the `system`/`init` line says of this run.
+pub(crate) fn init_info<'a>(setup: &'a Setup, coding: &CodingAgent) -> InitInfo<'a> {
+    let started: Vec<&str> = setup.mcp_servers.iter().map(|s| s.name()).collect();
+    let mcp_servers = setup
+        .mcp
+        .iter()
+        .map(|config| McpStatus {
+            name: config.name().to_owned(),
+            status: if started.contains(&config.name()) {
+                "connected"
+            } else {
+                "failed"
+            },
+        })
+        .collect();
+    let (agents, skills) = coding
+        .delegates()
+        .map_or_else(Default::default, |delegates| {
+            (
+                delegates
+                    .runner()
+                    .definitions()
+                    .all()
+                    .iter()
+                    .map(|agent| agent.name.clone())
+                    .collect(),
+                delegates.skills().names().map(str::to_owned).collect(),
+            )
+        });
+    InitInfo {
         cwd: &setup.cwd,
-        model: session.model(),
         provider: &setup.provider_name,
-        tools: agent
+        tools: coding
+            .agent()
             .tools()
             .definitions()
             .into_iter()
             .map(|definition| definition.name)
             .collect(),
+        mcp_servers,
         approvals: setup.approvals.name(),
         sandbox: sandbox_name(setup.policy.mode),
-    }));
+        api_key_source: if setup.origin.key_var == "ANTHROPIC_API_KEY" {
+            "ANTHROPIC_API_KEY"
+        } else {
+            "none"
+        },
+        agents,
+        skills,
+        additional_directories: setup.allow_read.clone(),
+    }
+}
+
+/// Prints `lines` as JSON lines.
+pub(crate) fn print_lines(lines: &[Value]) {
+    for line in lines {
+        print_json(line);
+    }
 }
 
 /// Runs `prompt` (and, when it leaves background tasks running and `wait_for_tasks` is set,
-/// the turn after they end), printing its events as `format` says; the outcome.
+/// the turn after they end), printing its events as `format` says (`stream` makes the JSON
+/// lines); the outcome.
 pub(crate) async fn stream_run(
     coding: &CodingAgent,
     session: &mut Session,
     prompt: &str,
     format: OutputFormat,
+    stream: &mut ClaudeStream,
     wait_for_tasks: bool,
 ) -> Option<RunOutcome> {
-    let session_id = session.id().to_owned();
+    let json_lines = format == OutputFormat::StreamJson;
+    let mut waited: Vec<String> = Vec::new();
     let mut outcome: Option<RunOutcome> = None;
     let mut waiting = false;
     let mut calls = CallInputs::default();
@@ -279,6 +328,7 @@ pub(crate) async fn stream_run(
             RunEvent::Agent(event) => event,
             RunEvent::WaitingForTasks { ids } => {
                 waiting = true;
+                waited.clone_from(&ids);
                 if format == OutputFormat::Text {
                     progress(&format!(
                         "waiting for {} background task(s): {} (--no-wait-tasks skips this)",
@@ -290,6 +340,13 @@ pub(crate) async fn stream_run(
             }
             RunEvent::TasksEnded => {
                 waiting = false;
+                if json_lines && let Some(tasks) = coding.tasks() {
+                    for id in waited.drain(..) {
+                        if let Ok(Some(task)) = tasks.store().get(&id) {
+                            print_json(&stream.task_notification(&task));
+                        }
+                    }
+                }
                 continue;
             }
             RunEvent::Done(done) => {
@@ -299,10 +356,11 @@ pub(crate) async fn stream_run(
             _ => continue,
         };
         calls.observe(&event);
+        let lines = stream.event(&event);
+        if json_lines {
+            print_lines(&lines);
+        }
         match event {
-            AgentEvent::MessageAdded { message } if format == OutputFormat::StreamJson => {
-                print_json(&message_object(&message, &session_id));
-            }
             AgentEvent::ToolCallFinished {
                 id,
                 name,
@@ -326,26 +384,11 @@ pub(crate) async fn stream_run(
                 attempt,
                 max_attempts,
                 error,
-            } => match format {
-                OutputFormat::StreamJson => print_json(&reply_discarded_object(
-                    attempt,
-                    max_attempts,
-                    &error,
-                    &session_id,
-                )),
-                _ => progress(&format!(
-                    "the reply was cut off ({error}); asking again ({attempt}/{max_attempts})"
-                )),
-            },
-            AgentEvent::IterationWarning { used, limit } => match format {
-                OutputFormat::StreamJson => {
-                    print_json(&iteration_warning_object(used, limit, &session_id));
-                }
-                OutputFormat::Text => progress(&iteration_warning_line(used, limit)),
-                _ => {}
-            },
-            AgentEvent::SnapshotTaken { call_id, id } if format == OutputFormat::StreamJson => {
-                print_json(&snapshot_object(&call_id, &id.0, &session_id));
+            } if format != OutputFormat::StreamJson => progress(&format!(
+                "the reply was cut off ({error}); asking again ({attempt}/{max_attempts})"
+            )),
+            AgentEvent::IterationWarning { used, limit } if format == OutputFormat::Text => {
+                progress(&iteration_warning_line(used, limit));
             }
             AgentEvent::Warning { message } if format == OutputFormat::Text => {
                 progress(&format!("warning: {message}"));

@@ -25,8 +25,8 @@ use tokio::sync::{mpsc, oneshot};
 use crate::approve::{LiveMode, ModeApprover, ModeSwitch};
 use crate::claude_cli::{PermissionMode, keel_matcher};
 use crate::cli::{Options, OutputFormat};
-use crate::exec::{Headless, print_init, print_json, progress, session_choice, stream_run};
-use crate::output::result_object;
+use crate::exec::{Headless, init_info, print_json, progress, session_choice, stream_run};
+use crate::output::ClaudeStream;
 use crate::setup::{CliError, Mode, Setup};
 
 /// The requests keel sent the program, waiting for its answer, by request id.
@@ -429,10 +429,17 @@ pub(crate) async fn run(
             control: control.clone(),
         }) as Arc<dyn Approver>
     });
-    let start = headless
-        .mode
-        .unwrap_or_else(|| LiveMode::of(setup.approvals));
-    let approver = ModeApprover::starting(start, asker);
+    // Claude Code's default mode asks the program when it answers questions.
+    let start = headless.mode.unwrap_or(if asks_program {
+        LiveMode::Ask
+    } else {
+        LiveMode::of(setup.approvals)
+    });
+    let mut approver = ModeApprover::starting(start, asker);
+    if asks_program {
+        // The program answers as Claude Code's permission modes ask: about every change.
+        approver = approver.asking_about_changes();
+    }
     let changes: Arc<Mutex<Changes>> = Arc::default();
     let cancel: Arc<OnceLock<CancelHandle>> = Arc::default();
     let mcp_status: Arc<OnceLock<Value>> = Arc::default();
@@ -490,13 +497,15 @@ pub(crate) async fn run(
         if let Some(model) = changes.lock().ok().and_then(|mut c| c.model.take()) {
             session.set_model(model);
         }
-        print_init(&setup, &session, coding.agent());
+        let mut stream = ClaudeStream::new(session.id(), session.model(), headless.partial);
+        print_json(&stream.init(&init_info(&setup, &coding)));
         let started = std::time::Instant::now();
         let outcome = stream_run(
             &coding,
             &mut session,
             &prompt,
             OutputFormat::StreamJson,
+            &mut stream,
             true,
         )
         .await;
@@ -504,7 +513,7 @@ pub(crate) async fn run(
             return Err(CliError::Run("the run ended without an outcome".into()));
         };
         failed = outcome.stop != Stop::Completed && outcome.stop != Stop::Cancelled;
-        print_json(&result_object(&outcome, session.id(), started.elapsed()));
+        print_json(&stream.result(&outcome, started.elapsed()));
     }
     reader.abort();
     if let Some(error) = session.persistence_error() {

@@ -45,7 +45,7 @@ fn result_text(block: &Value) -> String {
 
 /// The session id in keel's banner.
 fn session_id(banner: &str) -> String {
-    regex::Regex::new(r"session (\d{8}T\d{6}-[0-9a-z]{6})")
+    regex::Regex::new(&format!(r"session ({SESSION_ID})"))
         .unwrap()
         .captures(banner)
         .unwrap_or_else(|| panic!("no session id in {banner}"))[1]

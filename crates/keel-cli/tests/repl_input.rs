@@ -370,7 +370,7 @@ async fn resume_lists_this_directory_s_sessions_and_replays_the_picked_one() {
         keel.ctrl_d();
         let (code, transcript) = keel.wait();
         assert_eq!(code, 0, "{transcript}");
-        let hint = regex::Regex::new(r"keel resume (\d{8}T\d{6}-[0-9a-z]{6})").unwrap();
+        let hint = regex::Regex::new(&format!(r"keel resume ({SESSION_ID})")).unwrap();
         hint.captures(&transcript)
             .unwrap_or_else(|| panic!("no `keel resume` line at exit: {transcript}"))[1]
             .to_owned()

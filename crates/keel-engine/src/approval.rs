@@ -200,6 +200,13 @@ pub trait Approver: Send + Sync {
     fn refuses_changes(&self) -> Option<String> {
         None
     }
+
+    /// Whether every call that may change something (not only a destructive one) is asked
+    /// about, as Claude Code's default permission mode does; rules, hooks and "always"
+    /// answers still decide first. Default `false`.
+    fn asks_about_changes(&self) -> bool {
+        false
+    }
 }
 
 /// A shared approver approves as the one it holds: a host hands the same approver to an agent
@@ -220,6 +227,10 @@ impl<A: Approver + ?Sized> Approver for Arc<A> {
 
     fn refuses_changes(&self) -> Option<String> {
         (**self).refuses_changes()
+    }
+
+    fn asks_about_changes(&self) -> bool {
+        (**self).asks_about_changes()
     }
 }
 

@@ -2,7 +2,7 @@
 
 use std::time::Duration;
 
-use keel_provider::{Message, ProviderError, Usage};
+use keel_provider::{Message, ProviderError, StopReason, Usage};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
@@ -90,6 +90,27 @@ pub enum AgentEvent {
     TurnStarted {
         /// Which (1-based).
         iteration: u32,
+    },
+    /// The model's reply began streaming (the provider's `message_start`): once per reply,
+    /// before its deltas, and again for a reply asked for anew after
+    /// [`AgentEvent::ReplyDiscarded`]. Lets a front end that mirrors the provider's stream
+    /// (`keel exec --output-format stream-json`) name the reply.
+    ReplyStarted {
+        /// The provider's id for the reply (`msg_…`), if it sent one.
+        id: Option<String>,
+        /// The model that answers, as the provider reported it.
+        model: Option<String>,
+    },
+    /// The model's reply is complete: comes after its [`AgentEvent::Usage`] and before the
+    /// [`AgentEvent::MessageAdded`] that holds it. Not sent for a reply that failed or was
+    /// cancelled.
+    ReplyFinished {
+        /// Why the model stopped.
+        stop_reason: StopReason,
+        /// How long the model call took, from sending the request to the reply's end
+        /// (retries, a discarded reply and a compaction forced by a too-long request
+        /// included).
+        duration: Duration,
     },
     /// More of the model's text.
     TextDelta {

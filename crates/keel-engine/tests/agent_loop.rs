@@ -452,6 +452,46 @@ async fn retries_surface_as_events() {
 }
 
 #[tokio::test]
+async fn a_reply_is_framed_by_reply_started_and_reply_finished() {
+    let provider = Arc::new(ScriptedProvider::new().then(Turn::Events(vec![
+        Ok(StreamEvent::MessageStart {
+            id: Some("msg_7".into()),
+            model: Some("m-1".into()),
+        }),
+        Ok(StreamEvent::TextDelta {
+            index: 0,
+            text: "hi".into(),
+        }),
+        Ok(StreamEvent::MessageEnd {
+            stop_reason: StopReason::EndTurn,
+        }),
+    ])));
+    let mut session = agent(provider, ToolRegistry::new()).session(".").unwrap();
+    let events: Vec<AgentEvent> = session.run_streaming("x").collect().await;
+    let position = |wanted: fn(&AgentEvent) -> bool| events.iter().position(wanted).unwrap();
+    let started = position(|e| matches!(e, AgentEvent::ReplyStarted { .. }));
+    let delta = position(|e| matches!(e, AgentEvent::TextDelta { .. }));
+    let usage = position(|e| matches!(e, AgentEvent::Usage { .. }));
+    let finished = position(|e| matches!(e, AgentEvent::ReplyFinished { .. }));
+    let added = position(|e| matches!(e, AgentEvent::MessageAdded { .. }));
+    assert!(started < delta && delta < usage && usage < finished && finished < added);
+    assert_eq!(
+        events[started],
+        AgentEvent::ReplyStarted {
+            id: Some("msg_7".into()),
+            model: Some("m-1".into()),
+        }
+    );
+    assert!(matches!(
+        events[finished],
+        AgentEvent::ReplyFinished {
+            stop_reason: StopReason::EndTurn,
+            ..
+        }
+    ));
+}
+
+#[tokio::test]
 async fn thinking_streams_as_its_own_events_and_is_not_the_answer() {
     let provider = Arc::new(ScriptedProvider::new().then(Turn::Events(vec![
         Ok(StreamEvent::ThinkingDelta {

@@ -113,6 +113,10 @@ pub(crate) use keel_test_support::mock::{
 };
 pub(crate) use keel_test_support::scripted::{text_reply as text, tool_reply as tool_call};
 
+/// A session id as keel makes them: a UUID v7.
+pub(crate) const SESSION_ID: &str =
+    r"[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}";
+
 /// Replaces what changes from run to run (session ids, durations, temp paths) so output can
 /// be snapshotted.
 pub(crate) fn redact(text: &str, paths: &[(&Path, &str)]) -> String {
@@ -120,10 +124,13 @@ pub(crate) fn redact(text: &str, paths: &[(&Path, &str)]) -> String {
     for (path, name) in paths {
         out = out.replace(&path.display().to_string(), name);
     }
-    let id = regex::Regex::new(r"\d{8}T\d{6}-[0-9a-z]{6}").unwrap();
+    // A `stream-json` line's own id, then session ids (UUIDs v7, like line ids).
+    let line_id = regex::Regex::new(&format!(r#""uuid":"{SESSION_ID}""#)).unwrap();
+    let out = line_id.replace_all(&out, r#""uuid":"[uuid]""#);
+    let id = regex::Regex::new(SESSION_ID).unwrap();
     let out = id.replace_all(&out, "[session-id]");
-    let ms = regex::Regex::new(r#""duration_ms":\d+"#).unwrap();
-    let out = ms.replace_all(&out, r#""duration_ms":"[ms]""#);
+    let ms = regex::Regex::new(r#""duration(_api)?_ms":\d+"#).unwrap();
+    let out = ms.replace_all(&out, r#""duration${1}_ms":"[ms]""#);
     let took = regex::Regex::new(r"· \d+(\.\d+)? (ms|s)").unwrap();
     let out = took.replace_all(&out, "· [time]");
     // The line after a turn starts with its duration.

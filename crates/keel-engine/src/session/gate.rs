@@ -40,6 +40,9 @@ pub(super) struct GateInput<'a> {
     /// Why calls that are not read-only are refused, when the approver is in a read-only
     /// mode ([`Approver::refuses_changes`](crate::Approver::refuses_changes)).
     pub(super) refuses_changes: Option<&'a str>,
+    /// Whether every call that may change something is asked about, not only destructive
+    /// ones ([`Approver::asks_about_changes`](crate::Approver::asks_about_changes)).
+    pub(super) asks_about_changes: bool,
 }
 
 /// The gate's decision on one call.
@@ -64,8 +67,9 @@ pub(super) enum GateDecision {
 /// ([`Effect::Protected`]) is always asked about: allow rules, hooks answering `allow` and
 /// earlier "always" answers never skip the question, and "always" is not remembered for it.
 /// Otherwise a hook's `allow` or an allow rule (unless a hook asks) runs the call; a
-/// destructive call, or one a hook asks about, is asked about unless its scope was answered
-/// "always"; anything else runs.
+/// destructive call, or one a hook asks about (or, when the approver asks about changes, any
+/// call that is not read-only), is asked about unless its scope was answered "always";
+/// anything else runs.
 pub(super) fn decide(gate: GateInput<'_>) -> GateDecision {
     let read_only = gate.effect.is_read_only();
     let protected = matches!(gate.effect, Effect::Protected { .. });
@@ -107,6 +111,9 @@ pub(super) fn decide(gate: GateInput<'_>) -> GateDecision {
     let reason = match gate.effect {
         Effect::Destructive { reason } | Effect::Protected { reason } => reason.clone(),
         _ if must_ask => "a hook asks for approval".to_owned(),
+        _ if gate.asks_about_changes && !read_only => {
+            "it may change files or run a command".to_owned()
+        }
         _ => return GateDecision::Run { read_only },
     };
     let scope = ApprovalScope::of(gate.tool, gate.input);
@@ -155,6 +162,7 @@ impl Session {
             hook: hook.as_ref(),
             remembered: &self.always_allowed,
             refuses_changes: refuses_changes.as_deref(),
+            asks_about_changes: self.config.approver().asks_about_changes(),
         });
         let (reason, scope, remember) = match decision {
             GateDecision::Run { read_only } => return Plan::Run { read_only },
@@ -417,11 +425,61 @@ mod tests {
                 hook: hook.as_ref(),
                 remembered: if is_remembered { &remembered } else { &nothing },
                 refuses_changes: None,
+                asks_about_changes: false,
             });
             assert_eq!(
                 decision, expected,
                 "case {index}: {effect:?}, {verdict:?}, {hook:?}, remembered {is_remembered}"
             );
+        }
+    }
+
+    #[test]
+    fn an_approver_that_asks_about_changes_is_asked_about_every_change_rules_leave_open() {
+        let nothing = HashSet::new();
+        let remembered = HashSet::from([ApprovalScope::of("run_command", &input())]);
+        let change = "it may change files or run a command";
+        let cases: Vec<(Effect, Verdict, Option<HookOutcome>, bool, GateDecision)> = vec![
+            (Effect::ReadOnly, Verdict::Ask, None, false, run(true)),
+            (
+                Effect::Mutating,
+                Verdict::Ask,
+                None,
+                false,
+                ask(change, true),
+            ),
+            (Effect::Mutating, Verdict::Ask, None, true, run(false)),
+            (Effect::Mutating, allow_rule(), None, false, run(false)),
+            (
+                Effect::Mutating,
+                Verdict::Ask,
+                Some(hook(PermissionDecision::Allow)),
+                false,
+                run(false),
+            ),
+            (
+                destructive(),
+                Verdict::Ask,
+                None,
+                false,
+                ask("deletes files", true),
+            ),
+        ];
+        for (index, (effect, verdict, hook, is_remembered, expected)) in
+            cases.into_iter().enumerate()
+        {
+            let input = input();
+            let decision = decide(GateInput {
+                tool: "run_command",
+                input: &input,
+                effect: &effect,
+                verdict: &verdict,
+                hook: hook.as_ref(),
+                remembered: if is_remembered { &remembered } else { &nothing },
+                refuses_changes: None,
+                asks_about_changes: true,
+            });
+            assert_eq!(decision, expected, "case {index}");
         }
     }
 
@@ -455,6 +513,7 @@ mod tests {
                 hook: hook.as_ref(),
                 remembered: if is_remembered { &remembered } else { &nothing },
                 refuses_changes: Some(why),
+                asks_about_changes: false,
             });
             assert_eq!(decision, expected, "case {index}");
         }

@@ -163,6 +163,7 @@ impl Session {
                 request = self.turn_request(state, limit);
             }
             let turn_span = tracing::info_span!("turn", iteration = state.iterations);
+            let call_started = std::time::Instant::now();
             let mut turn = self
                 .call_model_retrying(&request, cancel, sink)
                 .instrument(turn_span.clone())
@@ -190,6 +191,13 @@ impl Session {
                 }
             };
             self.account(&response, sink, state);
+            emit(
+                sink,
+                AgentEvent::ReplyFinished {
+                    stop_reason: response.stop_reason.clone(),
+                    duration: call_started.elapsed(),
+                },
+            );
             self.last_report = Some((response.usage, prompt_messages));
             let text = response.text();
             if !text.trim().is_empty() {
@@ -485,6 +493,13 @@ impl Session {
                         StreamEvent::Retrying { .. } | StreamEvent::MessageStart { .. }
                     );
                     match &event {
+                        StreamEvent::MessageStart { id, model } => emit(
+                            sink,
+                            AgentEvent::ReplyStarted {
+                                id: id.clone(),
+                                model: model.clone(),
+                            },
+                        ),
                         StreamEvent::TextDelta { text, .. } => {
                             partial_text.push_str(text);
                             emit(sink, AgentEvent::TextDelta { text: text.clone() });

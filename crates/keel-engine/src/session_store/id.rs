@@ -30,12 +30,31 @@ pub fn validate_id(id: &str) -> Result<(), SessionError> {
     }
 }
 
-/// A fresh id: `YYYYMMDDTHHMMSS-xxxxxx` (UTC, six random hex digits).
+/// A fresh id: a UUID version 7 (RFC 9562), e.g. `019a4f2e-8c1d-7b3a-9f12-3c4d5e6f7a8b`: 48 bits
+/// of Unix time in milliseconds, then the version, 74 random bits and the variant, so ids
+/// sort by creation time (to the millisecond) and two made in the same millisecond still
+/// differ. Sessions made by earlier versions keep their `YYYYMMDDTHHMMSS-xxxxxx` ids.
 pub(super) fn new_id(now: jiff::Timestamp) -> String {
+    uuid_v7(now)
+}
+
+/// A UUID version 7 for `now`, in its lowercase hyphenated text form.
+pub(super) fn uuid_v7(now: jiff::Timestamp) -> String {
+    // Before 1970 is not a time any session starts at; it counts as 0.
+    let millis = u64::try_from(now.as_millisecond()).unwrap_or(0) & 0xffff_ffff_ffff;
+    let high = random_u64(now);
+    let low = random_u64(now);
+    // 48 bits of time, 4 bits of version (7), 12 random bits.
+    let upper = (millis << 16) | 0x7000 | (high & 0x0fff);
+    // 2 bits of variant (0b10), 62 random bits.
+    let lower = (low & 0x3fff_ffff_ffff_ffff) | 0x8000_0000_0000_0000;
     format!(
-        "{}-{:06x}",
-        now.strftime("%Y%m%dT%H%M%S"),
-        random_u64(now) & 0xff_ffff
+        "{:08x}-{:04x}-{:04x}-{:04x}-{:012x}",
+        upper >> 32,
+        (upper >> 16) & 0xffff,
+        upper & 0xffff,
+        lower >> 48,
+        lower & 0xffff_ffff_ffff
     )
 }
 
@@ -100,6 +119,7 @@ mod tests {
     fn accepts_generated_and_plain_ids() {
         for good in [
             "20261122T062604-3f9a1c",
+            "019aa1b2-c3d4-7e5f-8a6b-7c8d9e0f1a2b",
             "a",
             "my_session.v2",
             "a.b.c",
@@ -107,6 +127,34 @@ mod tests {
         ] {
             assert!(validate_id(good).is_ok(), "{good:?} refused");
         }
+    }
+
+    #[test]
+    fn new_ids_are_uuid_v7_in_time_order() {
+        let at = |ms: i64| jiff::Timestamp::from_millisecond(ms).unwrap();
+        let id = new_id(at(1_764_000_000_123));
+        assert!(validate_id(&id).is_ok(), "{id}");
+        let parts: Vec<&str> = id.split('-').collect();
+        assert_eq!(
+            parts.iter().map(|p| p.len()).collect::<Vec<_>>(),
+            [8, 4, 4, 4, 12],
+            "{id}"
+        );
+        assert!(
+            id.bytes()
+                .all(|b| b == b'-' || matches!(b, b'0'..=b'9' | b'a'..=b'f'))
+        );
+        // The first 48 bits are the time in milliseconds.
+        let millis = u64::from_str_radix(&format!("{}{}", parts[0], parts[1]), 16).unwrap();
+        assert_eq!(millis, 1_764_000_000_123);
+        assert!(parts[2].starts_with('7'), "version 7: {id}");
+        assert!(
+            matches!(&parts[3][..1], "8" | "9" | "a" | "b"),
+            "variant: {id}"
+        );
+        // Later ids sort after earlier ones; ids of the same millisecond differ.
+        assert!(new_id(at(1_764_000_000_124)) > id);
+        assert_ne!(new_id(at(1_764_000_000_123)), id);
     }
 
     #[test]

@@ -53,14 +53,22 @@ use keel_provider::{ContentBlock, Message, Usage};
 use serde::{Deserialize, Serialize};
 
 pub use id::validate_id;
+
+/// A fresh UUID version 7 (time-ordered, random otherwise), in its lowercase hyphenated form:
+/// the form of session ids, for other things that want UUIDs (the `uuid` of each
+/// `stream-json` line).
+pub fn new_uuid() -> String {
+    id::uuid_v7(jiff::Timestamp::now())
+}
 pub use jsonl::JsonlSessionStore;
 pub use memory::MemorySessionStore;
 
 /// The first line of a session file.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct SessionMeta {
-    /// The session's id, also the file's name without `.jsonl`: sortable by creation time,
-    /// e.g. `20261122T062604-3f9a1c`.
+    /// The session's id, also the file's name without `.jsonl`: a UUID v7, sortable by
+    /// creation time, e.g. `019aa1b2-c3d4-7e5f-8a6b-7c8d9e0f1a2b` (sessions made before keel
+    /// used UUIDs keep their `20261122T062604-3f9a1c` ids).
     pub id: String,
     /// The working directory the session ran in.
     pub cwd: PathBuf,
@@ -77,10 +85,10 @@ pub struct SessionMeta {
 impl SessionMeta {
     /// A header for a new session started now, with a fresh id.
     ///
-    /// The id is the UTC start time to the second followed by six random hex digits
-    /// (`20261122T062604-3f9a1c`), so ids sort by creation time and two sessions started in
-    /// the same second still get different ids (a collision is refused by
-    /// [`SessionStore::create`], never silently merged).
+    /// The id is a UUID version 7 (`019aa1b2-c3d4-7e5f-8a6b-7c8d9e0f1a2b`, as Claude Code's
+    /// session ids are UUIDs): the start time in milliseconds then random bits, so ids sort
+    /// by creation time and two sessions started in the same millisecond still get different
+    /// ids (a collision is refused by [`SessionStore::create`], never silently merged).
     pub fn new(cwd: impl Into<PathBuf>, provider: &str, model: &str) -> Self {
         let now = jiff::Timestamp::now();
         Self {
@@ -397,18 +405,14 @@ mod tests {
     fn new_meta_has_a_valid_sortable_id_and_utc_start() {
         let meta = SessionMeta::new("/tmp/x", "anthropic", "m");
         assert!(validate_id(&meta.id).is_ok(), "{}", meta.id);
-        let (time, rand) = meta.id.split_once('-').unwrap_or(("", ""));
-        assert_eq!(time.len(), 15, "{}", meta.id);
-        assert_eq!(rand.len(), 6, "{}", meta.id);
-        assert!(rand.bytes().all(|b| b.is_ascii_hexdigit()));
+        assert_eq!(meta.id.len(), 36, "{}", meta.id);
+        assert_eq!(&meta.id[14..15], "7", "a UUID v7: {}", meta.id);
         assert!(meta.started_at.ends_with('Z'), "{}", meta.started_at);
-        assert!(meta.started_at.parse::<jiff::Timestamp>().is_ok());
-        // The id's time is the start time, to the second.
-        let compact: String = meta.started_at[..19]
-            .chars()
-            .filter(|c| *c != '-' && *c != ':')
-            .collect();
-        assert_eq!(compact, time);
+        let started = meta.started_at.parse::<jiff::Timestamp>().unwrap();
+        // The id's time is the start time, to the millisecond.
+        let hex: String = meta.id[..13].chars().filter(|c| *c != '-').collect();
+        let millis = i64::from_str_radix(&hex, 16).unwrap();
+        assert_eq!(millis, started.as_millisecond());
         assert_eq!(meta.keel_version, env!("CARGO_PKG_VERSION"));
     }
 
