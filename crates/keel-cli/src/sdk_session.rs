@@ -424,6 +424,28 @@ pub(crate) async fn run(
         },
         None => Hooks::new(),
     };
+    let mut program_servers = program_servers;
+    if let Some((_, request)) = &initialize {
+        // The TypeScript SDK names its in-process servers here rather than in --mcp-config.
+        for name in request["sdkMcpServers"].as_array().into_iter().flatten() {
+            if let Some(name) = name.as_str()
+                && !program_servers.iter().any(|known| known == name)
+            {
+                program_servers.push(name.to_owned());
+            }
+        }
+        // …and the system prompt: an empty one (the SDKs' default) keeps keel's.
+        let prompt: Vec<&str> = request["systemPrompt"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(Value::as_str)
+            .collect();
+        let prompt = prompt.join("\n\n");
+        if !prompt.trim().is_empty() {
+            setup.extras.system_prompt = Some(prompt);
+        }
+    }
     let asker = asks_program.then(|| {
         Arc::new(ProgramApprover {
             control: control.clone(),

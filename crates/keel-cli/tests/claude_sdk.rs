@@ -1,6 +1,8 @@
-//! The official Claude Agent SDK for Python (`claude-agent-sdk`) driving the built keel binary
-//! as its `cli_path`, against the scripted model server: its message parser takes every line
-//! keel prints, and the control protocol (initialize, can_use_tool, interrupt) works.
+//! The official Claude Agent SDKs — Python (`claude-agent-sdk`) and TypeScript
+//! (`@anthropic-ai/claude-agent-sdk`) — driving the built keel binary as their `cli_path` /
+//! `pathToClaudeCodeExecutable`, against the scripted model server: their message parsers
+//! take every line keel prints, and the control protocol works (initialize, can_use_tool,
+//! interrupt, hook callbacks, in-process MCP servers). Each test runs through both SDKs.
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
@@ -11,11 +13,39 @@ use keel_test_support::peers;
 use serde_json::{Value, json};
 use support::*;
 
-const DRIVER: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/claude_sdk/driver.py");
+const PYTHON_DRIVER: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/claude_sdk/driver.py");
+const TS_DRIVER: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/claude_sdk/driver.mjs");
 
-/// Runs the driver's `scenario` with `prompts` in `repo`; every line it printed, and whether
-/// it exited 0.
+/// Which official SDK drives keel.
+#[derive(Debug, Clone, Copy)]
+enum Sdk {
+    Python,
+    TypeScript,
+}
+
+const SDKS: [Sdk; 2] = [Sdk::Python, Sdk::TypeScript];
+
+/// What the drivers print, made alike: a result message is `cls` `ResultMessage` from both.
+fn normalized(mut line: Value) -> Value {
+    let class = match (line["kind"].as_str(), line["type"].as_str()) {
+        (Some("message"), Some("result")) => Some("ResultMessage"),
+        (Some("message"), Some("assistant")) => Some("AssistantMessage"),
+        (Some("message"), Some("system")) => Some("SystemMessage"),
+        (Some("message"), Some("user")) => Some("UserMessage"),
+        _ => None,
+    };
+    if let Some(class) = class {
+        line["cls"] = json!(class);
+        // The TypeScript driver shows the API's blocks: a tool call's name is in them as in
+        // the Python driver's.
+    }
+    line
+}
+
+/// Runs `sdk`'s driver `scenario` with `prompts` in `repo`; every line it printed, and
+/// whether it exited 0. `None` when that SDK is not installed (outside CI).
 async fn sdk(
+    which: Sdk,
     home: &Home,
     server: &wiremock::MockServer,
     repo: &TempRepo,
@@ -23,11 +53,22 @@ async fn sdk(
     prompts: &[&str],
     env: &[(&str, &str)],
 ) -> Option<(bool, Vec<Value>, String)> {
-    let python = peers::claude_sdk_python()?;
     // keel's own environment reaches keel through the SDK, which passes its environment on.
     let keel = home.keel_anthropic(server);
-    let mut command = std::process::Command::new(python);
-    command.arg(DRIVER).arg(scenario);
+    let mut command = match which {
+        Sdk::Python => {
+            let mut command = std::process::Command::new(peers::claude_sdk_python()?);
+            command.arg(PYTHON_DRIVER);
+            command
+        }
+        Sdk::TypeScript => {
+            let (node, package) = peers::claude_sdk_ts()?;
+            let mut command = std::process::Command::new(node);
+            command.arg(TS_DRIVER).arg(package);
+            command
+        }
+    };
+    command.arg(scenario);
     for (name, value) in keel.get_envs() {
         match value {
             Some(value) => command.env(name, value),
@@ -46,8 +87,10 @@ async fn sdk(
     let lines = stdout(&output)
         .lines()
         .map(|line| {
-            serde_json::from_str(line)
-                .unwrap_or_else(|e| panic!("not a line of the driver ({e}): {line}"))
+            normalized(
+                serde_json::from_str(line)
+                    .unwrap_or_else(|e| panic!("not a line of the driver ({e}): {line}")),
+            )
         })
         .collect();
     Some((output.status.success(), lines, stderr(&output)))
@@ -63,6 +106,12 @@ fn of<'a>(lines: &'a [Value], class: &str) -> Vec<&'a Value> {
 
 #[tokio::test]
 async fn query_runs_a_read_edit_test_answer_session_and_every_message_parses() {
+    for which in SDKS {
+        query_runs_a_read_edit_test_answer_session_and_every_message_parses_through(which).await;
+    }
+}
+
+async fn query_runs_a_read_edit_test_answer_session_and_every_message_parses_through(which: Sdk) {
     let repo = TempRepo::new();
     repo.write("calc.py", "def add(a, b):\n    return a - b\n");
     repo.write(
@@ -86,11 +135,12 @@ async fn query_runs_a_read_edit_test_answer_session_and_every_message_parses() {
         text("Fixed: add subtracted. Tests pass."),
     ])
     .await;
-    let Some((ok, lines, err)) = sdk(&home, &server, &repo, "query", &["fix add"], &[]).await
+    let Some((ok, lines, err)) =
+        sdk(which, &home, &server, &repo, "query", &["fix add"], &[]).await
     else {
         return;
     };
-    assert!(ok, "{lines:#?}\nstderr: {err}");
+    assert!(ok, "{which:?}: {lines:#?}\nstderr: {err}");
     let results = of(&lines, "ResultMessage");
     assert_eq!(results.len(), 1, "{lines:#?}");
     assert_eq!(results[0]["result"], "Fixed: add subtracted. Tests pass.");
@@ -112,10 +162,20 @@ async fn query_runs_a_read_edit_test_answer_session_and_every_message_parses() {
 
 #[tokio::test]
 async fn a_client_session_with_two_prompts_carries_the_first_answer_into_the_second() {
+    for which in SDKS {
+        a_client_session_with_two_prompts_carries_the_first_answer_into_the_second_through(which)
+            .await;
+    }
+}
+
+async fn a_client_session_with_two_prompts_carries_the_first_answer_into_the_second_through(
+    which: Sdk,
+) {
     let repo = TempRepo::new();
     let home = Home::new();
     let server = anthropic_server(&[text("The first answer."), text("The second answer.")]).await;
     let Some((ok, lines, err)) = sdk(
+        which,
         &home,
         &server,
         &repo,
@@ -127,7 +187,7 @@ async fn a_client_session_with_two_prompts_carries_the_first_answer_into_the_sec
     else {
         return;
     };
-    assert!(ok, "{lines:#?}\nstderr: {err}");
+    assert!(ok, "{which:?}: {lines:#?}\nstderr: {err}");
     let results: Vec<&str> = of(&lines, "ResultMessage")
         .iter()
         .map(|m| m["result"].as_str().unwrap())
@@ -151,6 +211,17 @@ async fn a_client_session_with_two_prompts_carries_the_first_answer_into_the_sec
 
 #[tokio::test]
 async fn a_can_use_tool_callback_that_denies_a_write_leaves_the_file_and_tells_the_model() {
+    for which in SDKS {
+        a_can_use_tool_callback_that_denies_a_write_leaves_the_file_and_tells_the_model_through(
+            which,
+        )
+        .await;
+    }
+}
+
+async fn a_can_use_tool_callback_that_denies_a_write_leaves_the_file_and_tells_the_model_through(
+    which: Sdk,
+) {
     let repo = TempRepo::new();
     repo.write("notes.txt", "keep\n");
     repo.commit("start");
@@ -164,12 +235,20 @@ async fn a_can_use_tool_callback_that_denies_a_write_leaves_the_file_and_tells_t
         text("I was not allowed to write."),
     ])
     .await;
-    let Some((ok, lines, err)) =
-        sdk(&home, &server, &repo, "deny", &["rewrite the notes"], &[]).await
+    let Some((ok, lines, err)) = sdk(
+        which,
+        &home,
+        &server,
+        &repo,
+        "deny",
+        &["rewrite the notes"],
+        &[],
+    )
+    .await
     else {
         return;
     };
-    assert!(ok, "{lines:#?}\nstderr: {err}");
+    assert!(ok, "{which:?}: {lines:#?}\nstderr: {err}");
     let asked: Vec<&Value> = lines.iter().filter(|l| l["kind"] == "asked").collect();
     assert_eq!(asked.len(), 1, "{lines:#?}");
     assert_eq!(asked[0]["tool"], "write_file");
@@ -193,6 +272,12 @@ async fn a_can_use_tool_callback_that_denies_a_write_leaves_the_file_and_tells_t
 
 #[tokio::test]
 async fn interrupt_during_a_slow_reply_ends_the_turn_and_the_next_prompt_works() {
+    for which in SDKS {
+        interrupt_during_a_slow_reply_ends_the_turn_and_the_next_prompt_works_through(which).await;
+    }
+}
+
+async fn interrupt_during_a_slow_reply_ends_the_turn_and_the_next_prompt_works_through(which: Sdk) {
     let repo = TempRepo::new();
     let home = Home::new();
     let server = slow_then(
@@ -203,6 +288,7 @@ async fn interrupt_during_a_slow_reply_ends_the_turn_and_the_next_prompt_works()
     .await;
     let started = std::time::Instant::now();
     let Some((ok, lines, err)) = sdk(
+        which,
         &home,
         &server,
         &repo,
@@ -214,7 +300,7 @@ async fn interrupt_during_a_slow_reply_ends_the_turn_and_the_next_prompt_works()
     else {
         return;
     };
-    assert!(ok, "{lines:#?}\nstderr: {err}");
+    assert!(ok, "{which:?}: {lines:#?}\nstderr: {err}");
     assert!(
         started.elapsed() < std::time::Duration::from_secs(25),
         "the interrupt did not end the slow turn: {lines:#?}"
@@ -227,6 +313,12 @@ async fn interrupt_during_a_slow_reply_ends_the_turn_and_the_next_prompt_works()
 
 #[tokio::test]
 async fn a_pre_tool_use_hook_callback_of_the_program_blocks_a_command() {
+    for which in SDKS {
+        a_pre_tool_use_hook_callback_of_the_program_blocks_a_command_through(which).await;
+    }
+}
+
+async fn a_pre_tool_use_hook_callback_of_the_program_blocks_a_command_through(which: Sdk) {
     let repo = TempRepo::new();
     repo.write("notes.txt", "keep\n");
     repo.commit("start");
@@ -237,11 +329,12 @@ async fn a_pre_tool_use_hook_callback_of_the_program_blocks_a_command() {
         text("The notes stay."),
     ])
     .await;
-    let Some((ok, lines, err)) = sdk(&home, &server, &repo, "hook", &["clean up"], &[]).await
+    let Some((ok, lines, err)) =
+        sdk(which, &home, &server, &repo, "hook", &["clean up"], &[]).await
     else {
         return;
     };
-    assert!(ok, "{lines:#?}\nstderr: {err}");
+    assert!(ok, "{which:?}: {lines:#?}\nstderr: {err}");
     // The hook ran for the command (Claude's `Bash` matcher is keel's run_command), not for
     // the read.
     let calls: Vec<&Value> = lines.iter().filter(|l| l["kind"] == "hook").collect();
@@ -261,6 +354,12 @@ async fn a_pre_tool_use_hook_callback_of_the_program_blocks_a_command() {
 
 #[tokio::test]
 async fn an_in_process_sdk_mcp_tool_of_the_program_is_called_by_the_model() {
+    for which in SDKS {
+        an_in_process_sdk_mcp_tool_of_the_program_is_called_by_the_model_through(which).await;
+    }
+}
+
+async fn an_in_process_sdk_mcp_tool_of_the_program_is_called_by_the_model_through(which: Sdk) {
     let repo = TempRepo::new();
     let home = Home::new();
     let server = anthropic_server(&[
@@ -268,11 +367,12 @@ async fn an_in_process_sdk_mcp_tool_of_the_program_is_called_by_the_model() {
         text("The sum is 5."),
     ])
     .await;
-    let Some((ok, lines, err)) = sdk(&home, &server, &repo, "mcp", &["add 2 and 3"], &[]).await
+    let Some((ok, lines, err)) =
+        sdk(which, &home, &server, &repo, "mcp", &["add 2 and 3"], &[]).await
     else {
         return;
     };
-    assert!(ok, "{lines:#?}\nstderr: {err}");
+    assert!(ok, "{which:?}: {lines:#?}\nstderr: {err}");
     // The program's own function ran, with the model's arguments.
     let ran: Vec<&Value> = lines.iter().filter(|l| l["kind"] == "tool_ran").collect();
     assert_eq!(ran.len(), 1, "{lines:#?}");

