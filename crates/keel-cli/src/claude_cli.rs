@@ -156,14 +156,13 @@ pub(crate) struct ClaudeArgs {
     pub append_system_prompt: Option<String>,
 
     /// Calls that run without asking, in Claude Code's rule syntax (`Bash(npm test:*)`,
-    /// `Read`, `Edit(src/**)`, `mcp__server__tool`) or keel's; comma or space separated.
-    #[arg(long = "allowedTools", visible_alias = "allowed-tools", value_name = "RULES",
-          num_args = 1.., value_delimiter = ',')]
+    /// `Read`, `Edit(src/**)`, `mcp__server__tool`) or keel's; comma or space separated in
+    /// one value (a comma or space inside parentheses is the pattern's); repeatable.
+    #[arg(long = "allowedTools", visible_alias = "allowed-tools", value_name = "RULES")]
     pub allowed_tools: Vec<String>,
 
     /// Calls that never run, in the same syntax.
-    #[arg(long = "disallowedTools", visible_alias = "disallowed-tools", value_name = "RULES",
-          num_args = 1.., value_delimiter = ',')]
+    #[arg(long = "disallowedTools", visible_alias = "disallowed-tools", value_name = "RULES")]
     pub disallowed_tools: Vec<String>,
 
     /// The base tool set: only `default` (all of keel's tools) is offered.
@@ -323,6 +322,10 @@ impl ClaudeArgs {
             (Some(text), None) if !text.is_empty() => Some(text.clone()),
             _ => None,
         };
+        if let Some(id) = &self.session_id {
+            keel_engine::validate_id(id)
+                .map_err(|err| CliError::Usage(format!("--session-id: {err}")))?;
+        }
         Ok(AgentExtras {
             system_prompt,
             append_system_prompt: self.append_system_prompt.clone(),

@@ -1,0 +1,275 @@
+//! `keel -p`: Claude Code's print-mode flags on the top-level command, as scripts call
+//! `claude -p` — piped input, output formats, system prompts, tool rules in Claude's syntax,
+//! permission modes, session ids and model aliases; flags keel cannot honour refused in one
+//! line, before the model is asked anything.
+
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+mod support;
+
+use std::io::Write;
+use std::process::Stdio;
+
+use keel_test_support::git::TempRepo;
+use keel_test_support::mock::request_bodies;
+use serde_json::{Value, json};
+use support::*;
+
+/// Runs `keel ARGS` in `repo` against `server`, with `input` on stdin; the output.
+async fn keel(
+    home: &Home,
+    server: &wiremock::MockServer,
+    repo: &TempRepo,
+    args: &[&str],
+    input: Option<&str>,
+) -> std::process::Output {
+    let mut command = home.keel_anthropic(server);
+    command.current_dir(repo.path()).args(args);
+    let input = input.map(str::to_owned);
+    command.stdin(if input.is_some() {
+        Stdio::piped()
+    } else {
+        Stdio::null()
+    });
+    command.stdout(Stdio::piped()).stderr(Stdio::piped());
+    tokio::task::spawn_blocking(move || {
+        let mut child = command.spawn().unwrap();
+        if let Some(input) = input {
+            let mut stdin = child.stdin.take().unwrap();
+            stdin.write_all(input.as_bytes()).unwrap();
+        }
+        child.wait_with_output().unwrap()
+    })
+    .await
+    .unwrap()
+}
+
+/// The text of the first user message of request `body`.
+fn first_prompt(body: &Value) -> String {
+    let content = &body["messages"][0]["content"];
+    content
+        .as_str()
+        .map(str::to_owned)
+        .unwrap_or_else(|| content[0]["text"].as_str().unwrap_or_default().to_owned())
+}
+
+#[tokio::test]
+async fn what_is_piped_comes_before_the_prompt_for_keel_p_and_keel_exec() {
+    for args in [&["-p", "review this"][..], &["exec", "review this"][..]] {
+        let repo = TempRepo::new();
+        let home = Home::new();
+        let server = anthropic_server(&[text("Looks fine.")]).await;
+        let output = keel(
+            &home,
+            &server,
+            &repo,
+            args,
+            Some("diff --git a/x b/x\n+added\n"),
+        )
+        .await;
+        assert!(output.status.success(), "{args:?}: {}", stderr(&output));
+        assert_eq!(stdout(&output), "Looks fine.\n");
+        let bodies = request_bodies(&server).await;
+        assert_eq!(
+            first_prompt(&bodies[0]),
+            "diff --git a/x b/x\n+added\n\nreview this",
+            "{args:?}"
+        );
+    }
+}
+
+#[tokio::test]
+async fn json_output_system_prompts_and_model_aliases() {
+    let repo = TempRepo::new();
+    let home = Home::new();
+    let server = anthropic_server(&[text("Short answer.")]).await;
+    let output = keel(
+        &home,
+        &server,
+        &repo,
+        &[
+            "-p",
+            "--output-format",
+            "json",
+            "--model",
+            "haiku",
+            "--system-prompt",
+            "You are terse.",
+            "--append-system-prompt",
+            "Answer in English.",
+            "--max-turns",
+            "3",
+            "what is this?",
+        ],
+        None,
+    )
+    .await;
+    assert!(output.status.success(), "{}", stderr(&output));
+    let result: Value = serde_json::from_str(&stdout(&output)).unwrap();
+    assert_eq!(result["type"], "result");
+    assert_eq!(result["result"], "Short answer.");
+    let bodies = request_bodies(&server).await;
+    assert_eq!(bodies[0]["model"], "claude-haiku-4-5");
+    let system = bodies[0]["system"].to_string();
+    assert!(
+        system.contains("You are terse.\\n\\nAnswer in English."),
+        "{system}"
+    );
+    assert!(
+        !system.contains("AGENTS.md"),
+        "keel's prompt was replaced: {system}"
+    );
+}
+
+#[tokio::test]
+async fn a_session_id_names_the_session_and_a_bad_one_is_refused() {
+    let repo = TempRepo::new();
+    let home = Home::new();
+    let server = anthropic_server(&[text("ok")]).await;
+    let id = "0193b3c8-7d2e-7c11-9a4e-3f5a6b7c8d9e";
+    let output = keel(
+        &home,
+        &server,
+        &repo,
+        &["-p", "--output-format", "json", "--session-id", id, "hi"],
+        None,
+    )
+    .await;
+    assert!(output.status.success(), "{}", stderr(&output));
+    let result: Value = serde_json::from_str(&stdout(&output)).unwrap();
+    assert_eq!(result["session_id"], id);
+    // The same id again, and ids that could name a path: refused before the model is asked.
+    for bad in [id, "../../etc/passwd", "a/b"] {
+        let output = keel(
+            &home,
+            &server,
+            &repo,
+            &["-p", "--session-id", bad, "hi"],
+            None,
+        )
+        .await;
+        assert!(!output.status.success(), "{bad}");
+        let err = stderr(&output);
+        assert_eq!(err.lines().count(), 1, "{err}");
+        assert!(stdout(&output).is_empty());
+    }
+    assert_eq!(request_bodies(&server).await.len(), 1);
+}
+
+#[tokio::test]
+async fn flags_keel_cannot_honour_are_refused_in_one_line_before_anything_runs() {
+    let repo = TempRepo::new();
+    let home = Home::new();
+    let server = anthropic_server(&[text("never")]).await;
+    for (args, says) in [
+        (
+            &["-p", "--max-budget-usd", "1", "x"][..],
+            "--max-budget-usd:",
+        ),
+        (
+            &["-p", "--fallback-model", "opus", "x"][..],
+            "--fallback-model:",
+        ),
+        (&["-p", "--settings", "{}", "x"][..], "--settings:"),
+        (
+            &["-p", "--setting-sources", "user,project", "x"][..],
+            "--setting-sources:",
+        ),
+        (&["-p", "--tools", "Bash", "x"][..], "--tools:"),
+        (&["-p", "--fork-session", "x"][..], "--fork-session:"),
+        (&["-p", "--agents", "{}", "x"][..], "--agents:"),
+        (
+            &["-p", "--permission-prompt-tool", "mcp__auth__ask", "x"][..],
+            "--permission-prompt-tool:",
+        ),
+        (
+            &["-p", "--include-partial-messages", "x"][..],
+            "--include-partial-messages:",
+        ),
+        (
+            &["-p", "--input-format", "stream-json", "x"][..],
+            "--input-format stream-json:",
+        ),
+        (&["-p", "--permission-mode", "yolo", "x"][..], "yolo"),
+    ] {
+        let output = keel(&home, &server, &repo, args, None).await;
+        assert_eq!(
+            output.status.code(),
+            Some(2),
+            "{args:?}: {}",
+            stderr(&output)
+        );
+        let err = stderr(&output);
+        assert!(err.contains(says), "{args:?}: {err}");
+        assert!(stdout(&output).is_empty(), "{args:?}");
+    }
+    assert!(request_bodies(&server).await.is_empty());
+}
+
+#[tokio::test]
+async fn permission_modes_and_tool_rules_in_claude_s_syntax_decide_the_calls() {
+    // plan: nothing changes, whatever the model tries.
+    let repo = TempRepo::new();
+    repo.write("notes.txt", "keep\n");
+    repo.commit("start");
+    let home = Home::new();
+    let server = anthropic_server(&[
+        tool_call(
+            "t1",
+            "write_file",
+            json!({"path": "notes.txt", "content": "x\n"}),
+        ),
+        text("I only looked."),
+    ])
+    .await;
+    let output = keel(
+        &home,
+        &server,
+        &repo,
+        &["-p", "--permission-mode", "plan", "edit"],
+        None,
+    )
+    .await;
+    assert!(output.status.success(), "{}", stderr(&output));
+    assert_eq!(
+        std::fs::read_to_string(repo.path().join("notes.txt")).unwrap(),
+        "keep\n"
+    );
+    assert!(
+        request_bodies(&server).await[1]
+            .to_string()
+            .contains("read-only")
+    );
+
+    // A command keel's headless default refuses runs when Claude's rule allows it, and a
+    // Claude-named tool denied is refused.
+    let repo = TempRepo::new();
+    repo.write("old.txt", "x\n");
+    repo.write("secret.txt", "s\n");
+    repo.commit("start");
+    let server = anthropic_server(&[
+        tool_call("t1", "run_command", json!({"command": "rm old.txt"})),
+        tool_call("t2", "read_file", json!({"path": "secret.txt"})),
+        text("done"),
+    ])
+    .await;
+    let output = keel(
+        &home,
+        &server,
+        &repo,
+        &[
+            "-p",
+            "--allowedTools",
+            "Bash(rm:*)",
+            "--disallowedTools",
+            "Read(secret.txt)",
+            "clean up",
+        ],
+        None,
+    )
+    .await;
+    assert!(output.status.success(), "{}", stderr(&output));
+    assert!(!repo.path().join("old.txt").exists());
+    let last = request_bodies(&server).await[2].to_string();
+    assert!(last.contains("read_file(secret.txt) forbids"), "{last}");
+}
