@@ -224,7 +224,14 @@ pub(crate) async fn run_prompt(
             }
         }
         OutputFormat::Json | OutputFormat::StreamJson => {
-            print_json(&stream.result(&outcome, started.elapsed()));
+            let mut result = stream.result(&outcome, started.elapsed());
+            if format == OutputFormat::Json
+                && let Some(fields) = result.as_object_mut()
+            {
+                // A stream's figure, not in Claude Code's single json object.
+                fields.remove("model_usage_since_last_result");
+            }
+            print_json(&result);
         }
     }
     if let Some(hint) = failure_hint(&outcome.stop, &setup.origin) {

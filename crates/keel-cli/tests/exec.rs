@@ -792,3 +792,433 @@ async fn a_restored_protected_path_is_told_to_the_person_too() {
         "{err}"
     );
 }
+
+/// Claude Code 2.1.328's own `stream-json` and `json` output for a read–edit–test–answer
+/// session (see `fixtures/claude-code-2.1.328/README.md`).
+const CLAUDE_STREAM: &str = include_str!("fixtures/claude-code-2.1.328/fix4.stream.jsonl");
+const CLAUDE_JSON: &str = include_str!("fixtures/claude-code-2.1.328/fix4.json");
+
+/// Keys of Claude Code's lines that keel leaves out on purpose (with what is under them):
+/// (line kind, key path, why).
+const LEFT_OUT: &[(&str, &str, &str)] = &[
+    (
+        "system/init",
+        "terminal_slash_commands",
+        "absent when empty, as Claude Code does",
+    ),
+    (
+        "system/init",
+        "plugins[]",
+        "keel has no plugins: the list is empty",
+    ),
+    (
+        "system/init",
+        "analytics_disabled",
+        "Claude Code's telemetry setting",
+    ),
+    (
+        "system/init",
+        "product_feedback_disabled",
+        "Claude Code's feedback setting",
+    ),
+    (
+        "system/init",
+        "memory_paths",
+        "Claude Code's auto-memory directory",
+    ),
+    (
+        "system/init",
+        "messaging_socket_path",
+        "Claude Code's local messaging socket",
+    ),
+    ("system/init", "fast_mode_state", "Claude Code's fast mode"),
+    (
+        "system/init",
+        "fast_mode_disabled_reason",
+        "Claude Code's fast mode",
+    ),
+    (
+        "system/init",
+        "per_turn_effort_active",
+        "Claude Code's effort setting",
+    ),
+    (
+        "system/init",
+        "ultrathink_available",
+        "Claude Code's ultrathink keyword",
+    ),
+    (
+        "system/init",
+        "ultrathink_typed_raises",
+        "Claude Code's ultrathink keyword",
+    ),
+    (
+        "user",
+        "tool_result_meta",
+        "Claude Code's permission bookkeeping, not in sdk.d.ts",
+    ),
+    ("result", "fast_mode_state", "Claude Code's fast mode"),
+    (
+        "result",
+        "fast_mode_disabled_reason",
+        "Claude Code's fast mode",
+    ),
+    (
+        "result",
+        "subagent_stats",
+        "Claude Code's sub-agent counters",
+    ),
+    ("result", "safety_stops", "Claude Code's safety counters"),
+    ("result", "ttft_ms", "Claude Code's latency probes"),
+    ("result", "ttft_stream_ms", "Claude Code's latency probes"),
+    (
+        "result",
+        "time_to_request_ms",
+        "Claude Code's latency probes",
+    ),
+    (
+        "result",
+        "first_content_frame_ms",
+        "Claude Code's latency probes",
+    ),
+    (
+        "result",
+        "queued_turn_count",
+        "keel exec has no command queue",
+    ),
+    (
+        "result",
+        "usage.output_tokens_details",
+        "the providers do not report thinking apart",
+    ),
+    ("result", "usage.service_tier", "not known to keel"),
+    (
+        "result",
+        "usage.cache_creation",
+        "cache lifetimes are not reported to keel",
+    ),
+    ("result", "usage.inference_geo", "not known to keel"),
+    ("result", "usage.iterations", "not known to keel"),
+    ("result", "usage.speed", "Claude Code's fast mode"),
+    ("result", "usage.fallback_credit", "Claude's billing"),
+    ("result", "*.thinkingTokens", "not reported apart"),
+    (
+        "result",
+        "*.cacheCreationEphemeral5mInputTokens",
+        "cache lifetimes: not reported",
+    ),
+    (
+        "result",
+        "*.cacheCreationEphemeral1hInputTokens",
+        "cache lifetimes: not reported",
+    ),
+    ("result", "*.canonicalModel", "Claude Code's price table"),
+    ("result", "*.provider", "Claude Code's provider names"),
+    ("result", "*.costBasis", "Claude Code's price table"),
+];
+
+/// Whether `key` is `path` or under it.
+fn under(key: &str, path: &str) -> bool {
+    key == path || key.starts_with(&format!("{path}.")) || key.starts_with(&format!("{path}[]"))
+}
+
+/// keel's own lines, not Claude Code's: `system/snapshot` says where `keel rewind` can put
+/// the workspace back before a call that changes it.
+const KEEL_ONLY_LINES: &[&str] = &["system/snapshot"];
+
+/// keel's own keys, not in Claude Code's lines: (line kind, key path).
+const KEEL_ONLY: &[(&str, &str)] = &[
+    ("system/init", "provider"),
+    ("system/init", "approvals"),
+    ("system/init", "sandbox"),
+    ("system/init", "keel_version"),
+];
+
+/// `system/init`, `assistant`, ...: a line's kind.
+fn line_kind(line: &Value) -> String {
+    match line["type"].as_str().unwrap() {
+        "system" => format!("system/{}", line["subtype"].as_str().unwrap()),
+        other => other.to_owned(),
+    }
+}
+
+/// Every key path of `value`: `a.b` for nested objects, `a[].b` in arrays of objects;
+/// `modelUsage` and `model_usage_since_last_result` are maps by model (`*.key`); content
+/// blocks and `tool_use_result` (per tool) are compared apart.
+fn key_paths(value: &Value, prefix: &str, out: &mut std::collections::BTreeSet<String>) {
+    match value {
+        Value::Object(fields) => {
+            for (key, inner) in fields {
+                let path = if prefix.is_empty() {
+                    key.clone()
+                } else {
+                    format!("{prefix}.{key}")
+                };
+                out.insert(path.clone());
+                match path.as_str() {
+                    "message.content" | "tool_use_result" => {}
+                    "modelUsage" | "model_usage_since_last_result" => {
+                        for model in inner.as_object().unwrap().values() {
+                            key_paths(model, "*", out);
+                        }
+                    }
+                    _ => key_paths(inner, &path, out),
+                }
+            }
+        }
+        Value::Array(items) => {
+            for item in items {
+                key_paths(item, &format!("{prefix}[]"), out);
+            }
+        }
+        _ => {}
+    }
+}
+
+fn keys_of(line: &Value) -> std::collections::BTreeSet<String> {
+    let mut out = std::collections::BTreeSet::new();
+    key_paths(line, "", &mut out);
+    out
+}
+
+/// Checks keel's `line` has the keys of Claude Code's `reference` line of the same kind,
+/// but for those [`LEFT_OUT`], and no others but [`KEEL_ONLY`]'s.
+fn assert_same_keys(kind: &str, reference: &Value, line: &Value) {
+    let theirs = keys_of(reference);
+    let ours = keys_of(line);
+    let missing: Vec<&String> = theirs
+        .difference(&ours)
+        .filter(|key| {
+            !LEFT_OUT
+                .iter()
+                .any(|(k, path, _)| *k == kind && under(key, path))
+        })
+        .collect();
+    let extra: Vec<&String> = ours
+        .difference(&theirs)
+        .filter(|key| !KEEL_ONLY.iter().any(|(k, path)| *k == kind && path == key))
+        .collect();
+    assert!(
+        missing.is_empty() && extra.is_empty(),
+        "{kind}: keel lacks {missing:?} and adds {extra:?}\nkeel's line: {line}"
+    );
+    // What is left out is really left out (the list stays true).
+    for (_, path, _) in LEFT_OUT.iter().filter(|(k, ..)| *k == kind) {
+        assert!(
+            !ours.iter().any(|key| under(key, path)),
+            "{kind}: {path} is listed as left out"
+        );
+    }
+}
+
+/// The keys of content blocks of `kind` in `lines`' messages.
+fn block_keys(lines: &[Value], kind: &str) -> std::collections::BTreeSet<String> {
+    lines
+        .iter()
+        .filter(|line| line.get("message").is_some())
+        .flat_map(|line| {
+            line["message"]["content"]
+                .as_array()
+                .cloned()
+                .unwrap_or_default()
+        })
+        .filter(|block| block["type"] == kind)
+        .flat_map(|block| {
+            block
+                .as_object()
+                .unwrap()
+                .keys()
+                .cloned()
+                .collect::<Vec<_>>()
+        })
+        .collect()
+}
+
+/// keel runs the reference's session with its own tools: says a word and reads `calc.py`,
+/// fixes `add` with an edit, runs the test, answers. Returns the output lines.
+async fn calc_run(args: &[&str]) -> Vec<Value> {
+    let repo = TempRepo::new();
+    repo.write("calc.py", "def add(a, b):\n    return a - b\n");
+    repo.write("test_calc.sh", "grep -q 'a + b' calc.py && echo ok\n");
+    let home = Home::new();
+    let mut first = tool_call("toolu_0001_0", "read_file", json!({"path": "calc.py"}));
+    first
+        .content
+        .insert(0, keel_provider::ContentBlock::text("Let me look."));
+    let server = anthropic_server(&[
+        first,
+        tool_call(
+            "toolu_0002_0",
+            "patch_file",
+            json!({"path": "calc.py", "old_string": "return a - b", "new_string": "return a + b"}),
+        ),
+        tool_call(
+            "toolu_0003_0",
+            "run_command",
+            json!({"command": "sh test_calc.sh"}),
+        ),
+        text("Fixed: add subtracted. Tests pass."),
+    ])
+    .await;
+    let mut command = home.keel_anthropic(&server);
+    command
+        .current_dir(repo.path())
+        .args(["exec", "-y"])
+        .args(args)
+        .arg("Fix add in calc.py and run the tests");
+    let output = run(command).await;
+    assert_eq!(output.status.code(), Some(0), "stderr: {}", stderr(&output));
+    assert!(
+        repo.read("calc.py").contains("a + b"),
+        "the edit was made: {}",
+        stderr(&output)
+    );
+    json_lines(&stdout(&output), &repo.path())
+}
+
+#[tokio::test]
+async fn stream_json_has_claude_codes_lines_and_keys() {
+    let reference: Vec<Value> = CLAUDE_STREAM
+        .lines()
+        .map(|line| serde_json::from_str(line).unwrap())
+        .collect();
+    let lines: Vec<Value> = calc_run(&["--output-format", "stream-json"])
+        .await
+        .into_iter()
+        .filter(|line| !KEEL_ONLY_LINES.contains(&line_kind(line).as_str()))
+        .collect();
+    // The same lines, in the same order.
+    let kinds = |lines: &[Value]| lines.iter().map(line_kind).collect::<Vec<_>>();
+    assert_eq!(kinds(&lines), kinds(&reference));
+    // Each line has the reference line's keys.
+    for (theirs, ours) in reference.iter().zip(&lines) {
+        assert_same_keys(&line_kind(theirs), theirs, ours);
+    }
+    // Content blocks have the Messages API's keys.
+    for kind in ["text", "tool_use", "tool_result"] {
+        let (theirs, ours) = (block_keys(&reference, kind), block_keys(&lines, kind));
+        assert!(
+            !ours.is_empty() && ours.is_subset(&theirs),
+            "{kind}: {ours:?} vs {theirs:?}"
+        );
+    }
+    // One reply's blocks share its message id (the provider's); every line has a uuid and the session id.
+    assert_eq!(lines[1]["message"]["id"], lines[2]["message"]["id"]);
+    for line in &lines {
+        assert_eq!(line["uuid"], "[uuid]", "{line}");
+        assert_eq!(line["session_id"], "[session-id]", "{line}");
+    }
+    // Each tool result's `tool_use_result` says what the model read.
+    for line in lines.iter().filter(|l| l["type"] == "user") {
+        let block = &line["message"]["content"][0];
+        assert_eq!(
+            line["tool_use_result"],
+            json!({"content": block["content"], "is_error": false}),
+            "{line}"
+        );
+    }
+    assert!(
+        lines[7]["tool_use_result"]["content"]
+            .as_str()
+            .unwrap()
+            .starts_with("ok\n")
+    );
+}
+
+#[tokio::test]
+async fn json_is_claude_codes_result_object() {
+    let reference: Value = serde_json::from_str(CLAUDE_JSON).unwrap();
+    let lines = calc_run(&["--output-format", "json"]).await;
+    assert_eq!(lines.len(), 1, "{lines:?}");
+    assert_same_keys("result", &reference, &lines[0]);
+    assert_eq!(lines[0]["num_turns"], 4);
+    assert_eq!(lines[0]["stop_reason"], "end_turn");
+}
+
+#[tokio::test]
+async fn partial_messages_stream_each_reply_as_the_messages_api_does() {
+    let lines = calc_run(&[
+        "--output-format",
+        "stream-json",
+        "--include-partial-messages",
+    ])
+    .await;
+    let events: Vec<String> = lines
+        .iter()
+        .map(|line| match line["type"].as_str().unwrap() {
+            "stream_event" => line["event"]["type"].as_str().unwrap().to_owned(),
+            _ => line_kind(line),
+        })
+        .collect();
+    let first_reply = [
+        "message_start",
+        "content_block_start",
+        "content_block_delta",
+        "content_block_stop",
+        "assistant",
+        "content_block_start",
+        "content_block_delta",
+        "content_block_stop",
+        "assistant",
+        "message_delta",
+        "message_stop",
+        "user",
+    ];
+    assert_eq!(events[0], "system/init");
+    assert_eq!(events[1..13], first_reply, "{events:?}");
+    assert_eq!(events.last().unwrap(), "result");
+    let stream: Vec<&Value> = lines
+        .iter()
+        .filter(|l| l["type"] == "stream_event")
+        .collect();
+    for line in &stream {
+        assert_eq!(line["uuid"], "[uuid]");
+        assert_eq!(line["session_id"], "[session-id]");
+        assert!(line["parent_tool_use_id"].is_null());
+    }
+    let start = &stream[0]["event"]["message"];
+    assert_eq!(start["id"], lines[5]["message"]["id"]);
+    assert_eq!(
+        stream[2]["event"]["delta"],
+        json!({"type": "text_delta", "text": "Let me look."})
+    );
+    assert_eq!(stream[4]["event"]["index"], 1);
+    assert_eq!(stream[4]["event"]["content_block"]["type"], "tool_use");
+    assert_eq!(
+        stream[5]["event"]["delta"],
+        json!({"type": "input_json_delta", "partial_json": r#"{"path":"calc.py"}"#})
+    );
+    assert_eq!(
+        stream[7]["event"]["delta"],
+        json!({"stop_reason": "tool_use", "stop_sequence": null})
+    );
+}
+
+#[tokio::test]
+async fn a_refused_call_is_a_permission_denial_in_the_result() {
+    let repo = TempRepo::new();
+    repo.write("a.txt", "changed\n");
+    let home = Home::new();
+    let input = json!({"message": "Commit it", "all": true});
+    let server = anthropic_server(&[
+        tool_call("toolu_1", "git_commit", input.clone()),
+        text("Done."),
+    ])
+    .await;
+    let mut command = home.keel_anthropic(&server);
+    command.current_dir(repo.path()).args([
+        "exec",
+        "--approvals",
+        "deny",
+        "--output-format",
+        "json",
+        "Commit the change",
+    ]);
+    let output = run(command).await;
+    assert_eq!(output.status.code(), Some(0), "stderr: {}", stderr(&output));
+    let lines = json_lines(&stdout(&output), &repo.path());
+    assert_eq!(
+        lines[0]["permission_denials"],
+        json!([{"tool_name": "git_commit", "tool_use_id": "toolu_1", "tool_input": input}])
+    );
+}

@@ -81,9 +81,12 @@ async fn a_stream_cut_mid_tool_call_is_asked_again_and_the_task_completes() {
     let last = events.last().unwrap();
     assert_eq!(last["type"], "result");
     assert_eq!(last["result"], "Counted once.");
+    // One assistant line per content block: the texts are the replies kept.
     let assistant_texts = events
         .iter()
-        .filter(|event| event["type"] == "assistant")
+        .filter(|event| {
+            event["type"] == "assistant" && event["message"]["content"][0]["type"] == "text"
+        })
         .count();
     assert_eq!(
         assistant_texts, 2,

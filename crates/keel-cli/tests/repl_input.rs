@@ -370,7 +370,8 @@ async fn resume_lists_this_directory_s_sessions_and_replays_the_picked_one() {
         keel.ctrl_d();
         let (code, transcript) = keel.wait();
         assert_eq!(code, 0, "{transcript}");
-        let hint = regex::Regex::new(&format!(r"keel resume ({SESSION_ID})")).unwrap();
+        // A UUID makes the line wrap on an 80-column screen.
+        let hint = regex::Regex::new(&format!(r"keel resume\s+({SESSION_ID})")).unwrap();
         hint.captures(&transcript)
             .unwrap_or_else(|| panic!("no `keel resume` line at exit: {transcript}"))[1]
             .to_owned()
@@ -398,10 +399,8 @@ async fn resume_lists_this_directory_s_sessions_and_replays_the_picked_one() {
         (code, transcript, listed, replayed)
     });
     assert_eq!(code, 0, "{transcript}");
-    assert!(
-        transcript.contains(&format!("keel resume {first_id}")),
-        "{transcript}"
-    );
+    let hint = regex::Regex::new(&format!(r"keel resume\s+{first_id}")).unwrap();
+    assert!(hint.is_match(&transcript), "{transcript}");
     insta::assert_snapshot!("resume_list", listed);
     insta::assert_snapshot!("resume_replay", replayed);
     let bodies = request_bodies(&server).await;

@@ -171,8 +171,6 @@ pub(crate) struct ClaudeStream {
     results: u64,
     total_usage: Usage,
     total_cost: Option<f64>,
-    /// The model replies came from, as the provider named it.
-    reply_model: Option<String>,
 }
 
 impl ClaudeStream {
@@ -193,7 +191,6 @@ impl ClaudeStream {
             results: 0,
             total_usage: Usage::default(),
             total_cost: Some(0.0),
-            reply_model: None,
         }
     }
 
@@ -280,7 +277,6 @@ impl ClaudeStream {
         let model = model.unwrap_or_else(|| self.model.clone());
         let id = id.unwrap_or_else(|| format!("msg_{}", new_uuid().replace('-', "")));
         let lines = self.stream_events(vec![partial::message_start(&id, &model)]);
-        self.reply_model = Some(model.clone());
         self.reply = Some(Reply {
             id,
             model,
@@ -515,10 +511,8 @@ impl ClaudeStream {
     pub(crate) fn result(&mut self, outcome: &RunOutcome, duration: Duration) -> Value {
         self.total_usage.add(&outcome.usage);
         self.total_cost = self.total_cost.zip(outcome.cost_usd).map(|(a, b)| a + b);
-        let model = self
-            .reply_model
-            .clone()
-            .unwrap_or_else(|| self.model.clone());
+        // Keyed by the model keel asked for (and priced), as Claude Code's is.
+        let model = self.model.clone();
         let model_usage = |usage: &Usage, cost: Option<f64>| {
             json!({&model: {
                 "inputTokens": usage.input_tokens,

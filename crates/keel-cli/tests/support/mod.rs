@@ -129,6 +129,8 @@ pub(crate) fn redact(text: &str, paths: &[(&Path, &str)]) -> String {
     let out = line_id.replace_all(&out, r#""uuid":"[uuid]""#);
     let id = regex::Regex::new(SESSION_ID).unwrap();
     let out = id.replace_all(&out, "[session-id]");
+    let stamp = regex::Regex::new(r#""timestamp":"[0-9T:.Z-]+""#).unwrap();
+    let out = stamp.replace_all(&out, r#""timestamp":"[time]""#);
     let ms = regex::Regex::new(r#""duration(_api)?_ms":\d+"#).unwrap();
     let out = ms.replace_all(&out, r#""duration${1}_ms":"[ms]""#);
     let took = regex::Regex::new(r"· \d+(\.\d+)? (ms|s)").unwrap();
