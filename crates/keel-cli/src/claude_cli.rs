@@ -158,11 +158,19 @@ pub(crate) struct ClaudeArgs {
     /// Calls that run without asking, in Claude Code's rule syntax (`Bash(npm test:*)`,
     /// `Read`, `Edit(src/**)`, `mcp__server__tool`) or keel's; comma or space separated in
     /// one value (a comma or space inside parentheses is the pattern's); repeatable.
-    #[arg(long = "allowedTools", visible_alias = "allowed-tools", value_name = "RULES")]
+    #[arg(
+        long = "allowedTools",
+        visible_alias = "allowed-tools",
+        value_name = "RULES"
+    )]
     pub allowed_tools: Vec<String>,
 
     /// Calls that never run, in the same syntax.
-    #[arg(long = "disallowedTools", visible_alias = "disallowed-tools", value_name = "RULES")]
+    #[arg(
+        long = "disallowedTools",
+        visible_alias = "disallowed-tools",
+        value_name = "RULES"
+    )]
     pub disallowed_tools: Vec<String>,
 
     /// The base tool set: only `default` (all of keel's tools) is offered.

@@ -78,18 +78,19 @@ async fn dispatch(command: Option<Command>, options: Options) -> Result<u8, CliE
 }
 
 /// What the command line asks for: keel's own commands, or Claude Code's print mode.
+#[allow(clippy::large_enum_variant)] // made once per process
 enum Invocation {
     /// A keel command (none: the interactive session) and the flags for it.
     Keel(Option<Command>, Options),
     /// `keel -p …`, as `claude -p …`.
-    Claude(Box<claude_cli::ClaudeArgs>),
+    Claude(claude_cli::ClaudeArgs),
 }
 
 impl Invocation {
     fn parse() -> Result<Self, clap::Error> {
         let args: Vec<std::ffi::OsString> = std::env::args_os().skip(1).collect();
         if claude_cli::wanted(&args) {
-            return claude_cli::ClaudeArgs::try_parse().map(|args| Self::Claude(Box::new(args)));
+            return claude_cli::ClaudeArgs::try_parse().map(Self::Claude);
         }
         let (command, options) = Cli::try_parse().and_then(Cli::into_parts)?;
         Ok(Self::Keel(command, options))
@@ -107,7 +108,7 @@ impl Invocation {
             Self::Keel(command, options) => dispatch(command, options).await,
             Self::Claude(args) => {
                 signals::install();
-                claude_cli::run(*args).await
+                claude_cli::run(args).await
             }
         }
     }
