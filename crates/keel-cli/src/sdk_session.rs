@@ -222,8 +222,16 @@ fn user_text(message: &Value) -> Option<String> {
     if let Some(text) = content.as_str() {
         return Some(text.to_owned());
     }
-    let texts: Vec<&str> = content
-        .as_array()?
+    let blocks = content.as_array()?;
+    for block in blocks.iter().filter(|block| block["type"] != "text") {
+        // Said, not dropped unseen: keel's stream-json input takes text blocks for now.
+        progress(&format!(
+            "keel: a user message's {} block is not taken (only text is); the rest of the \
+             message is sent",
+            block["type"]
+        ));
+    }
+    let texts: Vec<&str> = blocks
         .iter()
         .filter(|block| block["type"] == "text")
         .filter_map(|block| block["text"].as_str())
