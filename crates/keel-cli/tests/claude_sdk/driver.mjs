@@ -59,8 +59,9 @@ try {
     for (const prompt of prompts) {
       await run(prompt, { permissionMode: "bypassPermissions", allowDangerouslySkipPermissions: true });
     }
-  } else if (scenario === "client") {
-    // One session: the next prompt is sent once the previous one's result has come.
+  } else if (scenario === "client" || scenario === "interrupt") {
+    // One session: the next prompt is sent once the previous one's result has come; for
+    // "interrupt", the first turn is interrupted after INTERRUPT_AFTER seconds.
     let answered = () => {};
     async function* conversation() {
       for (const prompt of prompts) {
@@ -73,30 +74,13 @@ try {
       prompt: conversation(),
       options: options({ permissionMode: "bypassPermissions", allowDangerouslySkipPermissions: true }),
     });
-    for await (const message of q) {
-      show(message);
-      if (message.type === "result") {
-        answered();
-      }
+    if (scenario === "interrupt") {
+      const wait = Number(process.env.INTERRUPT_AFTER ?? "1") * 1000;
+      setTimeout(async () => {
+        await q.interrupt();
+        emit({ kind: "interrupted" });
+      }, wait);
     }
-  } else if (scenario === "interrupt") {
-    const wait = Number(process.env.INTERRUPT_AFTER ?? "1") * 1000;
-    let answered = () => {};
-    async function* conversation() {
-      for (const prompt of prompts) {
-        const done = new Promise((resolve) => (answered = resolve));
-        yield* streamed(prompt);
-        await done;
-      }
-    }
-    const q = sdk.query({
-      prompt: conversation(),
-      options: options({ permissionMode: "bypassPermissions", allowDangerouslySkipPermissions: true }),
-    });
-    setTimeout(async () => {
-      await q.interrupt();
-      emit({ kind: "interrupted" });
-    }, wait);
     for await (const message of q) {
       show(message);
       if (message.type === "result") {
