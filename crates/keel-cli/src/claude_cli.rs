@@ -202,15 +202,20 @@ pub(crate) struct ClaudeArgs {
     #[arg(long, value_name = "SOURCES")]
     pub setting_sources: Option<String>,
 
+    /// The most one run may spend on model calls, in USD (the model's price must be known).
+    #[arg(long, value_name = "USD", value_parser = positive_usd)]
+    pub max_budget_usd: Option<f64>,
+
     /// Refused (not offered by keel): the flags below are named so the refusal says why.
-    #[arg(long, hide = true, value_name = "USD")]
-    pub max_budget_usd: Option<String>,
     #[arg(long, hide = true, value_name = "MODEL")]
     pub fallback_model: Option<String>,
     #[arg(long, hide = true, value_name = "FILE|JSON")]
     pub settings: Option<String>,
-    #[arg(long, hide = true)]
+    /// With --resume or --continue: a new session that starts with that one's history.
+    #[arg(long)]
     pub fork_session: bool,
+
+    /// Refused (not offered by keel), named so the refusal says why.
     #[arg(long, hide = true, value_name = "JSON")]
     pub agents: Option<String>,
     #[arg(long, hide = true)]
@@ -221,6 +226,16 @@ pub(crate) struct ClaudeArgs {
     pub options: Options,
 }
 
+/// `--max-budget-usd`'s value: a positive number of dollars.
+fn positive_usd(text: &str) -> Result<f64, String> {
+    match text.trim().parse::<f64>() {
+        Ok(usd) if usd.is_finite() && usd > 0.0 => Ok(usd),
+        _ => Err(format!(
+            "{text:?} is not a positive amount of USD, e.g. 0.50"
+        )),
+    }
+}
+
 /// A flag keel cannot honour, in one line.
 fn refused(flag: &str, why: &str) -> CliError {
     CliError::Usage(format!("{flag}: {why}"))
@@ -229,12 +244,7 @@ fn refused(flag: &str, why: &str) -> CliError {
 impl ClaudeArgs {
     /// The refusal for the first flag keel cannot honour, if any.
     fn check(&self) -> Result<(), CliError> {
-        let unsupported: [(&str, bool, &str); 6] = [
-            (
-                "--max-budget-usd",
-                self.max_budget_usd.is_some(),
-                "keel has no spending limit yet; use --max-turns",
-            ),
+        let unsupported: [(&str, bool, &str); 4] = [
             (
                 "--fallback-model",
                 self.fallback_model.is_some(),
@@ -244,11 +254,6 @@ impl ClaudeArgs {
                 "--settings",
                 self.settings.is_some(),
                 "keel reads its own config ($KEEL_HOME/config.toml, .keel/config.toml), not Claude settings",
-            ),
-            (
-                "--fork-session",
-                self.fork_session,
-                "keel cannot fork a session yet; --resume continues it",
             ),
             (
                 "--agents",
@@ -263,6 +268,12 @@ impl ClaudeArgs {
         ];
         if let Some((flag, _, why)) = unsupported.iter().find(|(_, given, _)| *given) {
             return Err(refused(flag, why));
+        }
+        if self.fork_session && self.options.resume.is_none() && !self.options.continue_latest {
+            return Err(refused(
+                "--fork-session",
+                "needs the session to fork: --resume ID or --continue",
+            ));
         }
         if let Some(tools) = &self.tools
             && tools != "default"
@@ -340,6 +351,8 @@ impl ClaudeArgs {
             allow: rules(&self.allowed_tools),
             deny: rules(&self.disallowed_tools),
             session_id: self.session_id.clone(),
+            max_budget_usd: self.max_budget_usd,
+            fork: self.fork_session,
         })
     }
 }

@@ -422,6 +422,17 @@ pub(crate) async fn run(
         Opening::Prompt(prompt) => (None, Some(prompt)),
         Opening::Closed => return Ok(0),
     };
+    if let Some((id, request)) = &initialize
+        && request["agents"]
+            .as_object()
+            .is_some_and(|agents| !agents.is_empty())
+    {
+        let err = "keel does not take sub-agents from the program yet; define them as files \
+                   in .keel/agents or .claude/agents"
+            .to_owned();
+        print_json(&control_answer(id, Err(err.clone())));
+        return Err(CliError::Usage(err));
+    }
     let hooks = match &initialize {
         Some((id, request)) => match program_hooks(&request["hooks"], &control) {
             Ok(hooks) => hooks,

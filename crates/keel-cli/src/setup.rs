@@ -140,6 +140,10 @@ pub(crate) struct AgentExtras {
     pub deny: Vec<String>,
     /// The id of a new session.
     pub session_id: Option<String>,
+    /// The most a run may spend, in USD.
+    pub max_budget_usd: Option<f64>,
+    /// Whether a resumed session is forked: a new session starting with its history.
+    pub fork: bool,
 }
 
 /// keel's home (`$KEEL_HOME`, else `~/.keel`): [`keel::home_dir`].
@@ -373,6 +377,19 @@ impl Setup {
         if let Some(text) = &self.extras.append_system_prompt {
             builder = builder.append_system_prompt(text);
         }
+        if let Some(budget_usd) = self.extras.max_budget_usd {
+            if keel_provider::ModelCatalog::built_in()
+                .get(&self.model)
+                .is_none()
+            {
+                return Err(usage(format!(
+                    "--max-budget-usd: keel knows no price for {}, so it cannot keep a run to a \
+                     budget; choose a model it has a price for, or leave the flag out",
+                    self.model
+                )));
+            }
+            builder = builder.cost_budget_usd(budget_usd);
+        }
         builder.build().map_err(|err| match err {
             keel::BuildError::Hooks(err) => usage(format!("{}: [[hooks]]: {err}", config_file())),
             keel::BuildError::WorkingDir { .. } | keel::BuildError::AllowRead { .. } => {
@@ -414,9 +431,24 @@ impl Setup {
         agent: &Agent,
         choice: &SessionChoice,
     ) -> Result<Session, CliError> {
-        let result = match (choice, &self.extras.session_id) {
-            (SessionChoice::New, Some(id)) => agent.session_with_id(&self.cwd, id),
-            (choice, _) => self.open(agent, choice),
+        let new_id = self.extras.session_id.as_deref();
+        let result = match choice {
+            SessionChoice::New => match new_id {
+                Some(id) => agent.session_with_id(&self.cwd, id),
+                None => agent.session(&self.cwd),
+            },
+            SessionChoice::Resume(id) if self.extras.fork => agent.fork(id, new_id),
+            SessionChoice::Latest if self.extras.fork => self
+                .store
+                .latest_for_cwd(&self.cwd)
+                .map_err(keel_engine::EngineError::from)
+                .and_then(|latest| {
+                    latest.ok_or_else(|| {
+                        keel_engine::EngineError::NoSession(self.cwd.display().to_string())
+                    })
+                })
+                .and_then(|latest| agent.fork(&latest.id, new_id)),
+            choice => self.open(agent, choice),
         };
         result.map_err(|err| match choice {
             SessionChoice::New => CliError::Run(format!("cannot start a session: {err}")),

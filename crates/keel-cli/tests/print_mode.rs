@@ -163,8 +163,19 @@ async fn flags_keel_cannot_honour_are_refused_in_one_line_before_anything_runs()
     let server = anthropic_server(&[text("never")]).await;
     for (args, says) in [
         (
-            &["-p", "--max-budget-usd", "1", "x"][..],
-            "--max-budget-usd:",
+            &["-p", "--max-budget-usd", "lots", "x"][..],
+            "--max-budget-usd",
+        ),
+        (
+            &[
+                "-p",
+                "--model",
+                "my-local-model",
+                "--max-budget-usd",
+                "1",
+                "x",
+            ][..],
+            "no price for my-local-model",
         ),
         (
             &["-p", "--fallback-model", "opus", "x"][..],
@@ -272,4 +283,114 @@ async fn permission_modes_and_tool_rules_in_claude_s_syntax_decide_the_calls() {
     assert!(!repo.path().join("old.txt").exists());
     let last = request_bodies(&server).await[2].to_string();
     assert!(last.contains("read_file(secret.txt) forbids"), "{last}");
+}
+
+#[tokio::test]
+async fn a_spending_limit_ends_the_run_before_the_next_model_call() {
+    let repo = TempRepo::new();
+    repo.write("a.txt", "a\n");
+    repo.commit("start");
+    let home = Home::new();
+    // Each scripted reply costs about $0.0001 on claude-sonnet-4-5 (10 tokens in, 5 out).
+    let server = anthropic_server(&[
+        tool_call("t1", "read_file", json!({"path": "a.txt"})),
+        text("never asked"),
+    ])
+    .await;
+    let output = keel(
+        &home,
+        &server,
+        &repo,
+        &[
+            "-p",
+            "--output-format",
+            "json",
+            "--model",
+            "claude-sonnet-4-5",
+            "--max-budget-usd",
+            "0.0001",
+            "read a",
+        ],
+        None,
+    )
+    .await;
+    assert_eq!(output.status.code(), Some(1), "{}", stderr(&output));
+    let result: Value = serde_json::from_str(&stdout(&output)).unwrap();
+    assert_eq!(result["subtype"], "error_max_budget_usd", "{result}");
+    assert_eq!(result["is_error"], true);
+    assert!(
+        result["result"]
+            .as_str()
+            .unwrap()
+            .contains("spending limit of $0.0001"),
+        "{result}"
+    );
+    assert_eq!(request_bodies(&server).await.len(), 1);
+}
+
+#[tokio::test]
+async fn fork_session_goes_on_from_a_session_without_changing_it() {
+    let repo = TempRepo::new();
+    let home = Home::new();
+    let server = anthropic_server(&[
+        text("The first answer."),
+        text("The fork's answer."),
+        text("The original goes on."),
+    ])
+    .await;
+    let json = |output: &std::process::Output| -> Value {
+        assert!(output.status.success(), "{}", stderr(output));
+        serde_json::from_str(&stdout(output)).unwrap()
+    };
+    let first = json(
+        &keel(
+            &home,
+            &server,
+            &repo,
+            &["-p", "--output-format", "json", "first"],
+            None,
+        )
+        .await,
+    );
+    let original = first["session_id"].as_str().unwrap().to_owned();
+    let fork = json(
+        &keel(
+            &home,
+            &server,
+            &repo,
+            &[
+                "-p",
+                "--output-format",
+                "json",
+                "-r",
+                &original,
+                "--fork-session",
+                "fork",
+            ],
+            None,
+        )
+        .await,
+    );
+    assert_ne!(fork["session_id"], first["session_id"]);
+    let again = json(
+        &keel(
+            &home,
+            &server,
+            &repo,
+            &["-p", "--output-format", "json", "-r", &original, "again"],
+            None,
+        )
+        .await,
+    );
+    assert_eq!(again["session_id"], first["session_id"]);
+    let bodies = request_bodies(&server).await;
+    // The fork saw the first conversation; the original never saw the fork's prompt.
+    let forked = bodies[1].to_string();
+    assert!(
+        forked.contains("The first answer.") && forked.contains("fork"),
+        "{forked}"
+    );
+    let resumed = bodies[2].to_string();
+    assert!(resumed.contains("The first answer."), "{resumed}");
+    assert!(!resumed.contains("The fork's answer."), "{resumed}");
 }

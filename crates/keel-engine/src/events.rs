@@ -27,6 +27,14 @@ pub enum Stop {
         /// The budget.
         budget: u64,
     },
+    /// The run's spending limit ([`AgentBuilder::cost_budget_usd`](crate::AgentBuilder::cost_budget_usd))
+    /// was reached; checked before each model call.
+    CostBudget {
+        /// What the run's model calls cost, in USD.
+        spent_usd: f64,
+        /// The limit.
+        budget_usd: f64,
+    },
     /// The model declined the request.
     Refused {
         /// What the model said, or why the provider refused.
@@ -38,14 +46,15 @@ pub enum Stop {
 }
 
 impl Stop {
-    /// A short name: `completed`, `max_iterations`, `cancelled`, `token_budget`, `refused`,
-    /// `failed`.
+    /// A short name: `completed`, `max_iterations`, `cancelled`, `token_budget`,
+    /// `cost_budget`, `refused`, `failed`.
     pub fn name(&self) -> &'static str {
         match self {
             Self::Completed => "completed",
             Self::MaxIterations => "max_iterations",
             Self::Cancelled => "cancelled",
             Self::TokenBudget { .. } => "token_budget",
+            Self::CostBudget { .. } => "cost_budget",
             Self::Refused { .. } => "refused",
             Self::Failed(_) => "failed",
         }

@@ -45,6 +45,8 @@ pub struct CodingAgentBuilder {
     allow_read: Vec<PathBuf>,
     tools: Vec<Arc<dyn DynTool>>,
     max_iterations: u32,
+    /// The most one run may spend, in USD.
+    cost_budget_usd: Option<f64>,
     /// A system prompt that replaces keel's (`None`: keel's, built from the project).
     system_prompt: Option<String>,
     /// Text added at the end of the system prompt.
@@ -88,6 +90,7 @@ impl CodingAgentBuilder {
             allow_read: Vec::new(),
             tools: Vec::new(),
             max_iterations: DEFAULT_MAX_ITERATIONS,
+            cost_budget_usd: None,
             system_prompt: None,
             append_system_prompt: None,
             delegation: true,
@@ -195,6 +198,15 @@ impl CodingAgentBuilder {
     #[must_use]
     pub fn max_iterations(mut self, limit: u32) -> Self {
         self.max_iterations = limit;
+        self
+    }
+
+    /// The most one run may spend on model calls, in USD (Claude Code's `--max-budget-usd`):
+    /// [`AgentBuilder::cost_budget_usd`](keel_engine::AgentBuilder::cost_budget_usd). Sub-agents
+    /// keep their own runs' limits.
+    #[must_use]
+    pub fn cost_budget_usd(mut self, budget_usd: f64) -> Self {
+        self.cost_budget_usd = Some(budget_usd);
         self
     }
 
@@ -452,6 +464,9 @@ impl CodingAgentBuilder {
             .permissions(policies.permissions().clone())
             .hooks(agent_hooks)
             .session_store(store);
+        if let Some(budget_usd) = self.cost_budget_usd {
+            builder = builder.cost_budget_usd(budget_usd);
+        }
         #[cfg(feature = "snapshots")]
         if let Some(snapshots) = &snapshots {
             builder = builder.snapshots(snapshots.clone());

@@ -125,7 +125,7 @@ pub(super) fn stop_reason(stop: &Stop) -> StopReason {
     match stop {
         Stop::Cancelled => StopReason::Cancelled,
         Stop::MaxIterations => StopReason::MaxTurnRequests,
-        Stop::TokenBudget { .. } => StopReason::MaxTokens,
+        Stop::TokenBudget { .. } | Stop::CostBudget { .. } => StopReason::MaxTokens,
         Stop::Refused { .. } => StopReason::Refusal,
         _ => StopReason::EndTurn,
     }

@@ -38,6 +38,7 @@ pub(crate) fn result_subtype(stop: &Stop) -> &'static str {
     match stop {
         Stop::Completed => "success",
         Stop::MaxIterations => "error_max_turns",
+        Stop::CostBudget { .. } => "error_max_budget_usd",
         _ => "error_during_execution",
     }
 }
@@ -568,7 +569,7 @@ impl ClaudeStream {
         Some(match stop {
             Stop::Completed => "completed",
             Stop::MaxIterations => "max_turns",
-            Stop::TokenBudget { .. } => "budget_exhausted",
+            Stop::TokenBudget { .. } | Stop::CostBudget { .. } => "budget_exhausted",
             Stop::Cancelled if self.reply.as_ref().is_some_and(|r| !r.finished) => {
                 "aborted_streaming"
             }

@@ -32,6 +32,7 @@ pub(crate) struct AgentConfig {
     pub(super) permissions: PermissionRules,
     pub(super) compaction: CompactionPolicy,
     pub(super) output_token_budget: Option<u64>,
+    pub(super) cost_budget_usd: Option<f64>,
     pub(super) notifier: Option<Arc<dyn Notifier>>,
 }
 
@@ -114,6 +115,10 @@ impl AgentConfig {
     /// The most output tokens one run may write, if limited.
     pub(crate) fn output_token_budget(&self) -> Option<u64> {
         self.output_token_budget
+    }
+
+    pub(crate) fn cost_budget_usd(&self) -> Option<f64> {
+        self.cost_budget_usd
     }
 
     /// Where notices from outside the conversation come from, if anywhere.

@@ -17,7 +17,7 @@ use crate::hooks::Hooks;
 use crate::notify::Notifier;
 use crate::permissions::PermissionRules;
 use crate::session::{Origin, Session};
-use crate::session_store::{SessionMeta, SessionStore};
+use crate::session_store::{SessionMeta, SessionRecord, SessionStore};
 pub(crate) use config::AgentConfig;
 
 /// The default iteration limit of a run.
@@ -64,6 +64,7 @@ impl Agent {
             permissions: PermissionRules::default(),
             compaction: CompactionPolicy::default(),
             output_token_budget: None,
+            cost_budget_usd: None,
             notifier: None,
         }
     }
@@ -104,6 +105,39 @@ impl Agent {
             Vec::new(),
             log,
             Origin::New,
+        ))
+    }
+
+    /// A new session that starts with session `id`'s history, in its directory (Claude Code's
+    /// `--fork-session`): the history is copied into the new session's file, so the two go
+    /// on apart. The new session's id is `new_id` if given (checked as
+    /// [`session_with_id`](Self::session_with_id) checks it), else a fresh one.
+    pub fn fork(&self, id: &str, new_id: Option<&str>) -> Result<Session, EngineError> {
+        let store = self.config.store().ok_or_else(|| {
+            EngineError::Config("forking needs a session store: call .session_store(..)".into())
+        })?;
+        let loaded = store.load(id)?;
+        let mut history = loaded.messages;
+        canonicalize(&mut history);
+        let cwd = loaded.meta.cwd;
+        let mut meta = SessionMeta::new(&cwd, self.config.provider().name(), self.config.model());
+        if let Some(new_id) = new_id {
+            crate::session_store::validate_id(new_id)?;
+            new_id.clone_into(&mut meta.id);
+        }
+        let mut log = store.create(&meta)?;
+        for message in &history {
+            log.append(&SessionRecord::Message {
+                message: message.clone(),
+            })?;
+        }
+        Ok(Session::with_history(
+            self.config.clone(),
+            cwd,
+            meta.id,
+            history,
+            Some(log),
+            Origin::Resumed,
         ))
     }
 
@@ -170,6 +204,7 @@ pub struct AgentBuilder {
     permissions: PermissionRules,
     compaction: CompactionPolicy,
     output_token_budget: Option<u64>,
+    cost_budget_usd: Option<f64>,
     notifier: Option<Arc<dyn Notifier>>,
 }
 
@@ -189,6 +224,18 @@ impl AgentBuilder {
     /// [`Stop::TokenBudget`]: crate::Stop::TokenBudget
     pub fn output_token_budget(mut self, budget: u64) -> Self {
         self.output_token_budget = Some(budget);
+        self
+    }
+
+    /// The most one run may spend on model calls, in USD (default: no limit; Claude Code's
+    /// `--max-budget-usd`). Checked before each model call: once the run's calls cost this
+    /// much, it ends with [`Stop::CostBudget`]. Only a model whose price the catalog knows
+    /// can be held to it; for another the limit never stops the run, so a host checks the
+    /// price first ([`ModelCatalog::get`](keel_provider::ModelCatalog::get)).
+    ///
+    /// [`Stop::CostBudget`]: crate::Stop::CostBudget
+    pub fn cost_budget_usd(mut self, budget_usd: f64) -> Self {
+        self.cost_budget_usd = Some(budget_usd);
         self
     }
 
@@ -311,6 +358,7 @@ impl AgentBuilder {
                 permissions: self.permissions,
                 compaction: self.compaction,
                 output_token_budget: self.output_token_budget,
+                cost_budget_usd: self.cost_budget_usd,
                 notifier: self.notifier,
             }),
         })

@@ -101,6 +101,17 @@ pub(super) fn final_text(stop: &Stop, state: &RunState, max_tokens: u32) -> Stri
                 state.iterations
             )
         }
+        Stop::CostBudget {
+            spent_usd,
+            budget_usd,
+        } => {
+            let last = last_message(state);
+            format!(
+                "Stopped after {} model call(s): the spending limit of ${budget_usd:.4} was \
+                 reached (${spent_usd:.4} spent); the task may be unfinished.{failures}{last}",
+                state.iterations
+            )
+        }
         Stop::Refused { reason } => reason.clone(),
         Stop::Failed(failure) => format!(
             "The run failed: {}. The session is saved; send another prompt to go on.{failures}",

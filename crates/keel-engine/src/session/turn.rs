@@ -114,6 +114,17 @@ impl Session {
                     budget,
                 };
             }
+            // A run whose price is not known (`cost_usd` None) cannot be held to a budget;
+            // hosts check that a model has a price before they set one.
+            if let (Some(budget_usd), Some(spent_usd)) =
+                (self.config.cost_budget_usd(), state.cost_usd)
+                && spent_usd >= budget_usd
+            {
+                return Stop::CostBudget {
+                    spent_usd,
+                    budget_usd,
+                };
+            }
             if !state.warned && limit > 1 && state.iterations >= warn_at {
                 state.warned = true;
                 emit(
