@@ -105,7 +105,7 @@ pub use skills::{SkillIndex, SkillSummary, UseSkillArgs, UseSkillTool};
 #[cfg(feature = "delegation")]
 pub use subagents::{
     AgentDefinition, AgentDefinitions, ExtraTools, SpawnAgentArgs, SpawnAgentTool, SubAgentLimits,
-    SubAgentRunner, render_report,
+    SubAgentRunner, keel_tool_for_claude, render_report,
 };
 #[cfg(feature = "delegation")]
 pub use teams::{RunTeamArgs, RunTeamTool, TeamDefinition, TeamDefinitions, TeamReport, TeamStep};

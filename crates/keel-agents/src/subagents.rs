@@ -56,9 +56,11 @@ struct AgentFront {
     max_steps: Option<u32>,
 }
 
-/// Claude Code's tool names, as `.claude/agents` files use them, in keel's words.
-fn keel_tool_name(name: &str) -> String {
-    match name.trim() {
+/// keel's tool for Claude Code's tool `name` (`Read` is `read_file`, `Edit` and `MultiEdit`
+/// are `patch_file`, `Bash` is `run_command`, `Task` is `spawn_agent`, ...); `None` for a name
+/// that is not one of Claude Code's tools keel has.
+pub fn keel_tool_for_claude(name: &str) -> Option<&'static str> {
+    Some(match name.trim() {
         "Read" => "read_file",
         "Write" => "write_file",
         "Edit" | "MultiEdit" => "patch_file",
@@ -67,9 +69,14 @@ fn keel_tool_name(name: &str) -> String {
         "LS" => "list_directory",
         "Bash" => "run_command",
         "Task" => "spawn_agent",
-        other => other,
-    }
-    .to_owned()
+        _ => return None,
+    })
+}
+
+/// Claude Code's tool names, as `.claude/agents` files use them, in keel's words; other
+/// names as they are.
+fn keel_tool_name(name: &str) -> String {
+    keel_tool_for_claude(name).map_or_else(|| name.trim().to_owned(), str::to_owned)
 }
 
 impl AgentDefinition {

@@ -394,16 +394,12 @@ pub(crate) fn rules(given: &[String]) -> Vec<String> {
 
 /// keel's tools for Claude Code's tool `name` (`Edit` is both of keel's edits); none for a
 /// name that is not one of Claude Code's file, search or shell tools.
-fn keel_names(name: &str) -> &'static [&'static str] {
-    match name {
-        "Bash" => &["run_command"],
-        "Read" => &["read_file"],
-        "Edit" | "MultiEdit" => &["patch_file", "write_file"],
-        "Write" => &["write_file"],
-        "Glob" => &["glob"],
-        "Grep" => &["grep"],
-        "LS" => &["list_directory"],
-        _ => &[],
+fn keel_names(name: &str) -> Vec<&'static str> {
+    match (name, keel_agents::keel_tool_for_claude(name)) {
+        // Claude Code's Edit rules and matchers cover every tool that edits files.
+        ("Edit" | "MultiEdit", _) => vec!["patch_file", "write_file"],
+        (_, Some(tool)) => vec![tool],
+        (_, None) => Vec::new(),
     }
 }
 
@@ -412,7 +408,7 @@ fn keel_names(name: &str) -> &'static [&'static str] {
 pub(crate) fn keel_matcher(matcher: &str) -> String {
     matcher
         .split('|')
-        .flat_map(|name| match keel_names(name.trim()) {
+        .flat_map(|name| match keel_names(name.trim()).as_slice() {
             [] => vec![name.to_owned()],
             names => names.iter().map(|n| (*n).to_owned()).collect(),
         })
