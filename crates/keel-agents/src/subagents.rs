@@ -124,6 +124,63 @@ impl AgentDefinition {
     }
 }
 
+impl AgentDefinition {
+    /// A sub-agent as Claude Code's `--agents` JSON (and the Agent SDKs' `agents` option)
+    /// defines one: `{"description": …, "prompt": …, "tools": ["Read", …], "model":
+    /// "sonnet"|"opus"|"haiku"|"inherit"|<id>}`. Tools are taken as in `.claude/agents`
+    /// files; `inherit` (or no model) is the default tier. `origin` says where it came from
+    /// (in messages, as a file's path would).
+    pub fn from_claude_json(
+        name: &str,
+        definition: &serde_json::Value,
+        origin: &str,
+    ) -> Result<Self, AgentsError> {
+        let invalid = |reason: String| AgentsError::Invalid {
+            path: PathBuf::from(origin),
+            reason: format!("agent {name:?}: {reason}"),
+        };
+        let text = |key: &str| {
+            definition
+                .get(key)
+                .and_then(serde_json::Value::as_str)
+                .map(str::trim)
+                .filter(|text| !text.is_empty())
+        };
+        if name.trim().is_empty() {
+            return Err(invalid("the name is empty".to_owned()));
+        }
+        let description = text("description")
+            .ok_or_else(|| invalid("`description` is missing: say what the agent is for".into()))?;
+        let prompt = text("prompt")
+            .ok_or_else(|| invalid("`prompt` (the agent's system prompt) is missing".into()))?;
+        let tools = match definition.get("tools") {
+            None | Some(serde_json::Value::Null) => None,
+            Some(serde_json::Value::Array(names)) => Some(
+                names
+                    .iter()
+                    .map(|name| {
+                        name.as_str()
+                            .map(keel_tool_name)
+                            .ok_or_else(|| invalid("`tools` must be a list of names".into()))
+                    })
+                    .collect::<Result<Vec<_>, _>>()?,
+            ),
+            Some(_) => return Err(invalid("`tools` must be a list of names".into())),
+        };
+        Ok(Self {
+            name: name.trim().to_owned(),
+            description: description.to_owned(),
+            tools,
+            model: text("model")
+                .filter(|model| *model != "inherit")
+                .map(str::to_owned),
+            max_steps: None,
+            system_prompt: prompt.to_owned(),
+            path: PathBuf::from(origin),
+        })
+    }
+}
+
 /// The sub-agents a project and its user define.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct AgentDefinitions {
@@ -175,6 +232,15 @@ impl AgentDefinitions {
         }
         agents.sort_by(|a, b| a.name.cmp(&b.name));
         (Self { agents }, warnings)
+    }
+
+    /// These definitions with `more` added; one of `more` replaces one of the same name.
+    pub fn with(mut self, more: Vec<AgentDefinition>) -> Self {
+        self.agents
+            .retain(|agent| !more.iter().any(|added| added.name == agent.name));
+        self.agents.extend(more);
+        self.agents.sort_by(|a, b| a.name.cmp(&b.name));
+        self
     }
 
     /// Definitions from a list (for hosts that define agents in code).

@@ -206,6 +206,11 @@ pub(crate) struct ClaudeArgs {
     #[arg(long, value_name = "USD", value_parser = positive_usd)]
     pub max_budget_usd: Option<f64>,
 
+    /// Sub-agents as JSON: `{"reviewer": {"description": "…", "prompt": "…", "tools":
+    /// ["Read", "Grep"], "model": "haiku"}}`, beside the project's and the user's.
+    #[arg(long, value_name = "JSON")]
+    pub agents: Option<String>,
+
     /// Refused (not offered by keel): the flags below are named so the refusal says why.
     #[arg(long, hide = true, value_name = "MODEL")]
     pub fallback_model: Option<String>,
@@ -216,8 +221,7 @@ pub(crate) struct ClaudeArgs {
     pub fork_session: bool,
 
     /// Refused (not offered by keel), named so the refusal says why.
-    #[arg(long, hide = true, value_name = "JSON")]
-    pub agents: Option<String>,
+
     #[arg(long, hide = true)]
     pub strict_mcp_config: bool,
 
@@ -244,7 +248,7 @@ fn refused(flag: &str, why: &str) -> CliError {
 impl ClaudeArgs {
     /// The refusal for the first flag keel cannot honour, if any.
     fn check(&self) -> Result<(), CliError> {
-        let unsupported: [(&str, bool, &str); 4] = [
+        let unsupported: [(&str, bool, &str); 3] = [
             (
                 "--fallback-model",
                 self.fallback_model.is_some(),
@@ -254,11 +258,6 @@ impl ClaudeArgs {
                 "--settings",
                 self.settings.is_some(),
                 "keel reads its own config ($KEEL_HOME/config.toml, .keel/config.toml), not Claude settings",
-            ),
-            (
-                "--agents",
-                self.agents.is_some(),
-                "define sub-agents as files in .keel/agents or .claude/agents",
             ),
             (
                 "--strict-mcp-config",
@@ -353,6 +352,15 @@ impl ClaudeArgs {
             session_id: self.session_id.clone(),
             max_budget_usd: self.max_budget_usd,
             fork: self.fork_session,
+            agents: match &self.agents {
+                Some(text) => {
+                    let json = serde_json::from_str(text).map_err(|err| {
+                        CliError::Usage(format!("--agents: not valid JSON: {err}"))
+                    })?;
+                    crate::setup::inline_agents(&json, "--agents")?
+                }
+                None => Vec::new(),
+            },
         })
     }
 }

@@ -422,16 +422,17 @@ pub(crate) async fn run(
         Opening::Prompt(prompt) => (None, Some(prompt)),
         Opening::Closed => return Ok(0),
     };
+    // The program's sub-agents (the SDKs' `agents` option), beside --agents'.
     if let Some((id, request)) = &initialize
-        && request["agents"]
-            .as_object()
-            .is_some_and(|agents| !agents.is_empty())
+        && request["agents"].is_object()
     {
-        let err = "keel does not take sub-agents from the program yet; define them as files \
-                   in .keel/agents or .claude/agents"
-            .to_owned();
-        print_json(&control_answer(id, Err(err.clone())));
-        return Err(CliError::Usage(err));
+        match crate::setup::inline_agents(&request["agents"], "the program's agents") {
+            Ok(agents) => setup.extras.agents.extend(agents),
+            Err(err) => {
+                print_json(&control_answer(id, Err(err.to_string())));
+                return Err(err);
+            }
+        }
     }
     let hooks = match &initialize {
         Some((id, request)) => match program_hooks(&request["hooks"], &control) {

@@ -144,6 +144,28 @@ pub(crate) struct AgentExtras {
     pub max_budget_usd: Option<f64>,
     /// Whether a resumed session is forked: a new session starting with its history.
     pub fork: bool,
+    /// Sub-agents defined inline (`--agents`, the SDKs' `agents`).
+    pub agents: Vec<keel_agents::AgentDefinition>,
+}
+
+/// Sub-agents defined as Claude Code's `--agents` JSON does: `{"name": {"description": …,
+/// "prompt": …, "tools": [...], "model": …}}`; `origin` names where they came from.
+pub(crate) fn inline_agents(
+    json: &serde_json::Value,
+    origin: &str,
+) -> Result<Vec<keel_agents::AgentDefinition>, CliError> {
+    let agents = json.as_object().ok_or_else(|| {
+        CliError::Usage(format!(
+            "{origin}: give an object of agents, e.g. {{\"reviewer\": {{\"description\": \"…\", \"prompt\": \"…\"}}}}"
+        ))
+    })?;
+    agents
+        .iter()
+        .map(|(name, definition)| {
+            keel_agents::AgentDefinition::from_claude_json(name, definition, origin)
+                .map_err(|err| CliError::Usage(err.to_string()))
+        })
+        .collect()
 }
 
 /// keel's home (`$KEEL_HOME`, else `~/.keel`): [`keel::home_dir`].
@@ -376,6 +398,9 @@ impl Setup {
         }
         if let Some(text) = &self.extras.append_system_prompt {
             builder = builder.append_system_prompt(text);
+        }
+        if !self.extras.agents.is_empty() {
+            builder = builder.agents(self.extras.agents.clone());
         }
         if let Some(budget_usd) = self.extras.max_budget_usd {
             if keel_provider::ModelCatalog::built_in()

@@ -188,7 +188,10 @@ async fn flags_keel_cannot_honour_are_refused_in_one_line_before_anything_runs()
         ),
         (&["-p", "--tools", "Bash", "x"][..], "--tools:"),
         (&["-p", "--fork-session", "x"][..], "--fork-session:"),
-        (&["-p", "--agents", "{}", "x"][..], "--agents:"),
+        (
+            &["-p", "--agents", "not json", "x"][..],
+            "--agents: not valid JSON",
+        ),
         (
             &["-p", "--permission-prompt-tool", "mcp__auth__ask", "x"][..],
             "--permission-prompt-tool:",
@@ -393,4 +396,70 @@ async fn fork_session_goes_on_from_a_session_without_changing_it() {
     let resumed = bodies[2].to_string();
     assert!(resumed.contains("The first answer."), "{resumed}");
     assert!(!resumed.contains("The fork's answer."), "{resumed}");
+}
+
+#[tokio::test]
+async fn agents_defined_inline_are_offered_and_run_with_their_own_prompt_and_tools() {
+    let repo = TempRepo::new();
+    repo.write("a.rs", "fn main() {}\n");
+    repo.commit("start");
+    let home = Home::new();
+    let server = anthropic_server(&[
+        tool_call(
+            "t1",
+            "spawn_agent",
+            json!({"agent": "reviewer", "task": "review a.rs"}),
+        ),
+        text("No bugs."),
+        text("Reviewed: no bugs."),
+    ])
+    .await;
+    let agents = json!({"reviewer": {
+        "description": "Reviews code for bugs.",
+        "prompt": "You review code and report bugs.",
+        "tools": ["Read", "Grep"],
+        "model": "inherit",
+    }})
+    .to_string();
+    let output = keel(
+        &home,
+        &server,
+        &repo,
+        &["-p", "--agents", &agents, "review the code"],
+        None,
+    )
+    .await;
+    assert!(output.status.success(), "{}", stderr(&output));
+    assert_eq!(stdout(&output), "Reviewed: no bugs.\n");
+    let bodies = request_bodies(&server).await;
+    let spawn = bodies[0]["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|tool| tool["name"] == "spawn_agent")
+        .unwrap_or_else(|| panic!("no spawn_agent: {}", bodies[0]["tools"]));
+    assert!(
+        spawn["description"]
+            .as_str()
+            .unwrap()
+            .contains("Reviews code for bugs."),
+        "{spawn}"
+    );
+    // The sub-agent's own request: its prompt, and only its tools.
+    let sub = &bodies[1];
+    assert!(
+        sub["system"]
+            .to_string()
+            .contains("You review code and report bugs."),
+        "{}",
+        sub["system"]
+    );
+    let mut tools: Vec<&str> = sub["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["name"].as_str().unwrap())
+        .collect();
+    tools.sort_unstable();
+    assert_eq!(tools, ["grep", "read_file"]);
 }

@@ -47,6 +47,9 @@ pub struct CodingAgentBuilder {
     max_iterations: u32,
     /// The most one run may spend, in USD.
     cost_budget_usd: Option<f64>,
+    /// Sub-agents the host defines, beside the discovered ones.
+    #[cfg(feature = "delegation")]
+    agents: Vec<keel_agents::AgentDefinition>,
     /// A system prompt that replaces keel's (`None`: keel's, built from the project).
     system_prompt: Option<String>,
     /// Text added at the end of the system prompt.
@@ -91,6 +94,8 @@ impl CodingAgentBuilder {
             tools: Vec::new(),
             max_iterations: DEFAULT_MAX_ITERATIONS,
             cost_budget_usd: None,
+            #[cfg(feature = "delegation")]
+            agents: Vec::new(),
             system_prompt: None,
             append_system_prompt: None,
             delegation: true,
@@ -207,6 +212,16 @@ impl CodingAgentBuilder {
     #[must_use]
     pub fn cost_budget_usd(mut self, budget_usd: f64) -> Self {
         self.cost_budget_usd = Some(budget_usd);
+        self
+    }
+
+    /// Sub-agents defined by the host (Claude Code's `--agents`), offered beside those of the
+    /// project's and the user's agent directories; one replaces a discovered one of the same
+    /// name.
+    #[cfg(feature = "delegation")]
+    #[must_use]
+    pub fn agents(mut self, agents: Vec<keel_agents::AgentDefinition>) -> Self {
+        self.agents = agents;
         self
     }
 
@@ -417,6 +432,7 @@ impl CodingAgentBuilder {
                 skills,
                 #[cfg(feature = "tasks")]
                 tasks,
+                self.agents,
                 &mut warnings,
             );
             (delegates.register(base, code)?, Some(Arc::new(delegates)))

@@ -41,12 +41,15 @@ impl Delegates {
         #[cfg(feature = "delegation")] delegation: Delegation,
         skills: bool,
         #[cfg(feature = "tasks")] tasks: Option<(TaskLauncher, Vec<String>)>,
+        #[cfg(feature = "delegation")] extra_agents: Vec<keel_agents::AgentDefinition>,
         warnings: &mut Vec<String>,
     ) -> Self {
         let home = Some(keel_home);
         #[cfg(feature = "delegation")]
         let (agents, more) =
             AgentDefinitions::discover(&AgentDefinitions::standard_dirs(root, home));
+        #[cfg(feature = "delegation")]
+        let agents = agents.with(extra_agents);
         #[cfg(feature = "delegation")]
         warnings.extend(more);
         #[cfg(feature = "delegation")]
