@@ -206,14 +206,17 @@ pub(crate) struct ClaudeArgs {
     #[arg(long, value_name = "USD", value_parser = positive_usd)]
     pub max_budget_usd: Option<f64>,
 
+    /// The model to go on with when --model keeps failing (overloaded, server errors).
+    #[arg(long, value_name = "MODEL")]
+    pub fallback_model: Option<String>,
+
     /// Sub-agents as JSON: `{"reviewer": {"description": "…", "prompt": "…", "tools":
     /// ["Read", "Grep"], "model": "haiku"}}`, beside the project's and the user's.
     #[arg(long, value_name = "JSON")]
     pub agents: Option<String>,
 
     /// Refused (not offered by keel): the flags below are named so the refusal says why.
-    #[arg(long, hide = true, value_name = "MODEL")]
-    pub fallback_model: Option<String>,
+
     #[arg(long, hide = true, value_name = "FILE|JSON")]
     pub settings: Option<String>,
     /// With --resume or --continue: a new session that starts with that one's history.
@@ -248,12 +251,7 @@ fn refused(flag: &str, why: &str) -> CliError {
 impl ClaudeArgs {
     /// The refusal for the first flag keel cannot honour, if any.
     fn check(&self) -> Result<(), CliError> {
-        let unsupported: [(&str, bool, &str); 3] = [
-            (
-                "--fallback-model",
-                self.fallback_model.is_some(),
-                "keel does not switch models on failure; choose one with --model",
-            ),
+        let unsupported: [(&str, bool, &str); 2] = [
             (
                 "--settings",
                 self.settings.is_some(),
@@ -352,6 +350,7 @@ impl ClaudeArgs {
             session_id: self.session_id.clone(),
             max_budget_usd: self.max_budget_usd,
             fork: self.fork_session,
+            fallback_model: self.fallback_model.clone(),
             agents: match &self.agents {
                 Some(text) => {
                     let json = serde_json::from_str(text).map_err(|err| {

@@ -146,6 +146,8 @@ pub(crate) struct AgentExtras {
     pub fork: bool,
     /// Sub-agents defined inline (`--agents`, the SDKs' `agents`).
     pub agents: Vec<keel_agents::AgentDefinition>,
+    /// The model to go on with when the model keeps failing.
+    pub fallback_model: Option<String>,
 }
 
 /// Sub-agents defined as Claude Code's `--agents` JSON does: `{"name": {"description": …,
@@ -398,6 +400,9 @@ impl Setup {
         }
         if let Some(text) = &self.extras.append_system_prompt {
             builder = builder.append_system_prompt(text);
+        }
+        if let Some(model) = &self.extras.fallback_model {
+            builder = builder.fallback_model(keel_provider::ModelCatalog::expand_alias(model));
         }
         if !self.extras.agents.is_empty() {
             builder = builder.agents(self.extras.agents.clone());

@@ -177,10 +177,6 @@ async fn flags_keel_cannot_honour_are_refused_in_one_line_before_anything_runs()
             ][..],
             "no price for my-local-model",
         ),
-        (
-            &["-p", "--fallback-model", "opus", "x"][..],
-            "--fallback-model:",
-        ),
         (&["-p", "--settings", "{}", "x"][..], "--settings:"),
         (
             &["-p", "--setting-sources", "user,project", "x"][..],
@@ -462,4 +458,65 @@ async fn agents_defined_inline_are_offered_and_run_with_their_own_prompt_and_too
         .collect();
     tools.sort_unstable();
     assert_eq!(tools, ["grep", "read_file"]);
+}
+
+#[tokio::test]
+async fn a_model_that_keeps_failing_gives_way_to_the_fallback_model() {
+    use keel_test_support::mock::{error_response, sse_response};
+    use keel_test_support::render::anthropic_sse;
+    use wiremock::matchers::{body_string_contains, method, path};
+    let repo = TempRepo::new();
+    let home = Home::new();
+    let server = wiremock::MockServer::start().await;
+    // The main model is overloaded on every try (the provider retries at once, as told).
+    wiremock::Mock::given(method("POST"))
+        .and(path("/v1/messages"))
+        .and(body_string_contains("\"model\":\"claude-sonnet-4-5\""))
+        .respond_with(
+            error_response(529, "overloaded_error", "Overloaded")
+                .insert_header("retry-after-ms", "1"),
+        )
+        .mount(&server)
+        .await;
+    wiremock::Mock::given(method("POST"))
+        .and(path("/v1/messages"))
+        .and(body_string_contains("\"model\":\"claude-haiku-4-5\""))
+        .respond_with(sse_response(anthropic_sse(
+            &keel_test_support::scripted::text_reply("From the fallback."),
+        )))
+        .mount(&server)
+        .await;
+    let output = keel(
+        &home,
+        &server,
+        &repo,
+        &[
+            "-p",
+            "--output-format",
+            "json",
+            "--model",
+            "sonnet",
+            "--fallback-model",
+            "haiku",
+            "hi",
+        ],
+        None,
+    )
+    .await;
+    assert!(output.status.success(), "{}", stderr(&output));
+    let result: Value = serde_json::from_str(&stdout(&output)).unwrap();
+    assert_eq!(result["result"], "From the fallback.", "{result}");
+    let bodies = request_bodies(&server).await;
+    assert_eq!(bodies.first().unwrap()["model"], "claude-sonnet-4-5");
+    assert_eq!(bodies.last().unwrap()["model"], "claude-haiku-4-5");
+    // Without a fallback the run fails as before.
+    let output = keel(
+        &home,
+        &server,
+        &repo,
+        &["-p", "--model", "sonnet", "hi"],
+        None,
+    )
+    .await;
+    assert_eq!(output.status.code(), Some(1), "{}", stderr(&output));
 }

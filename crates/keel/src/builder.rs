@@ -47,6 +47,8 @@ pub struct CodingAgentBuilder {
     max_iterations: u32,
     /// The most one run may spend, in USD.
     cost_budget_usd: Option<f64>,
+    /// The model to go on with when the model keeps failing.
+    fallback_model: Option<String>,
     /// Sub-agents the host defines, beside the discovered ones.
     #[cfg(feature = "delegation")]
     agents: Vec<keel_agents::AgentDefinition>,
@@ -94,6 +96,7 @@ impl CodingAgentBuilder {
             tools: Vec::new(),
             max_iterations: DEFAULT_MAX_ITERATIONS,
             cost_budget_usd: None,
+            fallback_model: None,
             #[cfg(feature = "delegation")]
             agents: Vec::new(),
             system_prompt: None,
@@ -212,6 +215,15 @@ impl CodingAgentBuilder {
     #[must_use]
     pub fn cost_budget_usd(mut self, budget_usd: f64) -> Self {
         self.cost_budget_usd = Some(budget_usd);
+        self
+    }
+
+    /// The model a session goes on with when its own keeps failing past the provider's
+    /// retries (Claude Code's `--fallback-model`):
+    /// [`AgentBuilder::fallback_model`](keel_engine::AgentBuilder::fallback_model).
+    #[must_use]
+    pub fn fallback_model(mut self, model: impl Into<String>) -> Self {
+        self.fallback_model = Some(model.into());
         self
     }
 
@@ -482,6 +494,9 @@ impl CodingAgentBuilder {
             .session_store(store);
         if let Some(budget_usd) = self.cost_budget_usd {
             builder = builder.cost_budget_usd(budget_usd);
+        }
+        if let Some(model) = self.fallback_model {
+            builder = builder.fallback_model(model);
         }
         #[cfg(feature = "snapshots")]
         if let Some(snapshots) = &snapshots {

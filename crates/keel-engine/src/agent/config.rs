@@ -33,6 +33,7 @@ pub(crate) struct AgentConfig {
     pub(super) compaction: CompactionPolicy,
     pub(super) output_token_budget: Option<u64>,
     pub(super) cost_budget_usd: Option<f64>,
+    pub(super) fallback_model: Option<String>,
     pub(super) notifier: Option<Arc<dyn Notifier>>,
 }
 
@@ -119,6 +120,10 @@ impl AgentConfig {
 
     pub(crate) fn cost_budget_usd(&self) -> Option<f64> {
         self.cost_budget_usd
+    }
+
+    pub(crate) fn fallback_model(&self) -> Option<&str> {
+        self.fallback_model.as_deref()
     }
 
     /// Where notices from outside the conversation come from, if anywhere.

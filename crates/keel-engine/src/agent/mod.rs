@@ -65,6 +65,7 @@ impl Agent {
             compaction: CompactionPolicy::default(),
             output_token_budget: None,
             cost_budget_usd: None,
+            fallback_model: None,
             notifier: None,
         }
     }
@@ -205,6 +206,7 @@ pub struct AgentBuilder {
     compaction: CompactionPolicy,
     output_token_budget: Option<u64>,
     cost_budget_usd: Option<f64>,
+    fallback_model: Option<String>,
     notifier: Option<Arc<dyn Notifier>>,
 }
 
@@ -236,6 +238,15 @@ impl AgentBuilder {
     /// [`Stop::CostBudget`]: crate::Stop::CostBudget
     pub fn cost_budget_usd(mut self, budget_usd: f64) -> Self {
         self.cost_budget_usd = Some(budget_usd);
+        self
+    }
+
+    /// The model a session goes on with when its own keeps failing past the provider's
+    /// retries (overloaded, server errors, timeouts; Claude Code's `--fallback-model`): the
+    /// turn's request is sent again to it, a [`AgentEvent::Warning`](crate::AgentEvent::Warning)
+    /// says so, and the session keeps it from then on.
+    pub fn fallback_model(mut self, model: impl Into<String>) -> Self {
+        self.fallback_model = Some(model.into());
         self
     }
 
@@ -359,6 +370,7 @@ impl AgentBuilder {
                 compaction: self.compaction,
                 output_token_budget: self.output_token_budget,
                 cost_budget_usd: self.cost_budget_usd,
+                fallback_model: self.fallback_model,
                 notifier: self.notifier,
             }),
         })

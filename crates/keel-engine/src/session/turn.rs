@@ -187,6 +187,27 @@ impl Session {
                 request = self.turn_request(state, limit);
                 turn = self.call_model_retrying(&request, cancel, sink).await;
             }
+            if let ModelTurn::Failed(error) = &turn
+                && error.is_retryable()
+                && let Some(fallback) = self.config.fallback_model()
+                && fallback != self.config.model()
+            {
+                // The model is overloaded or failing past the provider's retries: the
+                // session goes on with the fallback model (Claude Code's --fallback-model).
+                let fallback = fallback.to_owned();
+                emit(
+                    sink,
+                    AgentEvent::Warning {
+                        message: format!(
+                            "{} failed ({error}); going on with the fallback model {fallback}",
+                            self.config.model()
+                        ),
+                    },
+                );
+                self.set_model(fallback);
+                request = self.turn_request(state, limit);
+                turn = self.call_model_retrying(&request, cancel, sink).await;
+            }
             let prompt_messages = request.messages.len();
             let mut response = match turn {
                 ModelTurn::Reply(response) => response,
