@@ -34,6 +34,8 @@ impl Delegates {
     /// Finds the definitions of the project at `root` and of the user (`keel_home`); sub-agents
     /// get at most `base`, the main agent's own tools. Definitions skipped are added to
     /// `warnings`, each naming its file and the problem.
+    // Each argument is one of the builder's settings, several only with some features.
+    #[allow(clippy::too_many_arguments)]
     pub(crate) fn discover(
         root: &Path,
         keel_home: &Path,
