@@ -198,7 +198,8 @@ pub(crate) struct ClaudeArgs {
     pub session_id: Option<String>,
 
     /// Which Claude settings files to read (user, project, local); keel reads its own
-    /// configuration, so only an empty list (none) is accepted.
+    /// configuration from both the user and the project, so a list naming both, or an empty
+    /// one, is accepted.
     #[arg(long, value_name = "SOURCES")]
     pub setting_sources: Option<String>,
 
@@ -210,23 +211,23 @@ pub(crate) struct ClaudeArgs {
     #[arg(long, value_name = "MODEL")]
     pub fallback_model: Option<String>,
 
+    /// Only the MCP servers --mcp-config names, not the configured ones.
+    #[arg(long)]
+    pub strict_mcp_config: bool,
+
     /// Sub-agents as JSON: `{"reviewer": {"description": "…", "prompt": "…", "tools":
     /// ["Read", "Grep"], "model": "haiku"}}`, beside the project's and the user's.
     #[arg(long, value_name = "JSON")]
     pub agents: Option<String>,
 
-    /// Refused (not offered by keel): the flags below are named so the refusal says why.
-
-    #[arg(long, hide = true, value_name = "FILE|JSON")]
-    pub settings: Option<String>,
     /// With --resume or --continue: a new session that starts with that one's history.
     #[arg(long)]
     pub fork_session: bool,
 
-    /// Refused (not offered by keel), named so the refusal says why.
-
-    #[arg(long, hide = true)]
-    pub strict_mcp_config: bool,
+    /// Claude settings files: refused (keel reads its own config), named so the refusal says
+    /// why.
+    #[arg(long, hide = true, value_name = "FILE|JSON")]
+    pub settings: Option<String>,
 
     /// keel's own flags.
     #[command(flatten)]
@@ -251,20 +252,11 @@ fn refused(flag: &str, why: &str) -> CliError {
 impl ClaudeArgs {
     /// The refusal for the first flag keel cannot honour, if any.
     fn check(&self) -> Result<(), CliError> {
-        let unsupported: [(&str, bool, &str); 2] = [
-            (
+        if self.settings.is_some() {
+            return Err(refused(
                 "--settings",
-                self.settings.is_some(),
                 "keel reads its own config ($KEEL_HOME/config.toml, .keel/config.toml), not Claude settings",
-            ),
-            (
-                "--strict-mcp-config",
-                self.strict_mcp_config,
-                "keel always adds the configured MCP servers to --mcp-config's",
-            ),
-        ];
-        if let Some((flag, _, why)) = unsupported.iter().find(|(_, given, _)| *given) {
-            return Err(refused(flag, why));
+            ));
         }
         if self.fork_session && self.options.resume.is_none() && !self.options.continue_latest {
             return Err(refused(
@@ -280,13 +272,23 @@ impl ClaudeArgs {
                 "keel offers its whole tool set (`default`); narrow it with --disallowedTools",
             ));
         }
-        if let Some(sources) = &self.setting_sources
-            && !sources.trim().is_empty()
-        {
-            return Err(refused(
-                "--setting-sources",
-                "keel reads its own config, not Claude settings; give an empty list or leave it out",
-            ));
+        if let Some(sources) = &self.setting_sources {
+            // keel reads its own configuration from the user and the project (not Claude's
+            // settings files): a list naming both, or none (the SDKs' "no settings files"),
+            // says nothing keel would do otherwise; one that leaves out only one of them
+            // asks for what keel cannot do.
+            let named: Vec<&str> = sources
+                .split(',')
+                .map(str::trim)
+                .filter(|s| !s.is_empty())
+                .collect();
+            let both = named.contains(&"user") && named.contains(&"project");
+            if !named.is_empty() && !both {
+                return Err(refused(
+                    "--setting-sources",
+                    "keel reads its config from both the user and the project; name both, or none",
+                ));
+            }
         }
         match self.permission_prompt_tool.as_deref() {
             None => {}
@@ -351,6 +353,7 @@ impl ClaudeArgs {
             max_budget_usd: self.max_budget_usd,
             fork: self.fork_session,
             fallback_model: self.fallback_model.clone(),
+            strict_mcp: self.strict_mcp_config,
             agents: match &self.agents {
                 Some(text) => {
                     let json = serde_json::from_str(text).map_err(|err| {

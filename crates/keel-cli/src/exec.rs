@@ -155,7 +155,7 @@ pub(crate) async fn run_prompt(
 ) -> Result<u8, CliError> {
     let choice = session_choice(options);
     let mut setup = Setup::resolve(options, Mode::Exec, &choice)?;
-    setup.extras = headless.extras;
+    setup.add(headless.extras, options)?;
     for notice in &setup.notices {
         progress(&format!("keel: {notice}"));
     }

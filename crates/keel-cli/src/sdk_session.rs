@@ -409,7 +409,7 @@ pub(crate) async fn run(
 ) -> Result<u8, CliError> {
     let choice = session_choice(options);
     let mut setup = Setup::resolve(options, Mode::Exec, &choice)?;
-    setup.extras = headless.extras;
+    setup.add(headless.extras, options)?;
     for notice in &setup.notices {
         progress(&format!("keel: {notice}"));
     }

@@ -148,6 +148,8 @@ pub(crate) struct AgentExtras {
     pub agents: Vec<keel_agents::AgentDefinition>,
     /// The model to go on with when the model keeps failing.
     pub fallback_model: Option<String>,
+    /// Only the MCP servers `--mcp-config` names (Claude Code's `--strict-mcp-config`).
+    pub strict_mcp: bool,
 }
 
 /// Sub-agents defined as Claude Code's `--agents` JSON does: `{"name": {"description": …,
@@ -316,6 +318,26 @@ impl Setup {
             task,
             extras: AgentExtras::default(),
         })
+    }
+
+    /// Takes `extras` (what Claude Code's headless flags add); with `strict_mcp`, only the
+    /// MCP servers `options`' `--mcp-config` names are kept.
+    pub(crate) fn add(&mut self, extras: AgentExtras, options: &Options) -> Result<(), CliError> {
+        if extras.strict_mcp {
+            let lookup = |name: &str| std::env::var(name).ok();
+            let mut named = Vec::new();
+            for given in &options.mcp_config {
+                for server in
+                    config::mcp::read_claude_json(given, &lookup).map_err(CliError::Usage)?
+                {
+                    named.push(server.name().to_owned());
+                }
+            }
+            self.mcp
+                .retain(|server| named.iter().any(|name| name == server.name()));
+        }
+        self.extras = extras;
+        Ok(())
     }
 
     /// Starts the configured MCP servers, all at once; one line for each that did not start

@@ -179,7 +179,7 @@ async fn flags_keel_cannot_honour_are_refused_in_one_line_before_anything_runs()
         ),
         (&["-p", "--settings", "{}", "x"][..], "--settings:"),
         (
-            &["-p", "--setting-sources", "user,project", "x"][..],
+            &["-p", "--setting-sources", "project", "x"][..],
             "--setting-sources:",
         ),
         (&["-p", "--tools", "Bash", "x"][..], "--tools:"),
@@ -519,4 +519,29 @@ async fn a_model_that_keeps_failing_gives_way_to_the_fallback_model() {
     )
     .await;
     assert_eq!(output.status.code(), Some(1), "{}", stderr(&output));
+}
+
+#[tokio::test]
+async fn strict_mcp_config_starts_only_the_servers_the_flag_names() {
+    let repo = TempRepo::new();
+    let home = Home::new();
+    home.write_config("[mcp_servers.configured]\ncommand = \"/nonexistent/mcp-server\"\n");
+    let server = anthropic_server(&[text("one"), text("two")]).await;
+    let loose = keel(&home, &server, &repo, &["-p", "hi"], None).await;
+    assert!(loose.status.success(), "{}", stderr(&loose));
+    assert!(stderr(&loose).contains("configured"), "{}", stderr(&loose));
+    let strict = keel(
+        &home,
+        &server,
+        &repo,
+        &["-p", "--strict-mcp-config", "hi"],
+        None,
+    )
+    .await;
+    assert!(strict.status.success(), "{}", stderr(&strict));
+    assert!(
+        !stderr(&strict).contains("configured"),
+        "{}",
+        stderr(&strict)
+    );
 }
