@@ -197,7 +197,7 @@ pub(crate) async fn run_prompt(
     let outcome = stream_run(
         &coding,
         &mut session,
-        &prompt,
+        vec![keel_provider::ContentBlock::text(prompt)],
         format,
         &mut stream,
         !options.no_wait_tasks,
@@ -310,7 +310,7 @@ pub(crate) fn print_lines(lines: &[Value]) {
 pub(crate) async fn stream_run(
     coding: &CodingAgent,
     session: &mut Session,
-    prompt: &str,
+    prompt: Vec<keel_provider::ContentBlock>,
     format: OutputFormat,
     stream: &mut ClaudeStream,
     wait_for_tasks: bool,
@@ -323,7 +323,7 @@ pub(crate) async fn stream_run(
     // A run stopped by a signal waits for no task: the tasks go on without keel (their
     // supervisors are detached).
     let wait = wait_for_tasks && !signals::terminating();
-    let events = coding.run(session, prompt, wait);
+    let events = coding.run_content(session, prompt, wait);
     futures::pin_mut!(events);
     loop {
         let event = tokio::select! {

@@ -18,6 +18,7 @@ use keel_engine::{
     ApprovalRequest, Approver, CancelHandle, Decision, Hook, HookEvent, HookInput, HookOutcome,
     Hooks, Stop, outcome_from_json,
 };
+use keel_provider::{ContentBlock, ImageData};
 use serde_json::{Value, json};
 use tokio::io::AsyncBufReadExt;
 use tokio::sync::{mpsc, oneshot};
@@ -147,7 +148,7 @@ impl Hook for ProgramHook {
                 "subtype": "hook_callback",
                 "callback_id": self.callback_id,
                 "input": input_json,
-                "tool_use_id": Value::Null,
+                "tool_use_id": input.tool_use_id,
             }))
             .await?;
         outcome_from_json(input.hook_event_name, &answer)
@@ -216,27 +217,43 @@ struct Changes {
     model: Option<String>,
 }
 
-/// A user message's text: a string, or its text blocks joined.
-fn user_text(message: &Value) -> Option<String> {
+/// A user message's content as keel's prompt blocks: a string, or its text and image blocks
+/// (`{"type": "image", "source": {"type": "base64", "media_type": …, "data": …}}`). A block
+/// of another kind, or an image keel refuses (not PNG, JPEG, GIF or WebP by its bytes), is
+/// named on stderr and left out; `None` when nothing is left.
+fn user_content(message: &Value) -> Option<Vec<ContentBlock>> {
     let content = &message["message"]["content"];
     if let Some(text) = content.as_str() {
-        return Some(text.to_owned());
+        return Some(vec![ContentBlock::text(text)]);
     }
-    let blocks = content.as_array()?;
-    for block in blocks.iter().filter(|block| block["type"] != "text") {
-        // Said, not dropped unseen: keel's stream-json input takes text blocks for now.
-        progress(&format!(
-            "keel: a user message's {} block is not taken (only text is); the rest of the \
-             message is sent",
-            block["type"]
-        ));
+    let mut blocks = Vec::new();
+    for block in content.as_array()? {
+        match block["type"].as_str() {
+            Some("text") => {
+                if let Some(text) = block["text"].as_str() {
+                    blocks.push(ContentBlock::text(text));
+                }
+            }
+            Some("image") if block["source"]["type"] == "base64" => {
+                let source = &block["source"];
+                match ImageData::new(
+                    source["media_type"].as_str().unwrap_or_default(),
+                    source["data"].as_str().unwrap_or_default(),
+                ) {
+                    Ok(image) => blocks.push(ContentBlock::image(image)),
+                    Err(err) => progress(&format!(
+                        "keel: an image in a user message is left out: {err}"
+                    )),
+                }
+            }
+            other => progress(&format!(
+                "keel: a user message's {} block is left out (keel takes text and base64 \
+                 images)",
+                other.unwrap_or("untyped")
+            )),
+        }
     }
-    let texts: Vec<&str> = blocks
-        .iter()
-        .filter(|block| block["type"] == "text")
-        .filter_map(|block| block["text"].as_str())
-        .collect();
-    Some(texts.join("\n"))
+    (!blocks.is_empty()).then_some(blocks)
 }
 
 /// The answer to the program's control request `request_id`.
@@ -320,7 +337,7 @@ async fn read_stdin(
     mut lines: Lines,
     responder: Responder,
     control: Control,
-    prompts: mpsc::UnboundedSender<String>,
+    prompts: mpsc::UnboundedSender<Vec<ContentBlock>>,
 ) {
     loop {
         let line = match lines.next_line().await {
@@ -344,7 +361,7 @@ async fn read_stdin(
             }
         };
         match message["type"].as_str().unwrap_or_default() {
-            "user" => match user_text(&message) {
+            "user" => match user_content(&message) {
                 Some(text) => {
                     let _ = prompts.send(text);
                 }
@@ -372,7 +389,7 @@ type Lines = tokio::io::Lines<tokio::io::BufReader<tokio::io::Stdin>>;
 /// first prompt when it sent a user message first (no control protocol).
 enum Opening {
     Initialize(Value, Value),
-    Prompt(String),
+    Prompt(Vec<ContentBlock>),
     Closed,
 }
 
@@ -390,7 +407,7 @@ async fn opening(lines: &mut Lines) -> Opening {
                 );
             }
             Some("user") => {
-                if let Some(text) = user_text(&message) {
+                if let Some(text) = user_content(&message) {
                     return Opening::Prompt(text);
                 }
             }
@@ -545,7 +562,7 @@ pub(crate) async fn run(
         let outcome = stream_run(
             &coding,
             &mut session,
-            &prompt,
+            prompt,
             OutputFormat::StreamJson,
             &mut stream,
             true,

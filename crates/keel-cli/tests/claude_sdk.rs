@@ -342,6 +342,12 @@ async fn a_pre_tool_use_hook_callback_of_the_program_blocks_a_command_through(wh
     assert_eq!(calls[0]["event"], "PreToolUse");
     assert_eq!(calls[0]["tool"], "run_command");
     assert_eq!(calls[0]["input"]["command"], "rm notes.txt");
+    assert_eq!(calls[0]["tool_use_id"], "t1", "{which:?}: {}", calls[0]);
+    assert_eq!(
+        calls[0]["input_tool_use_id"], "t1",
+        "{which:?}: {}",
+        calls[0]
+    );
     assert!(repo.path().join("notes.txt").exists());
     let bodies = keel_test_support::mock::request_bodies(&server).await;
     assert!(
@@ -386,4 +392,38 @@ async fn an_in_process_sdk_mcp_tool_of_the_program_is_called_by_the_model_throug
     );
     assert!(bodies[1].to_string().contains("sum: 5"), "{}", bodies[1]);
     assert_eq!(of(&lines, "ResultMessage")[0]["result"], "The sum is 5.");
+}
+
+#[tokio::test]
+async fn an_image_in_a_user_message_reaches_the_model() {
+    for which in SDKS {
+        an_image_in_a_user_message_reaches_the_model_through(which).await;
+    }
+}
+
+async fn an_image_in_a_user_message_reaches_the_model_through(which: Sdk) {
+    use keel_test_support::images::TINY_PNG;
+    let repo = TempRepo::new();
+    let home = Home::new();
+    let server = anthropic_server(&[text("A single pixel.")]).await;
+    let Some((ok, lines, err)) = sdk(
+        which,
+        &home,
+        &server,
+        &repo,
+        "image",
+        &["what is this?"],
+        &[("IMAGE_PNG", TINY_PNG)],
+    )
+    .await
+    else {
+        return;
+    };
+    assert!(ok, "{which:?}: {lines:#?}\nstderr: {err}");
+    let bodies = keel_test_support::mock::request_bodies(&server).await;
+    let content = &bodies[0]["messages"][0]["content"];
+    assert_eq!(content[0]["text"], "what is this?", "{content}");
+    assert_eq!(content[1]["type"], "image", "{content}");
+    assert_eq!(content[1]["source"]["data"], TINY_PNG, "{content}");
+    assert_eq!(of(&lines, "ResultMessage")[0]["result"], "A single pixel.");
 }

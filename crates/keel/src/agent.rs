@@ -156,10 +156,25 @@ impl CodingAgent {
         prompt: &'a str,
         wait_for_tasks: bool,
     ) -> impl Stream<Item = RunEvent> + Send + 'a {
+        self.run_content(
+            session,
+            vec![keel_provider::ContentBlock::text(prompt)],
+            wait_for_tasks,
+        )
+    }
+
+    /// [`run`](Self::run) with a prompt of several blocks: text and
+    /// [images](keel_provider::ContentBlock::image) the person attached.
+    pub fn run_content<'a>(
+        &'a self,
+        session: &'a mut Session,
+        prompt: Vec<keel_provider::ContentBlock>,
+        wait_for_tasks: bool,
+    ) -> impl Stream<Item = RunEvent> + Send + 'a {
         async_stream::stream! {
             let mut first = None;
             {
-                let events = session.run_streaming(prompt);
+                let events = session.run_streaming_content(prompt);
                 futures::pin_mut!(events);
                 while let Some(event) = events.next().await {
                     if let AgentEvent::Finished(outcome) = &event {

@@ -5,7 +5,7 @@
 //   node driver.mjs <sdk package dir> SCENARIO
 //
 // Environment as for driver.py: KEEL_BIN, REPO, PROMPTS (a JSON list), and keel's own, which
-// the SDK passes on. Scenarios: query, client, deny, interrupt, hook, mcp (as in driver.py).
+// the SDK passes on. Scenarios: query, client, deny, interrupt, hook, image, mcp (as in driver.py).
 
 import path from "node:path";
 import { pathToFileURL } from "node:url";
@@ -98,8 +98,15 @@ try {
       await run(streamed(prompt), { canUseTool });
     }
   } else if (scenario === "hook") {
-    const noRm = async (input) => {
-      emit({ kind: "hook", event: input.hook_event_name, tool: input.tool_name, input: input.tool_input });
+    const noRm = async (input, toolUseId) => {
+      emit({
+        kind: "hook",
+        event: input.hook_event_name,
+        tool: input.tool_name,
+        input: input.tool_input,
+        tool_use_id: toolUseId,
+        input_tool_use_id: input.tool_use_id,
+      });
       if ((input.tool_input?.command ?? "").includes("rm")) {
         return {
           hookSpecificOutput: {
@@ -117,6 +124,24 @@ try {
         allowDangerouslySkipPermissions: true,
         hooks: { PreToolUse: [{ matcher: "Bash", hooks: [noRm] }] },
       });
+    }
+  } else if (scenario === "image") {
+    async function* withImage(text) {
+      yield {
+        type: "user",
+        parent_tool_use_id: null,
+        session_id: "",
+        message: {
+          role: "user",
+          content: [
+            { type: "text", text },
+            { type: "image", source: { type: "base64", media_type: "image/png", data: process.env.IMAGE_PNG } },
+          ],
+        },
+      };
+    }
+    for (const prompt of prompts) {
+      await run(withImage(prompt), { permissionMode: "bypassPermissions", allowDangerouslySkipPermissions: true });
     }
   } else if (scenario === "mcp") {
     const add = sdk.tool("add", "Adds two numbers.", { a: z.number(), b: z.number() }, async (args) => {

@@ -14,6 +14,7 @@ passes on to keel. Scenarios:
                 asked (INTERRUPT_AFTER seconds), then the second prompt runs
     hook        query() with a PreToolUse hook on Bash (keel's run_command) that denies
                 every command containing "rm"
+    image       query() with a prompt of text and a PNG (IMAGE_PNG, base64)
     mcp         query() with an in-process SDK MCP server `calc` whose `add` tool the
                 model calls as mcp__calc__add
 
@@ -124,7 +125,8 @@ async def main(scenario):
     elif scenario == "hook":
         async def no_rm(hook_input, tool_use_id, context):
             emit(kind="hook", event=hook_input.get("hook_event_name"),
-                 tool=hook_input.get("tool_name"), input=hook_input.get("tool_input"))
+                 tool=hook_input.get("tool_name"), input=hook_input.get("tool_input"),
+                 tool_use_id=tool_use_id, input_tool_use_id=hook_input.get("tool_use_id"))
             if "rm" in (hook_input.get("tool_input") or {}).get("command", ""):
                 return {"hookSpecificOutput": {"hookEventName": "PreToolUse",
                                                "permissionDecision": "deny",
@@ -135,6 +137,18 @@ async def main(scenario):
         for prompt in prompts:
             async for message in query(prompt=prompt, options=options(
                     permission_mode="bypassPermissions", hooks=hooks)):
+                show(message)
+    elif scenario == "image":
+        async def with_image(text):
+            yield {"type": "user", "parent_tool_use_id": None, "session_id": "",
+                   "message": {"role": "user", "content": [
+                       {"type": "text", "text": text},
+                       {"type": "image", "source": {"type": "base64", "media_type": "image/png",
+                                                    "data": os.environ["IMAGE_PNG"]}}]}}
+
+        for prompt in prompts:
+            async for message in query(prompt=with_image(prompt),
+                                       options=options(permission_mode="bypassPermissions")):
                 show(message)
     elif scenario == "mcp":
         @tool("add", "Adds two numbers.", {"a": float, "b": float})

@@ -121,6 +121,9 @@ pub struct HookInput {
     /// data is not passed).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub tool_response: Option<Value>,
+    /// The tool call's id (`PreToolUse`, `PostToolUse`), as the model gave it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tool_use_id: Option<String>,
     /// `Stop` only: whether the model is already working on because a `Stop` hook blocked,
     /// so that a hook can avoid sending it back forever.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -136,8 +139,16 @@ impl HookInput {
             tool_name: None,
             tool_input: None,
             tool_response: None,
+            tool_use_id: None,
             stop_hook_active: None,
         }
+    }
+
+    /// The same input, for the tool call `id`.
+    #[must_use]
+    pub fn with_tool_use_id(mut self, id: impl Into<String>) -> Self {
+        self.tool_use_id = Some(id.into());
+        self
     }
 
     /// The input of a `SessionStart` hook.

@@ -148,7 +148,8 @@ impl Session {
             && self.config.hooks().handles(HookEvent::PreToolUse)
         {
             let input =
-                HookInput::pre_tool_use(&self.id, &self.cwd, &call.name, call.input.clone());
+                HookInput::pre_tool_use(&self.id, &self.cwd, &call.name, call.input.clone())
+                    .with_tool_use_id(&call.id);
             Some(self.hooks(input, sink).await.outcome)
         } else {
             None

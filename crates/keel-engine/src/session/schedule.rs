@@ -224,7 +224,8 @@ impl Session {
                 &call.name,
                 call.input.clone(),
                 response,
-            );
+            )
+            .with_tool_use_id(&call.id);
             let report = self.hooks(input, sink).await;
             // Feedback from PostToolUse hooks goes to the model with the result.
             let feedback: Vec<String> = match report.outcome {
