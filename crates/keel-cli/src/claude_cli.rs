@@ -102,6 +102,17 @@ impl PermissionMode {
         }
     }
 
+    /// Claude Code's name for keel's mode `mode`.
+    pub(crate) fn claude_name(mode: LiveMode) -> &'static str {
+        match mode {
+            LiveMode::Ask => "default",
+            LiveMode::AcceptEdits => "acceptEdits",
+            LiveMode::ReadOnly => "plan",
+            LiveMode::Allow => "bypassPermissions",
+            LiveMode::Deny => "dontAsk",
+        }
+    }
+
     /// The mode `name` (Claude Code's spelling) names.
     pub(crate) fn named(name: &str) -> Option<Self> {
         <Self as ValueEnum>::from_str(name, false).ok()

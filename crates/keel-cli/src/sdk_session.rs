@@ -10,6 +10,7 @@
 //! protocol lines; the session ends when stdin closes.
 
 use std::collections::HashMap;
+use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 
@@ -136,12 +137,20 @@ struct ProgramHook {
     control: Control,
     callback_id: String,
     name: String,
+    /// The session's approval mode, given as Claude's `permission_mode`.
+    mode: ModeSwitch,
+    /// Where session files are, for Claude's `transcript_path`.
+    sessions: PathBuf,
 }
 
 #[async_trait::async_trait]
 impl Hook for ProgramHook {
     async fn run(&self, input: &HookInput) -> Result<HookOutcome, String> {
-        let input_json = serde_json::to_value(input).map_err(|err| err.to_string())?;
+        let mut input_json = serde_json::to_value(input).map_err(|err| err.to_string())?;
+        // Claude Code's fields keel's hook input does not carry itself.
+        input_json["permission_mode"] = json!(PermissionMode::claude_name(self.mode.get()));
+        input_json["transcript_path"] =
+            json!(self.sessions.join(format!("{}.jsonl", input.session_id)));
         let answer = self
             .control
             .ask(json!({
@@ -161,7 +170,12 @@ impl Hook for ProgramHook {
 
 /// The hooks `initialize` registers (`hooks.<Event>[] = {matcher, hookCallbackIds}`), with
 /// matchers on keel's tool names; an event keel does not have is an error naming it.
-fn program_hooks(registered: &Value, control: &Control) -> Result<Hooks, String> {
+fn program_hooks(
+    registered: &Value,
+    control: &Control,
+    mode: &ModeSwitch,
+    sessions: &std::path::Path,
+) -> Result<Hooks, String> {
     let mut hooks = Hooks::new();
     let Some(events) = registered.as_object() else {
         return Ok(hooks);
@@ -181,6 +195,8 @@ fn program_hooks(registered: &Value, control: &Control) -> Result<Hooks, String>
                     control: control.clone(),
                     callback_id: id.to_owned(),
                     name: format!("the program's {event_name} hook {id}"),
+                    mode: mode.clone(),
+                    sessions: sessions.to_path_buf(),
                 };
                 hooks
                     .add(event, on.as_deref(), Arc::new(hook))
@@ -451,8 +467,29 @@ pub(crate) async fn run(
             }
         }
     }
+    let asker = asks_program.then(|| {
+        Arc::new(ProgramApprover {
+            control: control.clone(),
+        }) as Arc<dyn Approver>
+    });
+    // Claude Code's default mode asks the program when it answers questions.
+    let start = headless.mode.unwrap_or(if asks_program {
+        LiveMode::Ask
+    } else {
+        LiveMode::of(setup.approvals)
+    });
+    let mut approver = ModeApprover::starting(start, asker);
+    if asks_program {
+        // The program answers as Claude Code's permission modes ask: about every change.
+        approver = approver.asking_about_changes();
+    }
     let hooks = match &initialize {
-        Some((id, request)) => match program_hooks(&request["hooks"], &control) {
+        Some((id, request)) => match program_hooks(
+            &request["hooks"],
+            &control,
+            &approver.switch(),
+            setup.store.dir(),
+        ) {
             Ok(hooks) => hooks,
             Err(err) => {
                 print_json(&control_answer(id, Err(err.clone())));
@@ -482,22 +519,6 @@ pub(crate) async fn run(
         if !prompt.trim().is_empty() {
             setup.extras.system_prompt = Some(prompt);
         }
-    }
-    let asker = asks_program.then(|| {
-        Arc::new(ProgramApprover {
-            control: control.clone(),
-        }) as Arc<dyn Approver>
-    });
-    // Claude Code's default mode asks the program when it answers questions.
-    let start = headless.mode.unwrap_or(if asks_program {
-        LiveMode::Ask
-    } else {
-        LiveMode::of(setup.approvals)
-    });
-    let mut approver = ModeApprover::starting(start, asker);
-    if asks_program {
-        // The program answers as Claude Code's permission modes ask: about every change.
-        approver = approver.asking_about_changes();
     }
     let changes: Arc<Mutex<Changes>> = Arc::default();
     let cancel: Arc<OnceLock<CancelHandle>> = Arc::default();

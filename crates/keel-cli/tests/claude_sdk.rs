@@ -348,6 +348,12 @@ async fn a_pre_tool_use_hook_callback_of_the_program_blocks_a_command_through(wh
         "{which:?}: {}",
         calls[0]
     );
+    assert_eq!(calls[0]["permission_mode"], "bypassPermissions");
+    let transcript = calls[0]["transcript_path"].as_str().unwrap();
+    assert!(
+        std::path::Path::new(transcript).exists(),
+        "{which:?}: the session file {transcript}"
+    );
     assert!(repo.path().join("notes.txt").exists());
     let bodies = keel_test_support::mock::request_bodies(&server).await;
     assert!(

@@ -106,6 +106,8 @@ try {
         input: input.tool_input,
         tool_use_id: toolUseId,
         input_tool_use_id: input.tool_use_id,
+        permission_mode: input.permission_mode,
+        transcript_path: input.transcript_path,
       });
       if ((input.tool_input?.command ?? "").includes("rm")) {
         return {

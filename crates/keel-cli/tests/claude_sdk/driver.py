@@ -126,7 +126,9 @@ async def main(scenario):
         async def no_rm(hook_input, tool_use_id, context):
             emit(kind="hook", event=hook_input.get("hook_event_name"),
                  tool=hook_input.get("tool_name"), input=hook_input.get("tool_input"),
-                 tool_use_id=tool_use_id, input_tool_use_id=hook_input.get("tool_use_id"))
+                 tool_use_id=tool_use_id, input_tool_use_id=hook_input.get("tool_use_id"),
+                 permission_mode=hook_input.get("permission_mode"),
+                 transcript_path=hook_input.get("transcript_path"))
             if "rm" in (hook_input.get("tool_input") or {}).get("command", ""):
                 return {"hookSpecificOutput": {"hookEventName": "PreToolUse",
                                                "permissionDecision": "deny",
