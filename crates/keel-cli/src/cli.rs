@@ -18,6 +18,7 @@ Environment:
   ANTHROPIC_API_KEY, OPENAI_API_KEY     provider keys (never printed or saved)
   ANTHROPIC_BASE_URL, OPENAI_BASE_URL   where the provider is served
   KEEL_PROVIDER, KEEL_MODEL             like --provider and --model
+  ANTHROPIC_MODEL, ANTHROPIC_SMALL_FAST_MODEL  the models, as Claude Code reads them
   KEEL_HOME                             config, sessions and history (default ~/.keel)
   KEEL_LOG                              log to $KEEL_HOME/logs/keel.log: a filter such as
                                         debug, or keel_provider=trace (see --debug)

@@ -210,6 +210,12 @@ impl Setup {
             .model
             .clone()
             .or_else(|| env("KEEL_MODEL"))
+            // Claude Code's variable, for a provider speaking Anthropic's API.
+            .or_else(|| {
+                (chosen.kind == ProviderKind::Anthropic)
+                    .then(|| env("ANTHROPIC_MODEL"))
+                    .flatten()
+            })
             .or_else(|| config.model.clone())
             .unwrap_or_else(|| chosen.kind.default_model().to_owned());
         // Claude Code's family aliases (`sonnet`, `opus`, `haiku`) name a model.
@@ -471,9 +477,13 @@ impl Setup {
 
     /// The cheap model delegation may pick: `small_model`, or one of the same provider.
     fn small_model(&self) -> String {
-        self.config
-            .small_model
-            .clone()
+        // Claude Code's variable, for a provider speaking Anthropic's API.
+        let from_env = (self.provider_endpoint.0 == ProviderKind::Anthropic)
+            .then(|| env("ANTHROPIC_SMALL_FAST_MODEL"))
+            .flatten();
+        from_env
+            .or_else(|| self.config.small_model.clone())
+            .map(|model| keel_provider::ModelCatalog::expand_alias(&model).to_owned())
             .unwrap_or_else(|| keel_agents::Models::small_for(&self.model))
     }
 

@@ -545,3 +545,45 @@ async fn strict_mcp_config_starts_only_the_servers_the_flag_names() {
         stderr(&strict)
     );
 }
+
+#[tokio::test]
+async fn claude_code_s_model_variables_choose_the_models_below_flags_and_keel_s_own() {
+    let repo = TempRepo::new();
+    let home = Home::new();
+    let server = anthropic_server(&[text("one"), text("two"), text("three")]).await;
+    let with = |vars: &[(&str, &str)], args: &[&str]| {
+        let mut command = home.keel_anthropic(&server);
+        command.current_dir(repo.path()).args(args);
+        for (name, value) in vars {
+            command.env(name, value);
+        }
+        command
+    };
+    let runs = [
+        with(&[("ANTHROPIC_MODEL", "haiku")], &["-p", "hi"]),
+        with(
+            &[
+                ("ANTHROPIC_MODEL", "haiku"),
+                ("KEEL_MODEL", "claude-opus-4-5"),
+            ],
+            &["-p", "hi"],
+        ),
+        with(
+            &[("ANTHROPIC_MODEL", "haiku")],
+            &["-p", "--model", "claude-sonnet-4-5", "hi"],
+        ),
+    ];
+    for command in runs {
+        let output = run(command).await;
+        assert!(output.status.success(), "{}", stderr(&output));
+    }
+    let models: Vec<Value> = request_bodies(&server)
+        .await
+        .iter()
+        .map(|body| body["model"].clone())
+        .collect();
+    assert_eq!(
+        models,
+        ["claude-haiku-4-5", "claude-opus-4-5", "claude-sonnet-4-5"]
+    );
+}

@@ -89,7 +89,10 @@ impl Clients {
         if let Some(client) = cell.get() {
             return Ok(client);
         }
-        let builder = reqwest::Client::builder().connect_timeout(Duration::from_secs(30));
+        // Gateways and proxies see which program calls them (`keel/<version>`).
+        let builder = reqwest::Client::builder()
+            .connect_timeout(Duration::from_secs(30))
+            .user_agent(concat!("keel/", env!("CARGO_PKG_VERSION")));
         // An empty root store instead of the platform verifier: nothing is read from disk.
         // Such a client cannot complete a TLS handshake, and is only used for http:// URLs.
         let builder = if plain {

@@ -166,6 +166,10 @@ async fn anthropic_body() {
     assert_eq!(header(&received, "x-api-key"), "sk-ant-test");
     assert_eq!(header(&received, "anthropic-version"), "2023-06-01");
     assert_eq!(header(&received, "content-type"), "application/json");
+    assert_eq!(
+        header(&received, "user-agent"),
+        concat!("keel/", env!("CARGO_PKG_VERSION"))
+    );
 }
 
 #[tokio::test]
@@ -214,6 +218,7 @@ async fn openai_body() {
     let (body, received) = sent_to_openai(&request).await;
     insta::assert_json_snapshot!("openai_body", body);
     assert_eq!(header(&received, "authorization"), "Bearer sk-test");
+    assert!(header(&received, "user-agent").starts_with("keel/"));
 }
 
 #[tokio::test]

@@ -25,6 +25,8 @@ pub(crate) const KEEL_VARS: &[&str] = &[
     "OPENAI_BASE_URL",
     "KEEL_PROVIDER",
     "KEEL_MODEL",
+    "ANTHROPIC_MODEL",
+    "ANTHROPIC_SMALL_FAST_MODEL",
     "KEEL_HOME",
     "KEEL_LOG",
     "NO_COLOR",
