@@ -246,17 +246,12 @@ pub(crate) async fn run_prompt(
 
 /// What the `system`/`init` line says of this run.
 pub(crate) fn init_info<'a>(setup: &'a Setup, coding: &CodingAgent) -> InitInfo<'a> {
-    let started: Vec<&str> = setup.mcp_servers.iter().map(|s| s.name()).collect();
     let mcp_servers = setup
-        .mcp
-        .iter()
-        .map(|config| McpStatus {
-            name: config.name().to_owned(),
-            status: if started.contains(&config.name()) {
-                "connected"
-            } else {
-                "failed"
-            },
+        .mcp_status()
+        .into_iter()
+        .map(|(name, status)| McpStatus {
+            name: name.to_owned(),
+            status,
         })
         .collect();
     let (agents, skills) = coding

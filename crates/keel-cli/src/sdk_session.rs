@@ -549,21 +549,15 @@ pub(crate) async fn run(
         });
         let config = McpServerConfig::new(&server, transport)
             .map_err(|err| CliError::Usage(format!("--mcp-config: {err}")))?;
-        setup.mcp.retain(|s| s.name() != server);
-        setup.mcp.push(config);
+        setup.add_mcp_server(config);
     }
     for line in setup.start_mcp_servers().await {
         progress(&format!("keel: {line}"));
     }
-    // Each configured server, connected if it started.
     let status: Vec<Value> = setup
-        .mcp
-        .iter()
-        .map(|config| {
-            let started = setup.mcp_servers.iter().any(|s| s.name() == config.name());
-            let status = if started { "connected" } else { "failed" };
-            json!({"name": config.name(), "status": status})
-        })
+        .mcp_status()
+        .into_iter()
+        .map(|(name, status)| json!({"name": name, "status": status}))
         .collect();
     let _ = mcp_status.set(Value::Array(status));
     let coding = setup.agent(approver, hooks)?;

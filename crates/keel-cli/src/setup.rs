@@ -346,6 +346,24 @@ impl Setup {
         Ok(())
     }
 
+    /// Adds `server` to the MCP servers to start, in place of a configured one of the same
+    /// name (the servers an ACP client or an SDK program passes).
+    pub(crate) fn add_mcp_server(&mut self, server: McpServerConfig) {
+        self.mcp.retain(|s| s.name() != server.name());
+        self.mcp.push(server);
+    }
+
+    /// Each MCP server to start, by name, and whether it did: `connected` or `failed`.
+    pub(crate) fn mcp_status(&self) -> Vec<(&str, &'static str)> {
+        self.mcp
+            .iter()
+            .map(|config| {
+                let started = self.mcp_servers.iter().any(|s| s.name() == config.name());
+                (config.name(), if started { "connected" } else { "failed" })
+            })
+            .collect()
+    }
+
     /// Starts the configured MCP servers, all at once; one line for each that did not start
     /// and for each tool one left out, for stderr. The session goes on without them.
     pub(crate) async fn start_mcp_servers(&mut self) -> Vec<String> {

@@ -209,8 +209,7 @@ async fn new_session(
     options.cwd = Some(cwd);
     let mut setup = Setup::resolve(&options, Mode::Exec, &choice)?;
     for server in client_mcp_servers(mcp_servers)? {
-        setup.mcp.retain(|s| s.name() != server.name());
-        setup.mcp.push(server);
+        setup.add_mcp_server(server);
     }
     for line in setup.start_mcp_servers().await {
         progress(&format!("keel: {line}"));
