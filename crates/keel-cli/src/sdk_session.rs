@@ -567,11 +567,14 @@ pub(crate) async fn run(
     let mut session = setup.session(coding.agent(), &choice)?;
     let _ = cancel.set(session.cancel_handle());
     let mut failed = false;
+    // One stream for the session: its results are numbered, and their totals run, across
+    // the turns.
+    let mut stream = ClaudeStream::new(session.id(), session.model(), headless.partial);
     while let Some(prompt) = next.recv().await {
         if let Some(model) = changes.lock().ok().and_then(|mut c| c.model.take()) {
+            stream.set_model(&model);
             session.set_model(model);
         }
-        let mut stream = ClaudeStream::new(session.id(), session.model(), headless.partial);
         print_json(&stream.init(&init_info(&setup, &coding)));
         let started = std::time::Instant::now();
         let outcome = stream_run(

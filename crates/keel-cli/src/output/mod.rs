@@ -202,6 +202,13 @@ impl ClaudeStream {
         self
     }
 
+    /// Goes on with `model` (the program switched models between turns): later lines name
+    /// it, and `modelUsage` gives its limits.
+    pub(crate) fn set_model(&mut self, model: &str) {
+        model.clone_into(&mut self.model);
+        self.limits = ModelLimits::of(model);
+    }
+
     /// A `system` line of `subtype` with `fields`, and `uuid` and `session_id`.
     fn system(&self, subtype: &str, fields: Value) -> Value {
         let mut line = json!({"type": "system", "subtype": subtype});
