@@ -18,6 +18,8 @@ use crate::exec::{Headless, read_prompt, run_prompt};
 use crate::setup::{AgentExtras, CliError};
 
 /// keel's subcommands: a command line naming one before any print-mode flag is keel's own.
+/// A list rather than clap's (building clap's command costs start-up time); a test keeps it
+/// equal to clap's.
 const SUBCOMMANDS: &[&str] = &[
     "exec",
     "sessions",
@@ -536,6 +538,20 @@ mod tests {
 
     fn args(line: &[&str]) -> Vec<OsString> {
         line.iter().map(OsString::from).collect()
+    }
+
+    #[test]
+    fn the_subcommand_list_is_clap_s() {
+        use clap::CommandFactory;
+        let mut names: Vec<String> = crate::cli::Cli::command()
+            .get_subcommands()
+            .map(|command| command.get_name().to_owned())
+            .collect();
+        names.push("help".to_owned());
+        names.sort();
+        let mut listed: Vec<&str> = SUBCOMMANDS.to_vec();
+        listed.sort_unstable();
+        assert_eq!(names, listed);
     }
 
     #[test]
