@@ -67,6 +67,7 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
+pub mod claude;
 mod context;
 mod editor;
 mod effect;
