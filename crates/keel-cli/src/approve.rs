@@ -276,9 +276,9 @@ pub(crate) struct ModeApprover {
 impl ModeApprover {
     /// The approver `mode` means; `ask` uses `ask` (and, without it, refuses as `deny`),
     /// showing `preview`'s lines before each question.
-    pub(crate) fn new(mode: ApprovalMode, ask: Option<AskFn>, preview: Option<PreviewFn>) -> Self {
+    pub(crate) fn new(mode: LiveMode, ask: Option<AskFn>, preview: Option<PreviewFn>) -> Self {
         Self {
-            mode: ModeSwitch(Arc::new(AtomicU8::new(LiveMode::of(mode).to_u8()))),
+            mode: ModeSwitch(Arc::new(AtomicU8::new(mode.to_u8()))),
             terminal: ask
                 .map(|ask| Arc::new(TerminalApprover::new(ask, preview)) as Arc<dyn Approver>),
             asks_changes: false,
@@ -373,7 +373,7 @@ mod tests {
     #[tokio::test]
     async fn the_mode_cycles_and_each_mode_decides_as_it_says() {
         let asked: AskFn = Arc::new(|_| Answer::Line("n".into()));
-        let approver = ModeApprover::new(ApprovalMode::Ask, Some(asked), None);
+        let approver = ModeApprover::new(LiveMode::Ask, Some(asked), None);
         let switch = approver.switch();
         let edit = request("write_file", Effect::destructive("replaces"));
         let protected = request("write_file", Effect::protected("a hook file"));

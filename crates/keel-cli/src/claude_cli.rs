@@ -12,6 +12,7 @@ use std::path::PathBuf;
 
 use clap::{Parser, ValueEnum};
 
+use crate::config::{ClaudeFiles, SettingSources};
 use crate::approve::LiveMode;
 use crate::cli::{Options, OutputFormat};
 use crate::exec::{Headless, read_prompt, run_prompt};
@@ -35,6 +36,7 @@ const SUBCOMMANDS: &[&str] = &[
     "rewind",
     "mcp",
     "acp",
+    "config",
     "completions",
     "man",
     "task-run",
@@ -210,9 +212,9 @@ pub(crate) struct ClaudeArgs {
     #[arg(long, value_name = "UUID")]
     pub session_id: Option<String>,
 
-    /// Which Claude settings files to read (user, project, local); keel reads its own
-    /// configuration from both the user and the project, so a list naming both, or an empty
-    /// one, is accepted.
+    /// Which of Claude Code's settings files to read: user (~/.claude/settings.json), project
+    /// (.claude/settings.json), local (.claude/settings.local.json), comma separated; empty
+    /// reads none. keel's own config files are read whatever this says.
     #[arg(long, value_name = "SOURCES")]
     pub setting_sources: Option<String>,
 
@@ -237,9 +239,9 @@ pub(crate) struct ClaudeArgs {
     #[arg(long)]
     pub fork_session: bool,
 
-    /// Claude settings files: refused (keel reads its own config), named so the refusal says
-    /// why.
-    #[arg(long, hide = true, value_name = "FILE|JSON")]
+    /// A Claude Code settings file, or its JSON text, read after every other settings file
+    /// (its values win).
+    #[arg(long, value_name = "FILE|JSON")]
     pub settings: Option<String>,
 
     /// keel's own flags.
@@ -265,12 +267,6 @@ fn refused(flag: &str, why: &str) -> CliError {
 impl ClaudeArgs {
     /// The refusal for the first flag keel cannot honour, if any.
     fn check(&self) -> Result<(), CliError> {
-        if self.settings.is_some() {
-            return Err(refused(
-                "--settings",
-                "keel reads its own config ($KEEL_HOME/config.toml, .keel/config.toml), not Claude settings",
-            ));
-        }
         if self.fork_session && self.options.resume.is_none() && !self.options.continue_latest {
             return Err(refused(
                 "--fork-session",
@@ -286,22 +282,7 @@ impl ClaudeArgs {
             ));
         }
         if let Some(sources) = &self.setting_sources {
-            // keel reads its own configuration from the user and the project (not Claude's
-            // settings files): a list naming both, or none (the SDKs' "no settings files"),
-            // says nothing keel would do otherwise; one that leaves out only one of them
-            // asks for what keel cannot do.
-            let named: Vec<&str> = sources
-                .split(',')
-                .map(str::trim)
-                .filter(|s| !s.is_empty())
-                .collect();
-            let both = named.contains(&"user") && named.contains(&"project");
-            if !named.is_empty() && !both {
-                return Err(refused(
-                    "--setting-sources",
-                    "keel reads its config from both the user and the project; name both, or none",
-                ));
-            }
+            SettingSources::parse(sources).map_err(|why| refused("--setting-sources", &why))?;
         }
         match self.permission_prompt_tool.as_deref() {
             None => {}
@@ -505,8 +486,17 @@ fn take_program_servers(values: &mut Vec<String>) -> Result<Vec<String>, CliErro
 }
 
 /// Runs keel in print mode as `args` say; the exit code.
-pub(crate) async fn run(args: ClaudeArgs) -> Result<u8, CliError> {
+pub(crate) async fn run(mut args: ClaudeArgs) -> Result<u8, CliError> {
     args.check()?;
+    args.options.claude_settings = ClaudeFiles {
+        settings: args.settings.clone(),
+        sources: match &args.setting_sources {
+            Some(list) => {
+                SettingSources::parse(list).map_err(|why| refused("--setting-sources", &why))?
+            }
+            None => SettingSources::ALL,
+        },
+    };
     let headless = Headless {
         extras: args.extras()?,
         mode: args.mode(),

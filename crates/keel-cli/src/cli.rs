@@ -142,6 +142,11 @@ pub(crate) struct Options {
     /// to log instead).
     #[arg(long)]
     pub debug: bool,
+
+    /// Claude Code's settings files to read, as `keel -p`'s `--settings` and
+    /// `--setting-sources` say (keel's own command line reads them all).
+    #[arg(skip)]
+    pub claude_settings: crate::config::ClaudeFiles,
 }
 
 impl Options {
@@ -169,6 +174,7 @@ impl Options {
             no_delegation: self.no_delegation || later.no_delegation,
             no_wait_tasks: self.no_wait_tasks || later.no_wait_tasks,
             debug: self.debug || later.debug,
+            claude_settings: self.claude_settings,
         };
         let conflict = |one: &str, other: &str| {
             clap::Error::raw(
@@ -316,6 +322,12 @@ pub(crate) enum Command {
     /// Speak the Agent Client Protocol on stdin/stdout, for editors (Zed, JetBrains, Neovim,
     /// Emacs) and acpx.
     Acp {
+        #[command(flatten)]
+        options: Options,
+    },
+    /// Print every effective setting and where it came from: a flag, a variable, keel's or
+    /// Claude Code's settings files, or the default.
+    Config {
         #[command(flatten)]
         options: Options,
     },
@@ -474,6 +486,7 @@ impl Command {
             | Command::Tasks { options, .. }
             | Command::Mcp { options, .. }
             | Command::Acp { options }
+            | Command::Config { options }
             | Command::Rewind { options, .. }
             | Command::Completions { options, .. }
             | Command::Man { options, .. }

@@ -165,7 +165,7 @@ pub(crate) async fn command(options: &Options, command: Command) -> Result<u8, C
             "--no-delegation leaves nothing to list or run here".into(),
         ));
     }
-    let coding = setup.agent(ModeApprover::new(setup.approvals, None, None), Hooks::new())?;
+    let coding = setup.agent(ModeApprover::new(setup.live_mode, None, None), Hooks::new())?;
     let delegates = coding
         .delegates()
         .cloned()

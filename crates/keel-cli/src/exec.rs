@@ -176,7 +176,7 @@ pub(crate) async fn run_prompt(
     };
     let approver = match headless.mode {
         Some(mode) => ModeApprover::starting(mode, None),
-        None => ModeApprover::new(setup.approvals, ask, None),
+        None => ModeApprover::new(setup.live_mode, ask, None),
     };
     let coding = setup.agent(approver, Hooks::new())?;
     for warning in coding.warnings() {

@@ -10,6 +10,7 @@ mod approve;
 mod claude_cli;
 mod cli;
 mod config;
+mod config_report;
 mod delegates;
 mod exec;
 mod logging;
@@ -58,6 +59,7 @@ async fn dispatch(command: Option<Command>, options: Options) -> Result<u8, CliE
         Some(Command::Tasks { action, .. }) => tasks::command(action).await,
         Some(Command::Mcp { action, .. }) => mcp::run(action, &options).await,
         Some(Command::Acp { .. }) => acp::run(&options).await,
+        Some(Command::Config { .. }) => config_report::run(&options),
         Some(Command::Trust { dir, .. }) => {
             println!("{}", trust::trust_command(dir.as_deref(), &options)?);
             Ok(0)

@@ -33,7 +33,7 @@ impl HostApprover {
         };
         Self {
             mode,
-            fixed: ModeApprover::new(fixed, None, None),
+            fixed: ModeApprover::new(crate::approve::LiveMode::of(fixed), None, None),
         }
     }
 

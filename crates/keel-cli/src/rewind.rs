@@ -7,7 +7,7 @@ use keel_engine::SessionStore;
 use keel_snapshot::{RestoreReport, ShadowSnapshots, SnapshotInfo, Snapshots};
 
 use crate::cli::Options;
-use crate::config::{Config, SnapshotsConfig};
+use crate::config::SnapshotsConfig;
 use crate::setup::{CliError, keel_home};
 
 /// The snapshot store of `workspace` with the limits of `config`.
@@ -186,8 +186,7 @@ pub(crate) fn command(
 ) -> Result<u8, CliError> {
     let home = keel_home()?;
     let workspace = workspace(options)?;
-    let config = Config::load(Some(&home), &workspace, options.trust_project)
-        .map_err(|err| CliError::Usage(err.to_string()))?;
+    let config = crate::setup::load_config(options, &home, &workspace)?;
     let snapshots = open(&home, &workspace, &config.snapshots).map_err(CliError::Run)?;
     if id.is_none() && conversation {
         return Err(CliError::Usage(

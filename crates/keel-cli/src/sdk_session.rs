@@ -476,7 +476,7 @@ pub(crate) async fn run(
     let start = headless.mode.unwrap_or(if asks_program {
         LiveMode::Ask
     } else {
-        LiveMode::of(setup.approvals)
+        setup.live_mode
     });
     let mut approver = ModeApprover::starting(start, asker);
     if asks_program {

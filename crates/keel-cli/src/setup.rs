@@ -18,6 +18,7 @@ use keel_sandbox::{SandboxMode, SandboxPolicy};
 
 use keel_tasks::{TaskApprovals, TaskSettings, load_settings};
 
+use crate::approve::LiveMode;
 use crate::cli::Options;
 use crate::config::{self, ApprovalMode, Config};
 use crate::trouble::ProviderOrigin;
@@ -94,6 +95,9 @@ pub(crate) struct Setup {
     pub model: String,
     /// Approvals.
     pub approvals: ApprovalMode,
+    /// The approval mode sessions start in: `approvals`, or Claude Code's `defaultMode`
+    /// (`acceptEdits`, `plan`) when only a settings file chose it.
+    pub live_mode: LiveMode,
     /// The iteration limit.
     pub max_iterations: u32,
     /// The session store.
@@ -182,6 +186,32 @@ pub(crate) fn session_store(keel_home: &Path) -> Arc<JsonlSessionStore> {
     Arc::new(JsonlSessionStore::new(keel::Home(keel_home).sessions()))
 }
 
+/// Claude Code's user directory: `$CLAUDE_CONFIG_DIR`, else `~/.claude`.
+pub(crate) fn claude_home() -> Option<PathBuf> {
+    std::env::var_os("CLAUDE_CONFIG_DIR")
+        .filter(|dir| !dir.is_empty())
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|home| PathBuf::from(home).join(".claude")))
+}
+
+/// The configuration files of `cwd`'s project and the user's, as `options` say to read them.
+pub(crate) fn load_config(
+    options: &Options,
+    keel_home: &Path,
+    cwd: &Path,
+) -> Result<Config, CliError> {
+    let claude_home = claude_home();
+    Config::load(&config::Sources {
+        keel_home: Some(keel_home),
+        claude_home: claude_home.as_deref(),
+        cwd,
+        trust_project: options.trust_project,
+        claude_files: options.claude_settings.sources,
+        settings: options.claude_settings.settings.as_deref(),
+    })
+    .map_err(|err| CliError::Usage(err.to_string()))
+}
+
 fn env(name: &str) -> Option<String> {
     std::env::var(name).ok().filter(|v| !v.trim().is_empty())
 }
@@ -199,8 +229,7 @@ impl Setup {
         crate::usage::check_model_name(options.model.as_deref())?;
         let store = session_store(&keel_home);
         let cwd = working_dir(options, session, &store)?;
-        let config = Config::load(Some(&keel_home), &cwd, options.trust_project)
-            .map_err(|err| CliError::Usage(err.to_string()))?;
+        let config = load_config(options, &keel_home, &cwd)?;
         let chosen = match provider(options, &config) {
             Ok(chosen) => chosen,
             Err(CliError::Usage(message)) if mode == Mode::Listing => unconfigured(message),
@@ -231,6 +260,7 @@ impl Setup {
                     Mode::Exec | Mode::Listing => ApprovalMode::Deny,
                 })
         };
+
         let sandbox = options
             .sandbox
             .map(SandboxMode::from)
@@ -287,8 +317,19 @@ impl Setup {
                 policy.protected_paths = project_scripts(&config, &cwd);
                 policy.writable_roots = writable_roots;
                 policy.hidden_env = vec![chosen.key_var.clone()];
+                policy.env = config.command_env.clone();
                 (approvals, policy, allow_read)
             }
+        };
+        // Claude Code's `defaultMode` when neither a flag, keel's `approvals` key nor a task
+        // chooses.
+        let chosen_elsewhere = options.yes
+            || options.approvals.is_some()
+            || config.approvals.is_some()
+            || task.is_some();
+        let live_mode = match config.default_mode {
+            Some(default) if !chosen_elsewhere => default,
+            _ => LiveMode::of(approvals),
         };
         let notices: Vec<String> = config
             .project
@@ -312,6 +353,7 @@ impl Setup {
             origin: chosen.origin,
             model,
             approvals,
+            live_mode,
             max_iterations,
             store,
             allow_read,

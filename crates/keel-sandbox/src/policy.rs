@@ -54,6 +54,10 @@ pub struct SandboxPolicy {
     /// More environment variables commands never see, besides the usual credential names: the
     /// variables holding the keys keel itself uses (a provider's `api_key_env`).
     pub hidden_env: Vec<String>,
+    /// Variables set for every command, in order (Claude Code's `env` setting): each is set
+    /// before the environment is scrubbed, so a credential-like name or one of
+    /// [`hidden_env`](Self::hidden_env) set here still never reaches a command.
+    pub env: Vec<(String, String)>,
 }
 
 impl Default for SandboxPolicy {
@@ -67,6 +71,7 @@ impl Default for SandboxPolicy {
             default_command_timeout: Duration::from_secs(30),
             protected_paths: Vec::new(),
             hidden_env: Vec::new(),
+            env: Vec::new(),
         }
     }
 }

@@ -8,6 +8,7 @@
 //! Flags and environment variables win over both (see `setup`). A file that cannot be used is
 //! one error naming the file, the line, the key and what is allowed.
 
+pub(crate) mod claude;
 pub(crate) mod mcp;
 mod parse;
 pub(crate) mod project;
@@ -16,6 +17,8 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use keel_engine::{HookConfig, PermissionRules};
+
+use crate::approve::LiveMode;
 use keel_sandbox::SandboxMode;
 use serde::Deserialize;
 
@@ -71,6 +74,9 @@ pub(crate) struct PermissionsConfig {
     /// Calls that never run.
     #[serde(default)]
     pub deny: Vec<String>,
+    /// Calls always asked about, even where the mode or an allow rule would run them.
+    #[serde(default)]
+    pub ask: Vec<String>,
 }
 
 /// The `[tools]` table.
@@ -193,6 +199,123 @@ pub(crate) struct Config {
     pub files: Vec<PathBuf>,
     /// The project's file, when there is one, and what became of it.
     pub project: Option<Project>,
+    /// Claude Code's `permissions.defaultMode`: the approval mode when no flag and no
+    /// `approvals` key chooses one.
+    pub default_mode: Option<LiveMode>,
+    /// Variables set for commands (Claude Code's `env`); a later file's value of a name
+    /// replaces an earlier one's.
+    pub command_env: Vec<(String, String)>,
+    /// Where each value came from, in the order applied (`keel config` prints it).
+    pub origins: Vec<Origin>,
+}
+
+/// One value a file set.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Origin {
+    /// The key (`model`, `permissions.deny`, `hooks.PreToolUse`, `env.NAME`).
+    pub key: String,
+    /// The value as written (a rule, a hook's command).
+    pub value: String,
+    /// The file (or `--settings`).
+    pub file: PathBuf,
+}
+
+/// Where the configuration is read from.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Sources<'a> {
+    /// `$KEEL_HOME`, holding the user's `config.toml`.
+    pub keel_home: Option<&'a Path>,
+    /// Claude Code's user directory (`$CLAUDE_CONFIG_DIR`, else `~/.claude`), holding the
+    /// user's `settings.json`.
+    pub claude_home: Option<&'a Path>,
+    /// The working directory, whose project is read.
+    pub cwd: &'a Path,
+    /// `--trust-project`.
+    pub trust_project: bool,
+    /// Which of Claude Code's settings files are read (`--setting-sources`).
+    pub claude_files: SettingSources,
+    /// `--settings`: a file or JSON text, applied last (the user's flag).
+    pub settings: Option<&'a str>,
+}
+
+impl<'a> Sources<'a> {
+    /// keel's own files only, as before Claude Code's were read (tests).
+    #[cfg(test)]
+    pub(crate) fn keel(keel_home: Option<&'a Path>, cwd: &'a Path, trust_project: bool) -> Self {
+        Self {
+            keel_home,
+            claude_home: None,
+            cwd,
+            trust_project,
+            claude_files: SettingSources::ALL,
+            settings: None,
+        }
+    }
+}
+
+/// What `keel -p`'s Claude Code flags say of Claude Code's settings files.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub(crate) struct ClaudeFiles {
+    /// `--settings`: a file or JSON text.
+    pub settings: Option<String>,
+    /// `--setting-sources`.
+    pub sources: SettingSources,
+}
+
+/// Which of Claude Code's settings files are read: `--setting-sources user,project,local`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct SettingSources {
+    /// `~/.claude/settings.json`.
+    pub user: bool,
+    /// `.claude/settings.json`.
+    pub project: bool,
+    /// `.claude/settings.local.json`.
+    pub local: bool,
+}
+
+impl Default for SettingSources {
+    fn default() -> Self {
+        Self::ALL
+    }
+}
+
+impl SettingSources {
+    /// Every file (no `--setting-sources`).
+    pub(crate) const ALL: Self = Self {
+        user: true,
+        project: true,
+        local: true,
+    };
+
+    /// `--setting-sources`' list (comma separated; empty reads none of them).
+    pub(crate) fn parse(list: &str) -> Result<Self, String> {
+        let mut sources = Self {
+            user: false,
+            project: false,
+            local: false,
+        };
+        for name in list.split(',').map(str::trim).filter(|s| !s.is_empty()) {
+            match name {
+                "user" => sources.user = true,
+                "project" => sources.project = true,
+                "local" => sources.local = true,
+                other => {
+                    return Err(format!(
+                        "no setting source {other:?}; the sources are user, project and local"
+                    ));
+                }
+            }
+        }
+        Ok(sources)
+    }
+}
+
+/// The level a Claude Code settings file is read at.
+enum ClaudeLevel<'p> {
+    /// The user's own file, or `--settings`: every key applies.
+    User,
+    /// A project's: what it may set depends on the project's trust.
+    Project(&'p mut Project),
 }
 
 /// The limits an untrusted project may lower, with keel's defaults.
@@ -225,61 +348,229 @@ impl Defaults {
 const BUILT_IN_PROVIDERS: [&str; 2] = ["anthropic", "openai"];
 
 impl Config {
-    /// Reads `$KEEL_HOME/config.toml` (`keel_home`) and the project's `.keel/config.toml`
-    /// (see [`project::locate`]), either of which may be absent. `trust_project` trusts the
-    /// project for this run (`--trust-project`).
-    pub(crate) fn load(
-        keel_home: Option<&Path>,
-        cwd: &Path,
-        trust_project: bool,
-    ) -> Result<Self, ConfigError> {
-        let user = keel_home.map(|home| home.join("config.toml"));
+    /// Reads the user's files (`~/.claude/settings.json`, then `$KEEL_HOME/config.toml`,
+    /// whose values win), then the project's (`.claude/settings.json`,
+    /// `.claude/settings.local.json`, then `.keel/config.toml`, each winning over the one
+    /// before; see [`project::locate`]), then `--settings`. Any of them may be absent.
+    pub(crate) fn load(sources: &Sources<'_>) -> Result<Self, ConfigError> {
+        let user = sources.keel_home.map(|home| home.join("config.toml"));
         let mut config = Config::default();
         if let Some(path) = &user
             && let Some(file) = parse::read(path)?
         {
-            config.apply_user(file);
+            config.apply_user(file, path);
             config.files.push(path.clone());
         }
-        let dir = project::locate(cwd);
+        if sources.claude_files.user
+            && let Some(home) = sources.claude_home
+        {
+            let path = home.join("settings.json");
+            if let Some(settings) = claude::read(&path)? {
+                config.apply_claude(settings, &path, ClaudeLevel::User);
+                config.files.push(path);
+            }
+        }
+        config.load_project(sources, user.as_deref())?;
+        if let Some(given) = sources.settings {
+            let settings = claude::from_flag(given)?;
+            let file = if given.trim_start().starts_with('{') {
+                PathBuf::from("--settings")
+            } else {
+                PathBuf::from(given)
+            };
+            config.apply_claude(settings, &file, ClaudeLevel::User);
+            config.files.push(file);
+        }
+        Ok(config)
+    }
+
+    /// The project's files, when there are any.
+    fn load_project(
+        &mut self,
+        sources: &Sources<'_>,
+        user: Option<&Path>,
+    ) -> Result<(), ConfigError> {
+        let dir = project::locate(sources.cwd);
         let path = dir.join(".keel").join("config.toml");
         // A project inside $HOME without a repository could reach ~/.keel itself.
-        if user.as_ref().is_some_and(|user| same_file(user, &path)) {
-            return Ok(config);
+        if user.is_some_and(|user| same_file(user, &path)) {
+            return Ok(());
         }
         let file = parse::read(&path)?;
         let mcp_json = mcp::project_mcp_json(&dir);
-        if file.is_none() && mcp_json.is_none() {
-            return Ok(config);
+        let mut claude_files = Vec::new();
+        for (wanted, name) in [
+            (sources.claude_files.project, "settings.json"),
+            (sources.claude_files.local, "settings.local.json"),
+        ] {
+            let settings_path = dir.join(".claude").join(name);
+            // In $HOME without a repository, .claude is the user's own directory.
+            let users = sources
+                .claude_home
+                .is_some_and(|home| same_file(&home.join(name), &settings_path));
+            if wanted
+                && !users
+                && let Some(settings) = claude::read(&settings_path)?
+            {
+                claude_files.push((settings, settings_path));
+            }
+        }
+        if file.is_none() && mcp_json.is_none() && claude_files.is_empty() {
+            return Ok(());
         }
         let hash = project::config_hash(&dir);
-        let trust = if trust_project {
+        let trust = if sources.trust_project {
             Trust::TrustedByFlag
         } else {
-            Trust::of(&dir, &hash, &config.projects)
+            Trust::of(&dir, &hash, &self.projects)
+        };
+        let shown = match (&file, &mcp_json, claude_files.first()) {
+            (Some(_), _, _) => path.clone(),
+            (None, _, Some((_, settings))) => settings.clone(),
+            (None, Some(json), None) => json.clone(),
+            (None, None, None) => path.clone(),
         };
         let mut project = Project {
             dir,
-            file: match (&file, &mcp_json) {
-                (None, Some(json)) => json.clone(),
-                _ => path.clone(),
-            },
+            file: shown,
             hash,
             trust,
             ignored: Vec::new(),
             needs_trust: Vec::new(),
             commands: Vec::new(),
         };
-        if file.is_some() {
-            config.files.push(path);
+        for (settings, settings_path) in claude_files {
+            self.apply_claude(settings, &settings_path, ClaudeLevel::Project(&mut project));
+            self.files.push(settings_path);
         }
-        config.apply_project(file.unwrap_or_default(), mcp_json, &mut project);
-        config.project = Some(project);
-        Ok(config)
+        let needs_trust = std::mem::take(&mut project.needs_trust);
+        if file.is_some() {
+            self.files.push(path.clone());
+        }
+        self.apply_project(file.unwrap_or_default(), &path, mcp_json, &mut project);
+        project.needs_trust.splice(0..0, needs_trust);
+        self.project = Some(project);
+        Ok(())
+    }
+
+    /// One of Claude Code's settings files, read at `level`.
+    fn apply_claude(&mut self, settings: claude::ClaudeSettings, file: &Path, level: ClaudeLevel) {
+        let claude::ClaudeSettings {
+            allow,
+            deny,
+            ask,
+            additional_directories,
+            default_mode,
+            hooks,
+            env,
+            model,
+        } = settings;
+        let origin = |key: &str, value: &str| Origin {
+            key: key.to_owned(),
+            value: value.to_owned(),
+            file: file.to_path_buf(),
+        };
+        let mut origins = Vec::new();
+        // Rules that only forbid or ask apply from any file.
+        origins.extend(deny.iter().map(|rule| origin("permissions.deny", rule)));
+        origins.extend(ask.iter().map(|rule| origin("permissions.ask", rule)));
+        self.permissions.deny.extend(deny);
+        self.permissions.ask.extend(ask);
+        let (grants, mut project) = match level {
+            ClaudeLevel::User => {
+                // The user's keel config wins over the user's Claude settings.
+                if self.model.is_none()
+                    && let Some(model) = model
+                {
+                    origins.push(origin("model", &model));
+                    self.model = Some(model);
+                }
+                (true, None)
+            }
+            ClaudeLevel::Project(project) => {
+                // The model, as a project's keel config may choose it.
+                if let Some(model) = model {
+                    origins.push(origin("model", &model));
+                    self.model = Some(model);
+                }
+                (project.trust.grants(), Some(project))
+            }
+        };
+        let name = file
+            .strip_prefix(project.as_ref().map_or(Path::new(""), |p| p.dir.as_path()))
+            .unwrap_or(file)
+            .display()
+            .to_string();
+        let mut power = Vec::new();
+        let mut take = |present: bool, key: &str| {
+            if present {
+                power.push(key.to_owned());
+            }
+            present && grants
+        };
+        if take(!allow.is_empty(), "permissions.allow") {
+            origins.extend(allow.iter().map(|rule| origin("permissions.allow", rule)));
+            self.permissions.allow.extend(allow);
+        }
+        if take(default_mode.is_some(), "permissions.defaultMode") {
+            self.default_mode = default_mode;
+            if let Some(mode) = default_mode {
+                origins.push(origin("permissions.defaultMode", mode.name()));
+            }
+        }
+        if take(
+            !additional_directories.is_empty(),
+            "permissions.additionalDirectories",
+        ) {
+            let base = project
+                .as_ref()
+                .map(|project| project.dir.clone())
+                .or_else(|| file.parent().map(Path::to_path_buf));
+            for dir in additional_directories {
+                origins.push(origin("permissions.additionalDirectories", &dir));
+                let written = if dir.starts_with('/') || dir.starts_with("~/") {
+                    dir
+                } else {
+                    match &base {
+                        Some(base) => base.join(&dir).display().to_string(),
+                        None => dir,
+                    }
+                };
+                self.writable_roots.push(written);
+            }
+        }
+        if take(!hooks.is_empty(), "hooks") {
+            for hook in &hooks {
+                origins.push(origin(&format!("hooks.{}", hook.event), &hook.command));
+            }
+            if let Some(project) = project.as_mut() {
+                project
+                    .commands
+                    .extend(hooks.iter().map(|hook| hook.command.clone()));
+            }
+            self.hooks.extend(hooks);
+        }
+        if take(!env.is_empty(), "env") {
+            for (key, value) in env {
+                origins.push(origin(&format!("env.{key}"), &value));
+                self.command_env.retain(|(name, _)| *name != key);
+                self.command_env.push((key, value));
+            }
+        }
+        if let Some(project) = project
+            && !power.is_empty()
+        {
+            let keys = format!("{name} ({})", power.join(", "));
+            if !grants {
+                project.ignored.push(keys.clone());
+            }
+            project.needs_trust.push(keys);
+        }
+        self.origins.extend(origins);
     }
 
     /// The user's file: every key applies.
-    fn apply_user(&mut self, file: ConfigFile) {
+    fn apply_user(&mut self, file: ConfigFile, path: &Path) {
         let ConfigFile {
             provider,
             model,
@@ -297,6 +588,20 @@ impl Config {
             projects,
         } = file;
         let provider = provider.unwrap_or_default();
+        self.record_scalars(
+            path,
+            &[
+                ("provider", provider.name.as_deref()),
+                ("model", model.as_deref()),
+                ("small_model", small_model.as_deref()),
+                ("approvals", approvals.map(ApprovalMode::name)),
+                (
+                    "sandbox",
+                    sandbox.as_ref().and_then(|sandbox| sandbox.mode).map(sandbox_name),
+                ),
+            ],
+        );
+        self.record_lists(path, &permissions, &hooks);
         self.provider = provider.name;
         self.mcp_servers = mcp_servers;
         self.idle_timeout_secs = provider.idle_timeout_secs;
@@ -324,6 +629,7 @@ impl Config {
     fn apply_project(
         &mut self,
         file: ConfigFile,
+        path: &Path,
         mcp_json: Option<PathBuf>,
         project: &mut Project,
     ) {
@@ -343,10 +649,20 @@ impl Config {
             mcp_servers,
             projects,
         } = file;
-        // Always: the model, and rules that only forbid.
+        // Always: the model, and rules that only forbid or ask.
+        self.record_scalars(
+            path,
+            &[
+                ("model", model.as_deref()),
+                ("small_model", small_model.as_deref()),
+            ],
+        );
+        self.record(path, "permissions.deny", &permissions.deny);
+        self.record(path, "permissions.ask", &permissions.ask);
         self.model = model.or(self.model.take());
         self.small_model = small_model.or(self.small_model.take());
         self.permissions.deny.extend(permissions.deny);
+        self.permissions.ask.extend(permissions.ask);
         // Never from a project, trusted or not.
         if !projects.is_empty() {
             project
@@ -371,6 +687,7 @@ impl Config {
         };
         let provider = provider.unwrap_or_default();
         if take(provider.name.is_some(), "provider") {
+            self.record_scalars(path, &[("provider", provider.name.as_deref())]);
             self.provider = provider.name;
         }
         for (name, table) in providers {
@@ -379,10 +696,12 @@ impl Config {
             }
         }
         if take(approvals.is_some(), "approvals") {
+            self.record_scalars(path, &[("approvals", approvals.map(ApprovalMode::name))]);
             self.approvals = approvals;
         }
         if let Some(sandbox) = sandbox {
             if take(sandbox.mode.is_some(), "sandbox") {
+                self.record_scalars(path, &[("sandbox", sandbox.mode.map(sandbox_name))]);
                 self.sandbox = sandbox.mode;
             }
             if take(sandbox.network.is_some(), "sandbox.network") {
@@ -393,9 +712,13 @@ impl Config {
             }
         }
         if take(!permissions.allow.is_empty(), "permissions.allow") {
+            self.record(path, "permissions.allow", &permissions.allow);
             self.permissions.allow.extend(permissions.allow);
         }
         if take(!hooks.is_empty(), "hooks") {
+            for hook in &hooks {
+                self.record(path, &format!("hooks.{}", hook.event), &[hook.command.clone()]);
+            }
             project
                 .commands
                 .extend(hooks.iter().map(|h| h.command.clone()));
@@ -493,6 +816,34 @@ impl Config {
         project.needs_trust = power;
     }
 
+    /// Records that `file` set each present `(key, value)`.
+    fn record_scalars(&mut self, file: &Path, values: &[(&str, Option<&str>)]) {
+        for (key, value) in values {
+            if let Some(value) = value {
+                self.record(file, key, &[(*value).to_owned()]);
+            }
+        }
+    }
+
+    /// Records that `file` set `key` to each of `values`.
+    fn record(&mut self, file: &Path, key: &str, values: &[String]) {
+        self.origins.extend(values.iter().map(|value| Origin {
+            key: key.to_owned(),
+            value: value.clone(),
+            file: file.to_path_buf(),
+        }));
+    }
+
+    /// Records a user file's rules and hooks.
+    fn record_lists(&mut self, file: &Path, permissions: &PermissionsConfig, hooks: &[HookConfig]) {
+        self.record(file, "permissions.allow", &permissions.allow);
+        self.record(file, "permissions.deny", &permissions.deny);
+        self.record(file, "permissions.ask", &permissions.ask);
+        for hook in hooks {
+            self.record(file, &format!("hooks.{}", hook.event), &[hook.command.clone()]);
+        }
+    }
+
     /// The permission rules of both files.
     pub(crate) fn permission_rules(&self) -> Result<PermissionRules, String> {
         PermissionRules::parse(&self.permissions.allow, &self.permissions.deny)
@@ -503,6 +854,15 @@ impl Config {
 /// Checks `text` as the user's config file at `path` (before keel writes it).
 pub(crate) fn parse_user(path: &Path, text: &str) -> Result<(), ConfigError> {
     parse::parse(path, text).map(|_| ())
+}
+
+/// The mode's name as written in files (`workspace-write`).
+fn sandbox_name(mode: SandboxMode) -> &'static str {
+    match mode {
+        SandboxMode::ReadOnly => "read-only",
+        SandboxMode::WorkspaceWrite => "workspace-write",
+        SandboxMode::FullAccess => "full-access",
+    }
 }
 
 fn same_file(a: &Path, b: &Path) -> bool {
@@ -638,7 +998,7 @@ command = ["claude", "-p", "{task}", "--output-format", "json"]
             "model = \"b\"\n[permissions]\nallow = [\"glob\"]\n",
         )
         .unwrap();
-        let config = Config::load(Some(home.path()), &sub, true).unwrap();
+        let config = Config::load(&Sources::keel(Some(home.path()), &sub, true)).unwrap();
         assert_eq!(config.model.as_deref(), Some("b"));
         assert_eq!(config.small_model.as_deref(), Some("s"));
         assert_eq!(config.permissions.allow, vec!["grep", "glob"]);
@@ -661,7 +1021,7 @@ command = ["claude", "-p", "{task}", "--output-format", "json"]
 
         let project = "[provider]\nidle_timeout_secs = 5\nrequest_timeout_secs = 999999\n";
         let (home, _repo, root) = repo_with(project, "[provider]\nidle_timeout_secs = 60\n");
-        let config = Config::load(Some(home.path()), &root, false).unwrap();
+        let config = Config::load(&Sources::keel(Some(home.path()), &root, false)).unwrap();
         assert_eq!(config.idle_timeout_secs, Some(5), "lowering is allowed");
         assert_eq!(config.request_timeout_secs, None, "raising is ignored");
         let notice = config.project.unwrap().notice().unwrap();
@@ -686,7 +1046,7 @@ command = ["claude", "-p", "{task}", "--output-format", "json"]
     #[test]
     fn missing_files_are_an_empty_config() {
         let home = tempfile::tempdir().unwrap();
-        let config = Config::load(Some(&home.path().join("nowhere")), home.path(), false).unwrap();
+        let config = Config::load(&Sources::keel(Some(&home.path().join("nowhere")), home.path(), false)).unwrap();
         assert_eq!(config, Config::default());
     }
 
@@ -739,7 +1099,7 @@ config_hash = "sha256:00"
         let user = "[snapshots]\nmax_age_days = 7\nmax_size_mb = 100\n";
         let project = "[snapshots]\nenabled = false\nmax_file_mb = 1\n";
         let (home, _repo, root) = repo_with(project, user);
-        let config = Config::load(Some(home.path()), &root, false).unwrap();
+        let config = Config::load(&Sources::keel(Some(home.path()), &root, false)).unwrap();
         assert!(
             config.snapshots.enabled(),
             "an untrusted project cannot turn them off"
@@ -754,7 +1114,7 @@ config_hash = "sha256:00"
         let notice = config.project.unwrap().notice().unwrap();
         assert!(notice.contains("snapshots"), "{notice}");
 
-        let trusted = Config::load(Some(home.path()), &root, true).unwrap();
+        let trusted = Config::load(&Sources::keel(Some(home.path()), &root, true)).unwrap();
         assert!(!trusted.snapshots.enabled());
         assert_eq!(trusted.snapshots.limits().max_file_bytes, 1 << 20);
 
@@ -773,7 +1133,7 @@ config_hash = "sha256:00"
     #[test]
     fn an_untrusted_project_only_tightens_and_says_what_it_ignored() {
         let (home, _repo, root) = repo_with(HOSTILE, "max_iterations = 30\n");
-        let config = Config::load(Some(home.path()), &root, false).unwrap();
+        let config = Config::load(&Sources::keel(Some(home.path()), &root, false)).unwrap();
         assert_eq!(config.provider, None);
         assert_eq!(config.approvals, None);
         assert_eq!(config.sandbox, None);
@@ -821,7 +1181,7 @@ config_hash = "sha256:00"
             "max_iterations = 5\n[tools]\nrun_command_max_timeout_secs = 10\n[tasks]\nmax_running = 1\ntimeout_secs = 60\n",
             "",
         );
-        let config = Config::load(Some(home.path()), &root, false).unwrap();
+        let config = Config::load(&Sources::keel(Some(home.path()), &root, false)).unwrap();
         assert_eq!(config.max_iterations, Some(5));
         assert_eq!(config.tools.run_command_max_timeout_secs, Some(10));
         assert_eq!(config.tasks.max_running, Some(1));
@@ -839,7 +1199,7 @@ config_hash = "sha256:00"
             root.display()
         );
         std::fs::write(home.path().join("config.toml"), &record).unwrap();
-        let config = Config::load(Some(home.path()), &root, false).unwrap();
+        let config = Config::load(&Sources::keel(Some(home.path()), &root, false)).unwrap();
         assert_eq!(config.approvals, Some(ApprovalMode::Allow));
         assert_eq!(config.permissions.allow, ["grep"]);
         assert_eq!(config.project.as_ref().unwrap().trust, Trust::Trusted);
@@ -851,7 +1211,7 @@ config_hash = "sha256:00"
             format!("sandbox = \"full-access\"\n{project}"),
         )
         .unwrap();
-        let config = Config::load(Some(home.path()), &root, false).unwrap();
+        let config = Config::load(&Sources::keel(Some(home.path()), &root, false)).unwrap();
         assert_eq!(config.approvals, None);
         assert_eq!(config.sandbox, None);
         let project = config.project.unwrap();
@@ -869,14 +1229,14 @@ config_hash = "sha256:00"
             "approvals = \"allow\"\n[permissions]\nallow = [\"grep\"]\n"
         }
         std::fs::write(root.join(".mcp.json"), "{}").unwrap();
-        let config = Config::load(Some(home.path()), &root, false).unwrap();
+        let config = Config::load(&Sources::keel(Some(home.path()), &root, false)).unwrap();
         assert_eq!(config.project.unwrap().trust, Trust::Changed);
     }
 
     #[test]
     fn a_trusted_project_still_cannot_redirect_a_built_in_provider() {
         let (home, _repo, root) = repo_with(HOSTILE, "");
-        let config = Config::load(Some(home.path()), &root, true).unwrap();
+        let config = Config::load(&Sources::keel(Some(home.path()), &root, true)).unwrap();
         assert!(!config.providers.contains_key("anthropic"));
         assert!(config.providers.contains_key("evil"));
         assert_eq!(config.sandbox, Some(SandboxMode::FullAccess));
@@ -895,7 +1255,7 @@ config_hash = "sha256:00"
         std::fs::write(top.join(".keel/config.toml"), "model = \"planted\"\n").unwrap();
         let below = top.join("work");
         std::fs::create_dir(&below).unwrap();
-        let config = Config::load(Some(home.path()), &below, false).unwrap();
+        let config = Config::load(&Sources::keel(Some(home.path()), &below, false)).unwrap();
         assert_eq!(config.model, None);
         assert!(config.project.is_none());
     }

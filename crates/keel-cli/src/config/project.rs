@@ -25,14 +25,19 @@ pub(crate) use keel_sandbox::CONFIG_FILES as POWER_FILES;
 const MAX_HASHED: u64 = 16 * 1024 * 1024;
 
 /// The project directory of `cwd`: the nearest directory from `cwd` up to the repository root
-/// that holds `.keel/config.toml`, else the repository root; outside a repository, `cwd`
-/// itself (ancestors of a directory that is not a repository are never read).
+/// that holds `.keel/config.toml`, `.claude/settings.json` or `.claude/settings.local.json`,
+/// else the repository root; outside a repository, `cwd` itself (ancestors of a directory
+/// that is not a repository are never read).
 pub(crate) fn locate(cwd: &Path) -> PathBuf {
     let Some(root) = keel_sandbox::repository_root(cwd) else {
         return cwd.to_path_buf();
     };
     for dir in cwd.ancestors() {
-        if dir.join(".keel").join("config.toml").is_file() {
+        let claude = dir.join(".claude");
+        if dir.join(".keel").join("config.toml").is_file()
+            || claude.join("settings.json").is_file()
+            || claude.join("settings.local.json").is_file()
+        {
             return dir.to_path_buf();
         }
         if dir == root {
@@ -179,6 +184,9 @@ impl Project {
 pub(crate) fn commands_in_config(dir: &Path) -> Vec<String> {
     let mut commands = commands_in_toml(dir);
     commands.extend(super::mcp::commands_in_mcp_json(&dir.join(".mcp.json")));
+    for name in ["settings.json", "settings.local.json"] {
+        commands.extend(super::claude::commands_in(&dir.join(".claude").join(name)));
+    }
     commands
 }
 
@@ -225,8 +233,16 @@ fn commands_in_toml(dir: &Path) -> Vec<String> {
 pub(crate) fn referenced_files(dir: &Path, bases: &[&Path], commands: &[String]) -> Vec<PathBuf> {
     let mut scripts = Vec::new();
     for command in commands {
+        // Claude Code's hooks name their scripts from the project directory.
+        let dir_text = dir.display().to_string();
+        let command = command
+            .replace("${CLAUDE_PROJECT_DIR}", &dir_text)
+            .replace("$CLAUDE_PROJECT_DIR", &dir_text)
+            .replace("${KEEL_PROJECT_DIR}", &dir_text)
+            .replace("$KEEL_PROJECT_DIR", &dir_text);
         for word in command.split_whitespace() {
-            let word = word.trim_matches(|c| c == '"' || c == '\'' || c == ';');
+            let word = word.replace(['"', '\''], "");
+            let word = word.trim_matches(';');
             if word.is_empty() || word.starts_with('-') {
                 continue;
             }

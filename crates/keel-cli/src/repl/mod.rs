@@ -125,7 +125,7 @@ pub(crate) async fn run(options: &Options, choice: SessionChoice) -> Result<u8, 
         })
     };
     let approver = ModeApprover::new(
-        setup.approvals,
+        setup.live_mode,
         Some(input.ask_fn(view.clone())),
         Some(preview),
     );

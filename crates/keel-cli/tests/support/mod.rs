@@ -30,6 +30,7 @@ pub(crate) const KEEL_VARS: &[&str] = &[
     "KEEL_HOME",
     "KEEL_LOG",
     "NO_COLOR",
+    "CLAUDE_CONFIG_DIR",
 ];
 
 /// A fake key: what it looks like matters (it must never be printed), not what it opens.

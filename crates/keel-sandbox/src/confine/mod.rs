@@ -142,6 +142,7 @@ impl Support {
 pub struct CommandSandbox {
     plan: Arc<ChildPlan>,
     hidden_env: Vec<String>,
+    env: Vec<(String, String)>,
     temp_dir: PathBuf,
     confined: bool,
     abi: Option<u8>,
@@ -174,6 +175,7 @@ impl CommandSandbox {
         let mut sandbox = Self {
             plan: Arc::new(ChildPlan::default()),
             hidden_env: policy.hidden_env.clone(),
+            env: policy.env.clone(),
             temp_dir: temp_path,
             confined: false,
             abi: None,
@@ -261,8 +263,9 @@ impl CommandSandbox {
 
     /// Makes `command` run confined: a new session (its own process group, no controlling
     /// terminal; a command already set to be a group leader keeps its session), the
-    /// namespaces, seccomp filter and Landlock rules, and the scrubbed environment with
-    /// `TMPDIR`, `TMP` and `TEMP` set to the session temp dir. The command keeps what it
+    /// namespaces, seccomp filter and Landlock rules, and the environment with the policy's
+    /// [`env`](SandboxPolicy::env) added, then scrubbed, and `TMPDIR`, `TMP` and `TEMP` set to
+    /// the session temp dir. The command keeps what it
     /// needs of `self` until it is dropped.
     pub fn apply(&self, command: &mut tokio::process::Command) {
         self.apply_std(command.as_std_mut());
@@ -270,6 +273,7 @@ impl CommandSandbox {
 
     /// [`apply`](Self::apply) for a `std` command.
     pub fn apply_std(&self, command: &mut std::process::Command) {
+        command.envs(self.env.iter().map(|(name, value)| (name, value)));
         crate::env::scrub_std_env(command, &self.hidden_env);
         for name in ["TMPDIR", "TMP", "TEMP"] {
             command.env(name, &self.temp_dir);
