@@ -12,9 +12,9 @@ use std::path::PathBuf;
 
 use clap::{Parser, ValueEnum};
 
-use crate::config::{ClaudeFiles, SettingSources};
 use crate::approve::LiveMode;
 use crate::cli::{Options, OutputFormat};
+use crate::config::{ClaudeFiles, SettingSources};
 use crate::exec::{Headless, read_prompt, run_prompt};
 use crate::setup::{AgentExtras, CliError};
 

@@ -5,8 +5,8 @@ use std::path::Path;
 
 use crate::cli::Options;
 use crate::config::{Config, Origin};
-use crate::setup::{CliError, Mode, SessionChoice, Setup};
 use crate::exec::print_line;
+use crate::setup::{CliError, Mode, SessionChoice, Setup};
 
 /// One printed setting: its key, its value and where it came from.
 struct Line {
@@ -41,10 +41,7 @@ fn report(options: &Options, setup: &Setup) -> Vec<String> {
         } else {
             "not trusted: it may only tighten"
         };
-        out.push(format!(
-            "Project: {} ({trust})",
-            project.dir.display()
-        ));
+        out.push(format!("Project: {} ({trust})", project.dir.display()));
         if let Some(notice) = project.notice() {
             out.push(format!("  {notice}"));
         }
@@ -96,8 +93,15 @@ fn report(options: &Options, setup: &Setup) -> Vec<String> {
         lines.push(Line {
             key: "writable root".into(),
             value: root.display().to_string(),
-            from: list_origin(config, &["permissions.additionalDirectories", "sandbox.writable_roots"], root)
-                .unwrap_or_else(|| "--add-dir".into()),
+            from: list_origin(
+                config,
+                &[
+                    "permissions.additionalDirectories",
+                    "sandbox.writable_roots",
+                ],
+                root,
+            )
+            .unwrap_or_else(|| "--add-dir".into()),
         });
     }
     for key in ["permissions.allow", "permissions.ask", "permissions.deny"] {
@@ -148,7 +152,12 @@ fn list_origin(config: &Config, keys: &[&str], path: &Path) -> Option<String> {
         .find(|origin| {
             keys.contains(&origin.key.as_str())
                 && (Path::new(&origin.value) == path
-                    || path.ends_with(origin.value.trim_start_matches("~/").trim_start_matches("./")))
+                    || path.ends_with(
+                        origin
+                            .value
+                            .trim_start_matches("~/")
+                            .trim_start_matches("./"),
+                    ))
         })
         .map(|origin| origin.file.display().to_string())
 }

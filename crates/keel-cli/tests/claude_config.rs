@@ -79,10 +79,7 @@ async fn a_trusted_projects_settings_reach_commands_and_run_hooks() {
     assert!(output.status.success(), "{}", stderr(&output));
     let bodies = request_bodies(&server).await;
     let results = tool_results(&bodies[1]);
-    assert!(
-        results[0].contains("greeting=from-settings"),
-        "{results:?}"
-    );
+    assert!(results[0].contains("greeting=from-settings"), "{results:?}");
     assert!(repo.path().join("stop-hook-ran").exists());
 }
 
@@ -209,7 +206,10 @@ async fn a_settings_file_keel_cannot_honour_is_one_line_naming_it() {
             "hooks.PreToolUse[0].hooks[0]",
         ),
         (r#"{"permissions": {"defaultMode": "yolo"}}"#, "yolo"),
-        ("{\n  \"permissions\": {\"allow\": 3}\n}", "settings.json:2:"),
+        (
+            "{\n  \"permissions\": {\"allow\": 3}\n}",
+            "settings.json:2:",
+        ),
     ] {
         write(&repo.path(), ".claude/settings.json", text);
         let mut command = home.keel();
@@ -230,7 +230,11 @@ async fn the_model_cannot_rewrite_a_script_a_trusted_hook_names_from_the_project
         ".claude/settings.json",
         r#"{"hooks": {"PostToolUse": [{"matcher": "Edit|Write", "hooks": [{"type": "command", "command": "\"$CLAUDE_PROJECT_DIR\"/.claude/hooks/format.sh"}]}]}}"#,
     );
-    write(&repo.path(), ".claude/hooks/format.sh", "#!/bin/sh\nexit 0\n");
+    write(
+        &repo.path(),
+        ".claude/hooks/format.sh",
+        "#!/bin/sh\nexit 0\n",
+    );
     let home = Home::new();
     let server = anthropic_server(&[
         tool_call(

@@ -177,10 +177,22 @@ async fn flags_keel_cannot_honour_are_refused_in_one_line_before_anything_runs()
             ][..],
             "no price for my-local-model",
         ),
-        (&["-p", "--settings", "{}", "x"][..], "--settings:"),
         (
-            &["-p", "--setting-sources", "project", "x"][..],
-            "--setting-sources:",
+            &["-p", "--settings", "missing.json", "x"][..],
+            "--settings: missing.json: no such file",
+        ),
+        (
+            &[
+                "-p",
+                "--settings",
+                r#"{"permissions": {"defaultMode": "yolo"}}"#,
+                "x",
+            ][..],
+            "--settings: `permissions.defaultMode`: no mode \"yolo\"",
+        ),
+        (
+            &["-p", "--setting-sources", "project,team", "x"][..],
+            "--setting-sources: no setting source \"team\"",
         ),
         (&["-p", "--tools", "Bash", "x"][..], "--tools:"),
         (&["-p", "--fork-session", "x"][..], "--fork-session:"),

@@ -153,14 +153,16 @@ fn convert(file: SettingsFile) -> Result<ClaudeSettings, String> {
     } = file;
     let default_mode = match permissions.default_mode.as_deref() {
         None => None,
-        Some(name) => Some(PermissionMode::named(name).map(PermissionMode::live).ok_or_else(
-            || {
-                format!(
-                    "`permissions.defaultMode`: no mode {name:?}; the modes are default, \
+        Some(name) => Some(
+            PermissionMode::named(name)
+                .map(PermissionMode::live)
+                .ok_or_else(|| {
+                    format!(
+                        "`permissions.defaultMode`: no mode {name:?}; the modes are default, \
                      acceptEdits, plan, bypassPermissions and dontAsk"
-                )
-            },
-        )?),
+                    )
+                })?,
+        ),
     };
     let mut configs = Vec::new();
     for (event_name, groups) in hooks {
@@ -224,15 +226,13 @@ const EVENT_NAMES: [&str; 4] = ["SessionStart", "PreToolUse", "PostToolUse", "St
 
 /// The hook event Claude Code names `name`.
 fn event_named(name: &str) -> Result<HookEvent, String> {
-    HookEvent::deserialize(serde::de::value::StrDeserializer::<serde::de::value::Error>::new(
-        name,
-    ))
-    .map_err(|_| {
-        format!(
-            "`hooks.{name}`: keel has no hook event {name:?}; its events are {}",
-            EVENT_NAMES.join(", ")
-        )
-    })
+    HookEvent::deserialize(serde::de::value::StrDeserializer::<serde::de::value::Error>::new(name))
+        .map_err(|_| {
+            format!(
+                "`hooks.{name}`: keel has no hook event {name:?}; its events are {}",
+                EVENT_NAMES.join(", ")
+            )
+        })
 }
 
 /// The command lines of the hooks in the settings file at `path`, read leniently (a file that
@@ -315,9 +315,15 @@ mod tests {
         assert!(prompt.contains("hooks.PreToolUse[0].hooks[0]"), "{prompt}");
         assert!(prompt.contains("\"prompt\""), "{prompt}");
         let event = parsed(r#"{"hooks": {"BeforeLunch": []}}"#).unwrap_err();
-        assert!(event.contains("BeforeLunch") && event.contains("PreToolUse"), "{event}");
+        assert!(
+            event.contains("BeforeLunch") && event.contains("PreToolUse"),
+            "{event}"
+        );
         let mode = parsed(r#"{"permissions": {"defaultMode": "yolo"}}"#).unwrap_err();
-        assert!(mode.contains("yolo") && mode.contains("acceptEdits"), "{mode}");
+        assert!(
+            mode.contains("yolo") && mode.contains("acceptEdits"),
+            "{mode}"
+        );
         let kind = parsed(r#"{"permissions": {"deny": "Bash(rm:*)"}}"#).unwrap_err();
         assert!(kind.contains("permissions.deny"), "{kind}");
         assert!(kind.starts_with("/p/.claude/settings.json:1:"), "{kind}");

@@ -597,7 +597,10 @@ impl Config {
                 ("approvals", approvals.map(ApprovalMode::name)),
                 (
                     "sandbox",
-                    sandbox.as_ref().and_then(|sandbox| sandbox.mode).map(sandbox_name),
+                    sandbox
+                        .as_ref()
+                        .and_then(|sandbox| sandbox.mode)
+                        .map(sandbox_name),
                 ),
             ],
         );
@@ -717,7 +720,11 @@ impl Config {
         }
         if take(!hooks.is_empty(), "hooks") {
             for hook in &hooks {
-                self.record(path, &format!("hooks.{}", hook.event), &[hook.command.clone()]);
+                self.record(
+                    path,
+                    &format!("hooks.{}", hook.event),
+                    std::slice::from_ref(&hook.command),
+                );
             }
             project
                 .commands
@@ -840,7 +847,11 @@ impl Config {
         self.record(file, "permissions.deny", &permissions.deny);
         self.record(file, "permissions.ask", &permissions.ask);
         for hook in hooks {
-            self.record(file, &format!("hooks.{}", hook.event), &[hook.command.clone()]);
+            self.record(
+                file,
+                &format!("hooks.{}", hook.event),
+                std::slice::from_ref(&hook.command),
+            );
         }
     }
 
@@ -1046,7 +1057,12 @@ command = ["claude", "-p", "{task}", "--output-format", "json"]
     #[test]
     fn missing_files_are_an_empty_config() {
         let home = tempfile::tempdir().unwrap();
-        let config = Config::load(&Sources::keel(Some(&home.path().join("nowhere")), home.path(), false)).unwrap();
+        let config = Config::load(&Sources::keel(
+            Some(&home.path().join("nowhere")),
+            home.path(),
+            false,
+        ))
+        .unwrap();
         assert_eq!(config, Config::default());
     }
 
