@@ -69,10 +69,13 @@ impl Session {
         if let Some(editor) = &self.editor {
             ctx = ctx.with_editor_files(editor.clone());
         }
+        // A PreToolUse hook may change a call's input: the calls as they will run.
+        let mut calls = calls.to_vec();
         let mut plans = Vec::with_capacity(calls.len());
-        for call in calls {
+        for call in &mut calls {
             plans.push(self.plan(call, cancel, sink).await);
         }
+        let calls = calls.as_slice();
         let mut outputs: Vec<Option<ToolOutput>> = vec![None; calls.len()];
         let mut log_errors = Vec::new();
         for (i, plan) in plans.iter().enumerate() {
@@ -202,34 +205,39 @@ impl Session {
             Some(events) => with_progress(self.config.tools(), call, ctx, events).await,
             None => self.config.tools().dispatch(call.as_call(), ctx).await,
         };
-        if self.config.hooks().handles(HookEvent::PostToolUse) {
-            let mut response =
-                serde_json::json!({"content": output.content, "is_error": output.is_error});
-            // Hooks learn what images the result carries, not their data.
-            if !output.images.is_empty() {
-                response["images"] = output
-                    .images
-                    .iter()
-                    .map(|image| {
-                        serde_json::json!({
-                            "media_type": image.media_type(),
-                            "bytes": image.decoded_len(),
-                        })
-                    })
-                    .collect();
+        // As in Claude Code, a call that failed fires PostToolUseFailure, not PostToolUse.
+        let event = if output.is_error {
+            HookEvent::PostToolUseFailure
+        } else {
+            HookEvent::PostToolUse
+        };
+        if self.config.hooks().handles(event) {
+            let input = if output.is_error {
+                HookInput::post_tool_use_failure(
+                    &self.id,
+                    &self.cwd,
+                    &call.name,
+                    call.input.clone(),
+                    output.content.clone(),
+                )
+            } else {
+                HookInput::post_tool_use(
+                    &self.id,
+                    &self.cwd,
+                    &call.name,
+                    call.input.clone(),
+                    &output,
+                )
             }
-            let input = HookInput::post_tool_use(
-                &self.id,
-                &self.cwd,
-                &call.name,
-                call.input.clone(),
-                response,
-            )
             .with_tool_use_id(&call.id);
             let report = self.hooks(input, sink).await;
             // Feedback from PostToolUse hooks goes to the model with the result.
             let feedback: Vec<String> = match report.outcome {
                 HookOutcome::Block { reason } => vec![reason],
+                HookOutcome::Stop { reason } => {
+                    self.request_stop(reason);
+                    Vec::new()
+                }
                 _ => Vec::new(),
             }
             .into_iter()
