@@ -1,42 +1,96 @@
-//! Hooks: code that runs at fixed points of a session, with Claude Code's contract.
+//! Hooks: code that runs at fixed points of a session, with Claude Code's contract, so that
+//! hooks written for Claude Code (`.claude/settings.json`) run unchanged.
 //!
-//! Four events ([`HookEvent`]): `SessionStart`, `PreToolUse`, `PostToolUse` and `Stop`. A hook
-//! is either a Rust callback ([`Hook`]) or an external command configured in TOML
+//! # Events
+//!
+//! [`HookEvent`], with Claude Code's names:
+//!
+//! | event | fires | may |
+//! |---|---|---|
+//! | `SessionStart` | before the session's first prompt (`source`: `startup`, `resume`, `clear`, `compact`) | add context |
+//! | `UserPromptSubmit` | before each prompt is sent (`prompt`) | add context; block the prompt ([`Stop::PromptBlocked`](crate::Stop::PromptBlocked)) |
+//! | `PreToolUse` | before a call is decided | block it, decide its permission, change its input |
+//! | `PostToolUse` | after a call that succeeded (`tool_response`) | add feedback to the result |
+//! | `PostToolUseFailure` | after a call that failed, instead of `PostToolUse` (`error`) | add feedback to the result |
+//! | `Notification` | when the approver is asked about a call (`message`, `notification_type`) | — |
+//! | `Stop` | when the model ends its turn (`stop_hook_active`, `last_assistant_message`) | send it back to work |
+//! | `SubagentStop` | the same, in a sub-agent's session, instead of `Stop` | the same |
+//! | `PreCompact` | before a compaction (`trigger`: `manual`, `auto`; `custom_instructions`) | — |
+//! | `SessionEnd` | when the host calls [`Session::end`](crate::Session::end) (`reason`) | — |
+//!
+//! A sub-agent's session ([`Session::set_subagent`](crate::Session::set_subagent)) fires no
+//! `SessionStart`, `UserPromptSubmit` or `SessionEnd`, and `SubagentStop` instead of `Stop`.
+//!
+//! # Hooks
+//!
+//! A hook is either a Rust callback ([`Hook`]) or an external command configured in TOML
 //! ([`HookConfig`]):
 //!
 //! ```toml
 //! [[hooks]]
 //! event = "PreToolUse"
-//! matcher = "run_command|write_file"
+//! matcher = "Bash|Edit|Write"
 //! command = "./check.sh"
 //! timeout_secs = 60
 //! ```
 //!
+//! A matcher (tool events only) is a regex matching the whole tool name, tried on keel's name
+//! and on each of Claude Code's names for the tool ([`keel_tool::claude`]): `Bash` matches
+//! `run_command`, `Edit|Write` matches `patch_file` and `write_file`, `Edit|MultiEdit|Write`,
+//! `run_command` and `mcp__github__.*` work as written; empty, `*` or none matches every tool,
+//! `mcp__github__*` every tool of that server.
+//!
+//! # Input
+//!
 //! A command runs as `bash -c <command>` in the session's directory, with an environment
 //! that holds no credentials: variables with credential-like names (`*_API_KEY`, `*_TOKEN`,
 //! `*_SECRET`, `*_PASSWORD`, …), agent and desktop sockets (`SSH_AUTH_SOCK`, `TMUX`,
-//! `DBUS_SESSION_BUS_ADDRESS`, …) and the variables named by [`Hooks::hide_env`] are removed.
-//! It reads the [`HookInput`] as JSON on its stdin and answers through its exit code and
-//! stdout:
+//! `DBUS_SESSION_BUS_ADDRESS`, …) and the variables named by [`Hooks::hide_env`] are removed;
+//! `CLAUDE_PROJECT_DIR`, `KEEL_PROJECT_DIR` and `KEEL_SESSION_ID` are set. It reads the
+//! [`HookInput`] as JSON on its stdin, as Claude Code 2.1 writes it: `session_id`,
+//! `transcript_path` (the session's file, when it is saved), `cwd`, `permission_mode`
+//! ([`Session::set_permission_mode`](crate::Session::set_permission_mode); not at
+//! `SessionStart`), `hook_event_name`, then the event's own fields. Tool events carry
+//! Claude's tool name (`Bash`, `Read`, `Write`, `Edit`, `Grep`, `Glob`, `LS`, `Agent`; keel's
+//! for a tool without a twin) and Claude's shapes of `tool_input` and `tool_response`
+//! (absolute `file_path`, `structuredPatch`, `stdout`…; see [`keel_tool::claude::tool_input`]
+//! and [`keel_tool::claude::tool_response`]). A Rust hook reads keel's own view in the
+//! fields of [`HookInput`] (keel's name and arguments) and Claude's through its methods.
 //!
-//! - exit 0 with empty or plain-text stdout: [`HookOutcome::Continue`]; for `SessionStart`,
-//!   the text is kept in [`HookReport::messages`] as context for the model;
+//! # Output
+//!
+//! A command answers through its exit code and stdout:
+//!
+//! - exit 0 with empty or plain-text stdout: [`HookOutcome::Continue`]; for `SessionStart`
+//!   and `UserPromptSubmit`, the text is context for the model ([`HookReport::messages`]);
 //! - exit 0 with a JSON object on stdout, read as Claude Code does:
 //!   - `hookSpecificOutput.permissionDecision` (`allow`, `deny` or `ask`, with
 //!     `permissionDecisionReason`): [`HookOutcome::Permission`] (`PreToolUse` only);
+//!   - `hookSpecificOutput.updatedInput` (`PreToolUse` only): the call's new input, in
+//!     Claude's shape; it replaces the model's before the permission rules, the approver and
+//!     the sandbox judge the call, which judge the new input as they would the model's
+//!     ([`HookReport::updated_input`]);
 //!   - `"decision": "block"` with `"reason"`: [`HookOutcome::Block`];
 //!     `"decision": "approve"` (the older form of `allow`): a permission `Allow`
 //!     (`PreToolUse` only);
-//!   - `"continue": false` with `"stopReason"`: [`HookOutcome::Block`] with the stop reason,
-//!     except for `Stop`, where it asks for what happens anyway (the run stops), so it is
-//!     [`HookOutcome::Continue`];
-//!   - `hookSpecificOutput.additionalContext`: kept in [`HookReport::messages`];
+//!   - `"continue": false` with `"stopReason"`: [`HookOutcome::Stop`]: the run stops
+//!     ([`Stop::HookStopped`](crate::Stop::HookStopped)), whatever the event;
+//!   - `hookSpecificOutput.additionalContext`: context for the model
+//!     ([`HookReport::messages`]): with the prompt (`SessionStart`, `UserPromptSubmit`), with
+//!     the call's result (`PostToolUse`, `PostToolUseFailure`);
+//!   - `systemMessage`: a message for the person ([`HookReport::system_messages`], reported
+//!     as [`AgentEvent::HookMessage`](crate::AgentEvent::HookMessage));
+//!   - `suppressOutput`: kept in [`HookReport::suppress_output`] for the host;
 //!
 //!   when one output says several of these, the most decisive wins;
 //! - exit 2: [`HookOutcome::Block`] with the trimmed stderr as the reason;
 //! - any other exit, a timeout (60 s unless configured; the command's whole process group is
 //!   killed), a spawn error, or stdout that starts with `{` but is not valid JSON: a failure in
 //!   [`HookReport::failures`], and the hook counts as [`HookOutcome::Continue`].
+//!
+//! What an outcome does depends on the event (see [`HookOutcome`]); `Notification`,
+//! `PreCompact` and `SessionEnd` hooks cannot change what happens, only stop the run
+//! (`Notification`, `PreCompact` in a run) or report.
 //!
 //! Stdout and stderr are each kept up to 64 KiB (the rest is read and dropped). Once the
 //! shell has exited, its output pipes get one second to close: a process the hook left running
@@ -654,8 +708,10 @@ pub trait Hook: Send + Sync {
 pub struct HookConfig {
     /// The event the hook runs for.
     pub event: HookEvent,
-    /// A regex on the tool name, anchored at both ends; absent, empty or `*` matches every
-    /// tool. Only tool events (`PreToolUse`, `PostToolUse`) use it; other events ignore it.
+    /// A regex on the tool name, anchored at both ends, tried on keel's name and on Claude
+    /// Code's names for the tool (`Bash`, `Edit|Write`); absent, empty or `*` matches every
+    /// tool. Only tool events (`PreToolUse`, `PostToolUse`, `PostToolUseFailure`) use it;
+    /// other events ignore it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub matcher: Option<String>,
     /// The command, run as `bash -c <command>` in the session's directory.
