@@ -72,8 +72,7 @@ pub use events::{AgentEvent, Compacted, RunOutcome, Stop};
 pub use failure::{FailureKind, RunFailure};
 pub use hooks::{
     CompactTrigger, Hook, HookConfig, HookConfigError, HookEvent, HookInput, HookOutcome,
-    HookReport, Hooks, PermissionDecision, SessionEndReason, SessionStartSource,
-    outcome_from_json,
+    HookReport, Hooks, PermissionDecision, SessionEndReason, SessionStartSource, outcome_from_json,
 };
 pub use notify::Notifier;
 pub use permissions::{PermissionError, PermissionRule, PermissionRules, Verdict};

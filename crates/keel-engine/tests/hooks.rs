@@ -10,8 +10,8 @@ use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
 use keel_engine::{
-    Hook, HookConfig, HookConfigError, HookEvent, HookInput, HookOutcome, Hooks, PermissionDecision,
-    SessionStartSource,
+    Hook, HookConfig, HookConfigError, HookEvent, HookInput, HookOutcome, Hooks,
+    PermissionDecision, SessionStartSource,
 };
 use keel_tool::ToolOutput;
 use serde_json::{Value, json};
@@ -252,7 +252,13 @@ async fn star_empty_and_absent_matchers_match_every_tool() {
             matcher,
             &format!("touch ran-{index}"),
         )]);
-        let input = HookInput::post_tool_use("s", dir.path(), "anything", json!({}), &ToolOutput::text("ok"));
+        let input = HookInput::post_tool_use(
+            "s",
+            dir.path(),
+            "anything",
+            json!({}),
+            &ToolOutput::text("ok"),
+        );
         let report = hooks.run(&input).await;
         assert!(report.failures.is_empty(), "{:?}", report.failures);
     }
@@ -264,7 +270,9 @@ async fn star_empty_and_absent_matchers_match_every_tool() {
 async fn non_tool_events_ignore_the_matcher() {
     let dir = TempDir::new().unwrap();
     let hooks = hooks(&[config(HookEvent::Stop, Some("nothing_matches"), "exit 2")]);
-    let report = hooks.run(&HookInput::stop("s", dir.path(), false, "done")).await;
+    let report = hooks
+        .run(&HookInput::stop("s", dir.path(), false, "done"))
+        .await;
     assert_eq!(report.outcome, block("blocked by hook `exit 2`"));
 }
 
@@ -341,7 +349,13 @@ async fn a_background_process_holding_the_output_does_not_hold_the_hook() {
         )
     }]);
     let started = Instant::now();
-    let report = hooks.run(&HookInput::session_start("s", dir.path(), SessionStartSource::Startup)).await;
+    let report = hooks
+        .run(&HookInput::session_start(
+            "s",
+            dir.path(),
+            SessionStartSource::Startup,
+        ))
+        .await;
     assert!(
         started.elapsed() < Duration::from_secs(5),
         "{:?}",
@@ -430,7 +444,13 @@ async fn session_start_text_and_additional_context_become_messages() {
             r#"echo '{"hookSpecificOutput": {"hookEventName": "SessionStart", "additionalContext": "3 open issues"}}'"#,
         ),
     ]);
-    let report = hooks.run(&HookInput::session_start("s", dir.path(), SessionStartSource::Startup)).await;
+    let report = hooks
+        .run(&HookInput::session_start(
+            "s",
+            dir.path(),
+            SessionStartSource::Startup,
+        ))
+        .await;
     assert_eq!(report.outcome, HookOutcome::Continue);
     assert_eq!(report.messages, vec!["branch: main", "3 open issues"]);
 }
@@ -526,7 +546,9 @@ async fn rust_callback_hooks() {
     assert!(hooks.handles(HookEvent::PostToolUse));
     assert!(!hooks.handles(HookEvent::Stop));
 
-    let input = |tool: &str| HookInput::post_tool_use("s", dir.path(), tool, json!({}), &ToolOutput::text(""));
+    let input = |tool: &str| {
+        HookInput::post_tool_use("s", dir.path(), tool, json!({}), &ToolOutput::text(""))
+    };
     let report = hooks.run(&input("write_file")).await;
     assert_eq!(report.outcome, block("formatting is off"));
     assert_eq!(
@@ -686,7 +708,11 @@ async fn the_environment_names_the_session_and_the_project() {
         r#"printf '%s\n%s\n%s\n%s\n' "$KEEL_SESSION_ID" "$KEEL_PROJECT_DIR" "$CLAUDE_PROJECT_DIR" "$PWD" > env.txt"#,
     )]);
     let report = hooks
-        .run(&HookInput::session_start("abc-123", dir.path(), SessionStartSource::Startup))
+        .run(&HookInput::session_start(
+            "abc-123",
+            dir.path(),
+            SessionStartSource::Startup,
+        ))
         .await;
     assert!(report.failures.is_empty(), "{:?}", report.failures);
     let text = std::fs::read_to_string(dir.path().join("env.txt")).unwrap();

@@ -270,10 +270,19 @@ async fn post_tool_use_failure_fires_instead_of_post_tool_use_for_a_failed_call(
             .then_tool_call("t2", "read_file", json!({"path": "a.txt"}))
             .then_text("done"),
     );
-    let log = |name: &str| format!("cat >> '{}'; echo >> '{0}'", out.path().join(name).display());
+    let log = |name: &str| {
+        format!(
+            "cat >> '{}'; echo >> '{0}'",
+            out.path().join(name).display()
+        )
+    };
     let hooks = [
         hook(HookEvent::PostToolUse, Some("Read"), &log("post.jsonl")),
-        hook(HookEvent::PostToolUseFailure, Some("Read"), &log("failure.jsonl")),
+        hook(
+            HookEvent::PostToolUseFailure,
+            Some("Read"),
+            &log("failure.jsonl"),
+        ),
         hook(
             HookEvent::PostToolUseFailure,
             None,
@@ -297,7 +306,10 @@ async fn post_tool_use_failure_fires_instead_of_post_tool_use_for_a_failed_call(
     assert_eq!(failure[0]["tool_use_id"], "t1");
     assert_eq!(failure[0]["hook_event_name"], "PostToolUseFailure");
     assert!(
-        failure[0]["error"].as_str().unwrap().contains("missing.txt"),
+        failure[0]["error"]
+            .as_str()
+            .unwrap()
+            .contains("missing.txt"),
         "{failure:?}"
     );
     assert!(failure[0].get("tool_response").is_none());
@@ -316,7 +328,11 @@ async fn updated_input_changes_the_call_and_still_meets_the_rules() {
     std::fs::create_dir(dir.path().join("build")).unwrap();
     let provider = Arc::new(
         ScriptedProvider::new()
-            .then_tool_call("t1", "run_command", json!({"command": "echo unsafe > out.txt"}))
+            .then_tool_call(
+                "t1",
+                "run_command",
+                json!({"command": "echo unsafe > out.txt"}),
+            )
             .then_tool_call("t2", "run_command", json!({"command": "echo hi"}))
             .then_text("done"),
     );
@@ -402,9 +418,10 @@ async fn a_sub_agents_session_fires_subagent_stop_not_stop() {
     session.run("review").await;
     assert!(!out.path().join("stop.json").exists());
     assert!(!out.path().join("session-start.json").exists());
-    let input: Value =
-        serde_json::from_str(&std::fs::read_to_string(out.path().join("subagent-stop.json")).unwrap())
-            .unwrap();
+    let input: Value = serde_json::from_str(
+        &std::fs::read_to_string(out.path().join("subagent-stop.json")).unwrap(),
+    )
+    .unwrap();
     assert_eq!(input["hook_event_name"], "SubagentStop");
     assert_eq!(input["agent_type"], "reviewer");
     assert_eq!(input["agent_id"], session.id());

@@ -812,7 +812,9 @@ async fn results_carry_the_facts_for_claudes_shapes() {
     let absolute = root.join("a.py").display().to_string();
     ws.put("a.py", "x = 1\ny = 2\n");
 
-    let read = ws.call("read_file", json!({"path": "a.py", "start_line": 2})).await;
+    let read = ws
+        .call("read_file", json!({"path": "a.py", "start_line": 2}))
+        .await;
     assert_eq!(read.metadata["file_path"], absolute.as_str());
     assert_eq!(read.metadata["content"], "y = 2\n");
 

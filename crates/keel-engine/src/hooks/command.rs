@@ -134,10 +134,7 @@ fn parse_stdout(event: HookEvent, stdout: &str) -> Result<HookResult, String> {
         // otherwise.
         let mut result = HookResult::default();
         if !text.is_empty() {
-            if matches!(
-                event,
-                HookEvent::SessionStart | HookEvent::UserPromptSubmit
-            ) {
+            if matches!(event, HookEvent::SessionStart | HookEvent::UserPromptSubmit) {
                 result.messages.push(text.to_owned());
             } else {
                 tracing::debug!(%event, stdout = text, "hook printed text");
@@ -318,13 +315,18 @@ mod tests {
         let pre = parse_stdout(HookEvent::PreToolUse, json).unwrap_or_default();
         assert_eq!(pre.system_messages, ["linted"]);
         assert!(pre.suppress_output);
-        assert_eq!(pre.updated_input, Some(serde_json::json!({"command": "ls"})));
+        assert_eq!(
+            pre.updated_input,
+            Some(serde_json::json!({"command": "ls"}))
+        );
         assert_eq!(pre.outcome, HookOutcome::Continue);
         // Only PreToolUse hooks change a call's input.
         let post = parse_stdout(HookEvent::PostToolUse, json).unwrap_or_default();
         assert_eq!(post.updated_input, None);
         let bad = r#"{"hookSpecificOutput":{"updatedInput":"ls"}}"#;
-        let error = parse_stdout(HookEvent::PreToolUse, bad).err().unwrap_or_default();
+        let error = parse_stdout(HookEvent::PreToolUse, bad)
+            .err()
+            .unwrap_or_default();
         assert!(error.contains("updatedInput"), "{error}");
     }
 

@@ -386,9 +386,9 @@ impl HookInput {
             response["images"] = output
                 .images
                 .iter()
-                .map(|image| {
-                    json!({"media_type": image.media_type(), "bytes": image.decoded_len()})
-                })
+                .map(
+                    |image| json!({"media_type": image.media_type(), "bytes": image.decoded_len()}),
+                )
                 .collect();
         }
         let kept = ToolOutput {

@@ -96,7 +96,11 @@ impl Session {
     /// `UserPromptSubmit`, neither in a sub-agent's session. What they print is context added
     /// to `content`; `Some(stop)` when one of them stops the run or blocks the prompt, which
     /// is then not sent.
-    async fn before_prompt(&mut self, content: &mut Vec<ContentBlock>, sink: &Sink) -> Option<Stop> {
+    async fn before_prompt(
+        &mut self,
+        content: &mut Vec<ContentBlock>,
+        sink: &Sink,
+    ) -> Option<Stop> {
         let first = !std::mem::replace(&mut self.started, true);
         if self.subagent.is_some() {
             return None;

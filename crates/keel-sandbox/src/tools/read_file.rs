@@ -214,8 +214,14 @@ fn numbered(
     let total = skipped + shown.len() as u64 + read_but_not_shown + remaining;
 
     if total == 0 && start == 1 {
-        return Ok(ToolOutput::text(format!("[{shown_path} is empty]"))
-            .with_metadata(metadata(shown_path, None, 0, String::new())));
+        return Ok(
+            ToolOutput::text(format!("[{shown_path} is empty]")).with_metadata(metadata(
+                shown_path,
+                None,
+                0,
+                String::new(),
+            )),
+        );
     }
     if start > total {
         return Err(ToolError::InvalidArguments(format!(

@@ -84,8 +84,8 @@ impl Tool for WriteFile {
                 let shown_path = self.sandbox.display(resolved.absolute());
                 let sandbox = Arc::clone(&self.sandbox);
                 let given = args.path.clone();
-                let original = blocking(Self::NAME, move || Ok(original_text(&sandbox, &given)))
-                    .await?;
+                let original =
+                    blocking(Self::NAME, move || Ok(original_text(&sandbox, &given))).await?;
                 write_through(editor.as_ref(), &resolved, &args.content, &shown_path).await?;
                 let facts = Written {
                     bytes: args.content.len(),

@@ -67,9 +67,9 @@ pub fn tool_input(tool: &str, input: &Value, cwd: &Path) -> Value {
             put("offset", start.map(|start| json!(start)));
             put(
                 "limit",
-                args.get("end_line").and_then(Value::as_u64).map(|end| {
-                    json!(end.saturating_sub(start.unwrap_or(1)).saturating_add(1))
-                }),
+                args.get("end_line")
+                    .and_then(Value::as_u64)
+                    .map(|end| json!(end.saturating_sub(start.unwrap_or(1)).saturating_add(1))),
             );
         }
         "write_file" => {
@@ -134,7 +134,11 @@ pub fn keel_input(tool: &str, claude: &Value, cwd: &Path) -> Value {
             ("run_in_background", None),
             ("dangerouslyDisableSandbox", None),
         ],
-        "read_file" => &[("file_path", Some("path")), ("offset", None), ("limit", None)],
+        "read_file" => &[
+            ("file_path", Some("path")),
+            ("offset", None),
+            ("limit", None),
+        ],
         "write_file" | "patch_file" => &[("file_path", Some("path"))],
         "grep" => &[
             ("-i", Some("case_insensitive")),
@@ -180,7 +184,8 @@ pub fn keel_input(tool: &str, claude: &Value, cwd: &Path) -> Value {
         "read_file" => {
             let offset = args.get("offset").and_then(Value::as_u64);
             if let Some(offset) = offset {
-                out.entry("start_line").or_insert_with(|| json!(offset.max(1)));
+                out.entry("start_line")
+                    .or_insert_with(|| json!(offset.max(1)));
             }
             if let Some(limit) = args.get("limit").and_then(Value::as_u64).filter(|l| *l > 0) {
                 let start = offset.unwrap_or(1).max(1);
@@ -449,7 +454,11 @@ mod tests {
             json!({"command": "ls", "timeout_secs": 2})
         );
         assert_eq!(
-            keel_input("write_file", &json!({"file_path": "/etc/x", "content": ""}), cwd),
+            keel_input(
+                "write_file",
+                &json!({"file_path": "/etc/x", "content": ""}),
+                cwd
+            ),
             json!({"path": "/etc/x", "content": ""})
         );
     }
@@ -460,7 +469,8 @@ mod tests {
         let output = ToolOutput::text("patched calc.py").with_metadata(json!({
             "path": "calc.py", "file_path": "/w/calc.py", "original": original, "crlf": false,
         }));
-        let input = json!({"path": "calc.py", "old_string": "return a - b", "new_string": "return a + b"});
+        let input =
+            json!({"path": "calc.py", "old_string": "return a - b", "new_string": "return a + b"});
         let response = tool_response("patch_file", &input, &output, Path::new("/w"));
         assert_eq!(
             response,
