@@ -483,6 +483,13 @@ async fn session_end_runs_with_its_reason_and_its_output_changes_nothing() {
     let provider = Arc::new(ScriptedProvider::new().then_text("ok"));
     let mut session = session(provider, dir.path(), &hooks);
     session.run("hi").await;
+    // A host's own notice goes to Notification hooks (none here): nothing happens.
+    assert_eq!(
+        session
+            .notify("keel is waiting for your input", "idle_prompt")
+            .await,
+        keel_engine::HookReport::default()
+    );
     let report = session.end(SessionEndReason::PromptInputExit).await;
     assert!(report.failures.is_empty(), "{:?}", report.failures);
     assert_eq!(report.system_messages, ["bye"]);
@@ -606,5 +613,58 @@ async fn every_events_stdin_has_claude_codes_fields_in_claude_codes_order() {
     assert_eq!(
         all["Stop"][0]["transcript_path"],
         "<SESSIONS>/<SESSION-ID>.jsonl"
+    );
+}
+
+#[tokio::test]
+async fn continue_false_before_a_call_stops_the_run_and_later_calls_do_not_run() {
+    let dir = TempDir::new().unwrap();
+    let provider = Arc::new(
+        ScriptedProvider::new()
+            .then(keel_test_support::scripted::Turn::Reply(
+                keel_test_support::scripted::reply(
+                    vec![
+                        keel_provider::ContentBlock::tool_use(
+                            "t1",
+                            "run_command",
+                            json!({"command": "touch one"}),
+                        ),
+                        keel_provider::ContentBlock::tool_use(
+                            "t2",
+                            "write_file",
+                            json!({"path": "two", "content": ""}),
+                        ),
+                    ],
+                    keel_provider::StopReason::ToolUse,
+                ),
+            ))
+            .then_text("never asked for"),
+    );
+    let hooks = [hook(
+        HookEvent::PreToolUse,
+        Some("Bash"),
+        r#"echo '{"continue":false,"stopReason":"maintenance window"}'"#,
+    )];
+    let mut session = session(provider.clone(), dir.path(), &hooks);
+    let outcome = session.run("go").await;
+    assert_eq!(
+        outcome.stop,
+        Stop::HookStopped {
+            reason: "maintenance window".to_owned()
+        }
+    );
+    assert!(!dir.path().join("one").exists());
+    assert!(!dir.path().join("two").exists());
+    assert_eq!(provider.requests().len(), 1);
+    let results = tool_results(session.history());
+    assert_eq!(
+        results,
+        [
+            (
+                "not run: a hook stopped the run: maintenance window".to_owned(),
+                true
+            ),
+            ("not run: a hook stopped the run".to_owned(), true),
+        ]
     );
 }

@@ -687,7 +687,9 @@ pub fn outcome_from_json(event: HookEvent, answer: &Value) -> Result<HookOutcome
     command::parse_json(event, answer).map(|result| result.outcome)
 }
 
-/// A Rust hook.
+/// A Rust hook. It reads keel's view of the input in [`HookInput`]'s fields (keel's tool
+/// names and arguments), Claude Code's through its methods
+/// ([`HookInput::claude_tool_name`], …) or by serializing it (what a command hook reads).
 #[async_trait]
 pub trait Hook: Send + Sync {
     /// Runs the hook. An `Err` is a failure: it is reported in [`HookReport::failures`] and the

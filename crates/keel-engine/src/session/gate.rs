@@ -196,6 +196,20 @@ impl Session {
                 remember,
             } => (reason, scope, remember),
         };
+        if self.config.hooks().handles(HookEvent::Notification) {
+            let tool = keel_tool::claude::claude_name(&call.name).unwrap_or(&call.name);
+            let input = HookInput::notification(
+                &self.id,
+                &self.cwd,
+                format!("keel needs your permission to use {tool}"),
+                "permission_prompt",
+            );
+            if let HookOutcome::Stop { reason } = self.hooks(input, sink).await.outcome {
+                let text = format!("not run: a hook stopped the run: {reason}");
+                self.request_stop(reason);
+                return self.answer(call, ToolOutput::error(text), sink);
+            }
+        }
         emit(
             sink,
             AgentEvent::ApprovalRequested {
@@ -205,16 +219,6 @@ impl Session {
                 reason: reason.clone(),
             },
         );
-        if self.config.hooks().handles(HookEvent::Notification) {
-            let tool = keel_tool::claude::claude_name(&call.name).unwrap_or(&call.name);
-            let input = HookInput::notification(
-                &self.id,
-                &self.cwd,
-                format!("keel needs your permission to use {tool}"),
-                "permission_prompt",
-            );
-            self.hooks(input, sink).await;
-        }
         let request = ApprovalRequest {
             call_id: call.id.clone(),
             tool: call.name.clone(),

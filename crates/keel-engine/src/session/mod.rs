@@ -309,6 +309,20 @@ impl Session {
         self.hooks(input, &None).await
     }
 
+    /// Runs the `Notification` hooks with `message` and `notification_type` (Claude Code's:
+    /// `idle_prompt` when the session waits for the person's next prompt, `auth_success`, …),
+    /// for notices the host gives; the session itself fires them with `permission_prompt` when
+    /// it asks the approver about a call. Returns what the hooks said (their outcome changes
+    /// nothing).
+    pub async fn notify(
+        &self,
+        message: impl Into<String>,
+        notification_type: impl Into<String>,
+    ) -> HookReport {
+        let input = HookInput::notification(&self.id, &self.cwd, message, notification_type);
+        self.hooks(input, &None).await
+    }
+
     /// A handle that cancels the run in progress.
     pub fn cancel_handle(&self) -> CancelHandle {
         CancelHandle {
@@ -369,7 +383,8 @@ impl Session {
     /// `PreCompact` hooks run first, with the trigger `manual`.
     pub async fn compact_now(&mut self) -> Result<Compacted, CompactionError> {
         let cancel = self.start_run();
-        self.pre_compact(CompactTrigger::Manual, &None).await;
+        // Asked for outside a run: there is no run for a hook to stop.
+        let _ = self.pre_compact(CompactTrigger::Manual, &None).await;
         let compaction = self.summarize(&cancel).await?;
         Ok(self.apply_compaction(compaction))
     }
@@ -479,10 +494,14 @@ impl Session {
         report
     }
 
-    /// Runs the `PreCompact` hooks; what they say does not stop the compaction.
-    async fn pre_compact(&self, trigger: CompactTrigger, sink: &Sink) {
+    /// Runs the `PreCompact` hooks: a block does not stop the compaction; `Some(reason)` when
+    /// one asks to stop the run (`"continue": false`).
+    async fn pre_compact(&self, trigger: CompactTrigger, sink: &Sink) -> Option<String> {
         let input = HookInput::pre_compact(&self.id, &self.cwd, trigger, "");
-        self.hooks(input, sink).await;
+        match self.hooks(input, sink).await.outcome {
+            HookOutcome::Stop { reason } => Some(reason),
+            _ => None,
+        }
     }
 
     /// Asks the loop to stop the run once the calls being answered are answered: a hook's
@@ -493,6 +512,14 @@ impl Session {
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
         pending.get_or_insert(reason);
+    }
+
+    /// Whether a hook asked to stop the run: the calls not yet run are then not run.
+    fn stop_requested(&self) -> bool {
+        self.hook_stop
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .is_some()
     }
 
     /// The reason of a stop a hook asked for, if any; clears it.

@@ -18,6 +18,9 @@ use crate::events::AgentEvent;
 use crate::history::INTERRUPTED;
 use crate::hooks::{HookEvent, HookInput, HookOutcome};
 
+/// The result of a call not run because a hook stopped the run (`"continue": false`).
+const NOT_RUN_STOPPED: &str = "not run: a hook stopped the run";
+
 /// The longest summary of a call in a snapshot, in characters.
 const SNAPSHOT_SUMMARY_CHARS: usize = 200;
 
@@ -73,7 +76,12 @@ impl Session {
         let mut calls = calls.to_vec();
         let mut plans = Vec::with_capacity(calls.len());
         for call in &mut calls {
-            plans.push(self.plan(call, cancel, sink).await);
+            let plan = if self.stop_requested() {
+                self.answer(call, ToolOutput::error(NOT_RUN_STOPPED), sink)
+            } else {
+                self.plan(call, cancel, sink).await
+            };
+            plans.push(plan);
         }
         let calls = calls.as_slice();
         let mut outputs: Vec<Option<ToolOutput>> = vec![None; calls.len()];
@@ -91,6 +99,8 @@ impl Session {
                     let batch = calls[range].iter().map(|call| async {
                         let output = if cancel.is_cancelled() {
                             self.interrupted(call, sink)
+                        } else if self.stop_requested() {
+                            self.not_run(call, sink)
                         } else {
                             self.dispatch(call, &ctx, sink).await
                         };
@@ -110,6 +120,8 @@ impl Session {
                     let call = &calls[i];
                     let output = if cancel.is_cancelled() {
                         self.interrupted(call, sink)
+                    } else if self.stop_requested() {
+                        self.not_run(call, sink)
                     } else {
                         self.snapshot(call, sink).await;
                         self.dispatch(call, &ctx, sink).await
@@ -182,6 +194,13 @@ impl Session {
     /// A call answered `interrupted` without running it.
     pub(super) fn interrupted(&self, call: &OwnedCall, sink: &Sink) -> ToolOutput {
         let output = ToolOutput::error(INTERRUPTED);
+        finished(sink, call, &output, std::time::Duration::ZERO);
+        output
+    }
+
+    /// A call answered without running it because a hook stopped the run.
+    fn not_run(&self, call: &OwnedCall, sink: &Sink) -> ToolOutput {
+        let output = ToolOutput::error(NOT_RUN_STOPPED);
         finished(sink, call, &output, std::time::Duration::ZERO);
         output
     }

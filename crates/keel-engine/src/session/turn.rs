@@ -388,7 +388,9 @@ impl Session {
         sink: &Sink,
         state: &mut RunState,
     ) -> Option<Stop> {
-        self.pre_compact(CompactTrigger::Auto, sink).await;
+        if let Some(reason) = self.pre_compact(CompactTrigger::Auto, sink).await {
+            return Some(Stop::HookStopped { reason });
+        }
         match self.summarize(cancel).await {
             Err(CompactionError::Cancelled) => return Some(Stop::Cancelled),
             Ok(compaction) => {
