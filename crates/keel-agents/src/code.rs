@@ -181,7 +181,10 @@ impl CodeTool {
             .system_prompt(system_prompt(&project_context(&root, cwd)))
             .max_iterations(self.max_iterations)
             .build()?;
-        Ok(agent.session(cwd)?)
+        let mut session = agent.session(cwd)?;
+        // A delegated run: its stops fire SubagentStop hooks, not Stop.
+        session.set_subagent("code");
+        Ok(session)
     }
 
     async fn run(

@@ -442,6 +442,8 @@ impl SubAgentRunner {
                 slot = self.slots.acquire() => slot.ok(),
             };
             let mut session = agent.session(cwd)?;
+            // Its stops fire SubagentStop hooks, not Stop.
+            session.set_subagent(name);
             Ok::<_, AgentsError>(run_to_end(&mut session, task, cancel).await)
         }
         .instrument(span)

@@ -7,6 +7,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::failure::RunFailure;
+use crate::hooks::HookEvent;
 
 /// How a run ended.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -40,6 +41,18 @@ pub enum Stop {
         /// What the model said, or why the provider refused.
         reason: String,
     },
+    /// A `UserPromptSubmit` hook blocked the prompt (exit 2, `"decision": "block"` or
+    /// `"continue": false`): it was not sent, nor kept in the history.
+    PromptBlocked {
+        /// The hook's reason, for the person.
+        reason: String,
+    },
+    /// A hook answered `"continue": false`: the run stopped there (the calls of the reply
+    /// being answered are answered first).
+    HookStopped {
+        /// The hook's `stopReason`, for the person.
+        reason: String,
+    },
     /// A fatal error ended the run; the session is saved and can go on with the next prompt.
     /// Serialized as `{"kind": "failed", "failure": <kind>, "error": <message>}`.
     Failed(RunFailure),
@@ -47,7 +60,7 @@ pub enum Stop {
 
 impl Stop {
     /// A short name: `completed`, `max_iterations`, `cancelled`, `token_budget`,
-    /// `cost_budget`, `refused`, `failed`.
+    /// `cost_budget`, `refused`, `prompt_blocked`, `hook_stopped`, `failed`.
     pub fn name(&self) -> &'static str {
         match self {
             Self::Completed => "completed",
@@ -56,6 +69,8 @@ impl Stop {
             Self::TokenBudget { .. } => "token_budget",
             Self::CostBudget { .. } => "cost_budget",
             Self::Refused { .. } => "refused",
+            Self::PromptBlocked { .. } => "prompt_blocked",
+            Self::HookStopped { .. } => "hook_stopped",
             Self::Failed(_) => "failed",
         }
     }
@@ -235,6 +250,14 @@ pub enum AgentEvent {
         call_id: String,
         /// The snapshot, to restore with [`Snapshots::restore`](keel_snapshot::Snapshots::restore).
         id: keel_snapshot::SnapshotId,
+    },
+    /// A hook's message for the person (`systemMessage` in its JSON output), not for the
+    /// model.
+    HookMessage {
+        /// The event the hook ran for.
+        event: HookEvent,
+        /// The message.
+        message: String,
     },
     /// Something went wrong that does not stop the run (a hook failed, the session file
     /// could not be written, no snapshot could be taken before a call).

@@ -71,8 +71,8 @@ pub use error::EngineError;
 pub use events::{AgentEvent, Compacted, RunOutcome, Stop};
 pub use failure::{FailureKind, RunFailure};
 pub use hooks::{
-    Hook, HookConfig, HookConfigError, HookEvent, HookInput, HookOutcome, HookReport, Hooks,
-    PermissionDecision, outcome_from_json,
+    CompactTrigger, Hook, HookConfig, HookConfigError, HookEvent, HookInput, HookOutcome,
+    HookReport, Hooks, PermissionDecision, SessionEndReason, SessionStartSource, outcome_from_json,
 };
 pub use notify::Notifier;
 pub use permissions::{PermissionError, PermissionRule, PermissionRules, Verdict};

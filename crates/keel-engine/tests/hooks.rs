@@ -10,8 +10,10 @@ use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
 use keel_engine::{
-    Hook, HookConfig, HookConfigError, HookEvent, HookInput, HookOutcome, Hooks, PermissionDecision,
+    Hook, HookConfig, HookConfigError, HookEvent, HookInput, HookOutcome, Hooks,
+    PermissionDecision, SessionStartSource,
 };
+use keel_tool::ToolOutput;
 use serde_json::{Value, json};
 use tempfile::TempDir;
 
@@ -110,7 +112,7 @@ async fn legacy_decision_block_and_continue_false() {
     let run = |command: &str, event: HookEvent| {
         let hooks = hooks(&[config(event, None, command)]);
         let input = match event {
-            HookEvent::Stop => HookInput::stop("s", dir.path(), false),
+            HookEvent::Stop => HookInput::stop("s", dir.path(), false, "done"),
             _ => pre(dir.path(), "run_command"),
         };
         async move { hooks.run(&input).await }
@@ -133,14 +135,17 @@ async fn legacy_decision_block_and_continue_false() {
         HookEvent::PreToolUse,
     )
     .await;
-    assert_eq!(report.outcome, block("frozen"));
-    // At Stop, `continue: false` asks for what happens anyway.
+    let stop = HookOutcome::Stop {
+        reason: "frozen".to_owned(),
+    };
+    assert_eq!(report.outcome, stop);
+    // At Stop too, `continue: false` stops the run.
     let report = run(
         r#"echo '{"continue": false, "stopReason": "frozen"}'"#,
         HookEvent::Stop,
     )
     .await;
-    assert_eq!(report.outcome, HookOutcome::Continue);
+    assert_eq!(report.outcome, stop);
     let report = run(r#"echo '{"decision": "approve"}'"#, HookEvent::PreToolUse).await;
     assert_eq!(
         report.outcome,
@@ -158,8 +163,8 @@ async fn captured_stdin(dir: &Path, input: &HookInput) -> Value {
     assert_eq!(report.outcome, HookOutcome::Continue);
     assert!(report.failures.is_empty(), "{:?}", report.failures);
     let text = std::fs::read_to_string(dir.join("stdin.json")).unwrap();
-    let cwd = serde_json::to_string(&dir.display().to_string()).unwrap();
-    serde_json::from_str(&text.replace(&cwd, "\"[CWD]\"")).unwrap()
+    // The directory, and the absolute paths in it (Claude's `file_path`).
+    serde_json::from_str(&text.replace(&dir.display().to_string(), "[CWD]")).unwrap()
 }
 
 #[tokio::test]
@@ -173,8 +178,8 @@ async fn the_stdin_json_has_claude_codes_field_names() {
             "session_id": "session-1",
             "cwd": "[CWD]",
             "hook_event_name": "PreToolUse",
-            "tool_name": "run_command",
-            "tool_input": {"command": "cargo test", "timeout_secs": 30},
+            "tool_name": "Bash",
+            "tool_input": {"command": "cargo test", "timeout": 30000},
         })
     );
     let post = HookInput::post_tool_use(
@@ -182,10 +187,11 @@ async fn the_stdin_json_has_claude_codes_field_names() {
         d,
         "write_file",
         json!({"path": "a.txt", "content": "hi"}),
-        json!({"ok": true}),
+        &ToolOutput::text("wrote 2 bytes to a.txt (new file)")
+            .with_metadata(json!({"path": "a.txt", "created": true})),
     );
-    let session_start = HookInput::session_start("session-1", d);
-    let stop = HookInput::stop("session-1", d, true);
+    let session_start = HookInput::session_start("session-1", d, SessionStartSource::Startup);
+    let stop = HookInput::stop("session-1", d, true, "All done.");
     let all = json!({
         "PreToolUse": pre,
         "PostToolUse": captured_stdin(d, &post).await,
@@ -246,7 +252,13 @@ async fn star_empty_and_absent_matchers_match_every_tool() {
             matcher,
             &format!("touch ran-{index}"),
         )]);
-        let input = HookInput::post_tool_use("s", dir.path(), "anything", json!({}), json!("ok"));
+        let input = HookInput::post_tool_use(
+            "s",
+            dir.path(),
+            "anything",
+            json!({}),
+            &ToolOutput::text("ok"),
+        );
         let report = hooks.run(&input).await;
         assert!(report.failures.is_empty(), "{:?}", report.failures);
     }
@@ -258,7 +270,9 @@ async fn star_empty_and_absent_matchers_match_every_tool() {
 async fn non_tool_events_ignore_the_matcher() {
     let dir = TempDir::new().unwrap();
     let hooks = hooks(&[config(HookEvent::Stop, Some("nothing_matches"), "exit 2")]);
-    let report = hooks.run(&HookInput::stop("s", dir.path(), false)).await;
+    let report = hooks
+        .run(&HookInput::stop("s", dir.path(), false, "done"))
+        .await;
     assert_eq!(report.outcome, block("blocked by hook `exit 2`"));
 }
 
@@ -335,7 +349,13 @@ async fn a_background_process_holding_the_output_does_not_hold_the_hook() {
         )
     }]);
     let started = Instant::now();
-    let report = hooks.run(&HookInput::session_start("s", dir.path())).await;
+    let report = hooks
+        .run(&HookInput::session_start(
+            "s",
+            dir.path(),
+            SessionStartSource::Startup,
+        ))
+        .await;
     assert!(
         started.elapsed() < Duration::from_secs(5),
         "{:?}",
@@ -424,7 +444,13 @@ async fn session_start_text_and_additional_context_become_messages() {
             r#"echo '{"hookSpecificOutput": {"hookEventName": "SessionStart", "additionalContext": "3 open issues"}}'"#,
         ),
     ]);
-    let report = hooks.run(&HookInput::session_start("s", dir.path())).await;
+    let report = hooks
+        .run(&HookInput::session_start(
+            "s",
+            dir.path(),
+            SessionStartSource::Startup,
+        ))
+        .await;
     assert_eq!(report.outcome, HookOutcome::Continue);
     assert_eq!(report.messages, vec!["branch: main", "3 open issues"]);
 }
@@ -520,7 +546,9 @@ async fn rust_callback_hooks() {
     assert!(hooks.handles(HookEvent::PostToolUse));
     assert!(!hooks.handles(HookEvent::Stop));
 
-    let input = |tool: &str| HookInput::post_tool_use("s", dir.path(), tool, json!({}), json!({}));
+    let input = |tool: &str| {
+        HookInput::post_tool_use("s", dir.path(), tool, json!({}), &ToolOutput::text(""))
+    };
     let report = hooks.run(&input("write_file")).await;
     assert_eq!(report.outcome, block("formatting is off"));
     assert_eq!(
@@ -680,7 +708,11 @@ async fn the_environment_names_the_session_and_the_project() {
         r#"printf '%s\n%s\n%s\n%s\n' "$KEEL_SESSION_ID" "$KEEL_PROJECT_DIR" "$CLAUDE_PROJECT_DIR" "$PWD" > env.txt"#,
     )]);
     let report = hooks
-        .run(&HookInput::session_start("abc-123", dir.path()))
+        .run(&HookInput::session_start(
+            "abc-123",
+            dir.path(),
+            SessionStartSource::Startup,
+        ))
         .await;
     assert!(report.failures.is_empty(), "{:?}", report.failures);
     let text = std::fs::read_to_string(dir.path().join("env.txt")).unwrap();

@@ -25,7 +25,11 @@ const PLANTED: [(&str, &str, bool); 8] = [
 /// What an `env` hook printed, as SessionStart context.
 async fn hook_environment(hooks: &Hooks, dir: &std::path::Path) -> String {
     let report = hooks
-        .run(&HookInput::session_start("session-env", dir))
+        .run(&HookInput::session_start(
+            "session-env",
+            dir,
+            keel_engine::SessionStartSource::Startup,
+        ))
         .await;
     assert!(report.failures.is_empty(), "{:?}", report.failures);
     report.messages.join("\n")

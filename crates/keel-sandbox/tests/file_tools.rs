@@ -802,3 +802,43 @@ async fn patch_then_read_round_trip() {
     let read = ws.ok("read_file", json!({"path": "a/b.txt"})).await;
     assert_eq!(read, "1\tx = 1\n2\ty = 3\n");
 }
+
+/// The facts Claude Code's hook shapes are built from (`keel_tool::claude::tool_response`):
+/// the absolute path, the text read, the file's text before a write or an edit.
+#[tokio::test]
+async fn results_carry_the_facts_for_claudes_shapes() {
+    let ws = Workspace::new();
+    let root = std::fs::canonicalize(ws.root()).unwrap();
+    let absolute = root.join("a.py").display().to_string();
+    ws.put("a.py", "x = 1\ny = 2\n");
+
+    let read = ws
+        .call("read_file", json!({"path": "a.py", "start_line": 2}))
+        .await;
+    assert_eq!(read.metadata["file_path"], absolute.as_str());
+    assert_eq!(read.metadata["content"], "y = 2\n");
+
+    let patched = ws
+        .call(
+            "patch_file",
+            json!({"path": "a.py", "old_string": "x = 1", "new_string": "x = 3"}),
+        )
+        .await;
+    assert_eq!(patched.metadata["file_path"], absolute.as_str());
+    assert_eq!(patched.metadata["original"], "x = 1\ny = 2\n");
+
+    let written = ws
+        .call("write_file", json!({"path": "a.py", "content": "z\n"}))
+        .await;
+    assert_eq!(written.metadata["created"], false);
+    assert_eq!(written.metadata["original"], "x = 3\ny = 2\n");
+    let created = ws
+        .call("write_file", json!({"path": "b.py", "content": "b\n"}))
+        .await;
+    assert_eq!(created.metadata["created"], true);
+    assert_eq!(created.metadata["original"], Value::Null);
+    assert_eq!(
+        created.metadata["file_path"],
+        root.join("b.py").display().to_string()
+    );
+}

@@ -14,6 +14,10 @@
 //! assert_eq!(claude_name("patch_file"), Some("Edit"));
 //! ```
 
+mod shapes;
+
+pub use shapes::{keel_input, tool_input, tool_response};
+
 /// What one of Claude Code's tool names means in keel.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ClaudeName {
@@ -98,6 +102,17 @@ pub fn claude_name(keel_tool: &str) -> Option<&'static str> {
         .iter()
         .find(|(_, keel)| keel.contains(&keel_tool))
         .map(|(claude, _)| *claude)
+}
+
+/// Every Claude Code name that stands for keel's tool `keel_tool` (`patch_file` → `Edit`,
+/// `MultiEdit`), in the table's order: what a hook matcher written for Claude Code may name
+/// it by. Empty for a tool Claude Code has no twin of.
+pub fn claude_names(keel_tool: &str) -> Vec<&'static str> {
+    KEEL_TWINS
+        .iter()
+        .filter(|(_, keel)| keel.contains(&keel_tool))
+        .map(|(claude, _)| *claude)
+        .collect()
 }
 
 /// Every tool name of Claude Code's that keel understands, for messages that list them.

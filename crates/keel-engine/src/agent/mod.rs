@@ -257,7 +257,9 @@ impl AgentBuilder {
         self
     }
 
-    /// Hooks run at session start, around tool calls and when the model stops.
+    /// Hooks, with Claude Code's contract: at session start, before each prompt, around tool
+    /// calls, at approvals, when the model stops, before compactions and at the session's end
+    /// (see [`hooks`](crate::hooks)).
     pub fn hooks(mut self, hooks: Hooks) -> Self {
         self.hooks = hooks;
         self

@@ -59,7 +59,7 @@ impl CommandHook {
                 };
                 Ok(HookResult {
                     outcome: HookOutcome::Block { reason },
-                    messages: Vec::new(),
+                    ..HookResult::default()
                 })
             }
             Some(code) => Err(format!(
@@ -130,10 +130,11 @@ fn quote_stderr(stderr: &str) -> String {
 fn parse_stdout(event: HookEvent, stdout: &str) -> Result<HookResult, String> {
     let text = stdout.trim();
     if !text.starts_with('{') {
-        // Plain text: context for the model at session start, a log line otherwise.
+        // Plain text: context for the model at session start and with a prompt, a log line
+        // otherwise.
         let mut result = HookResult::default();
         if !text.is_empty() {
-            if event == HookEvent::SessionStart {
+            if matches!(event, HookEvent::SessionStart | HookEvent::UserPromptSubmit) {
                 result.messages.push(text.to_owned());
             } else {
                 tracing::debug!(%event, stdout = text, "hook printed text");
@@ -147,10 +148,34 @@ fn parse_stdout(event: HookEvent, stdout: &str) -> Result<HookResult, String> {
 }
 
 /// A hook's answer in Claude Code's JSON form (`decision`, `hookSpecificOutput`,
-/// `continue`), for `event`.
+/// `continue`, `systemMessage`, `suppressOutput`), for `event`.
 pub(super) fn parse_json(event: HookEvent, json: &Value) -> Result<HookResult, String> {
     let mut result = HookResult::default();
     let specific = json.get("hookSpecificOutput");
+
+    if let Some(message) = json
+        .get("systemMessage")
+        .and_then(Value::as_str)
+        .filter(|message| !message.trim().is_empty())
+    {
+        result.system_messages.push(message.to_owned());
+    }
+    result.suppress_output = json.get("suppressOutput").and_then(Value::as_bool) == Some(true);
+
+    if let Some(updated) = specific
+        .and_then(|specific| specific.get("updatedInput"))
+        .filter(|updated| !updated.is_null())
+    {
+        if event != HookEvent::PreToolUse {
+            tracing::debug!(%event, "updatedInput ignored outside PreToolUse");
+        } else if updated.is_object() {
+            result.updated_input = Some(updated.clone());
+        } else {
+            return Err(format!(
+                "gave an updatedInput that is not a JSON object: {updated}"
+            ));
+        }
+    }
 
     if let Some(context) = specific
         .and_then(|specific| specific.get("additionalContext"))
@@ -213,17 +238,12 @@ pub(super) fn parse_json(event: HookEvent, json: &Value) -> Result<HookResult, S
             .and_then(Value::as_str)
             .filter(|reason| !reason.trim().is_empty())
             .unwrap_or("a hook asked to stop");
-        if event == HookEvent::Stop {
-            // The run stops anyway, which is what `continue: false` asks for.
-            tracing::debug!(reason, "Stop hook asked to stop");
-        } else {
-            merge(
-                &mut result,
-                HookOutcome::Block {
-                    reason: reason.to_owned(),
-                },
-            );
-        }
+        merge(
+            &mut result,
+            HookOutcome::Stop {
+                reason: reason.to_owned(),
+            },
+        );
     }
     Ok(result)
 }
@@ -251,9 +271,11 @@ mod tests {
     use super::*;
 
     #[test]
-    fn plain_text_is_context_only_at_session_start() {
+    fn plain_text_is_context_only_at_session_start_and_with_a_prompt() {
         let start = parse_stdout(HookEvent::SessionStart, "hello\n").unwrap_or_default();
         assert_eq!(start.messages, vec!["hello".to_owned()]);
+        let prompt = parse_stdout(HookEvent::UserPromptSubmit, "hello\n").unwrap_or_default();
+        assert_eq!(prompt.messages, vec!["hello".to_owned()]);
         let pre = parse_stdout(HookEvent::PreToolUse, "hello\n").unwrap_or_default();
         assert!(pre.messages.is_empty());
         assert_eq!(pre.outcome, HookOutcome::Continue);
@@ -272,17 +294,40 @@ mod tests {
     }
 
     #[test]
-    fn continue_false_blocks_except_at_stop() {
-        let json = r#"{"continue":false,"stopReason":"halt"}"#;
-        let post = parse_stdout(HookEvent::PostToolUse, json).map(|result| result.outcome);
+    fn continue_false_stops_at_every_event_and_wins_over_a_block() {
+        let json = r#"{"continue":false,"stopReason":"halt","decision":"block","reason":"no"}"#;
+        for event in HookEvent::ALL {
+            let outcome = parse_stdout(event, json).map(|result| result.outcome);
+            assert_eq!(
+                outcome,
+                Ok(HookOutcome::Stop {
+                    reason: "halt".to_owned()
+                }),
+                "{event}"
+            );
+        }
+    }
+
+    #[test]
+    fn system_message_suppress_output_and_updated_input_are_read() {
+        let json = r#"{"systemMessage":"linted","suppressOutput":true,
+            "hookSpecificOutput":{"hookEventName":"PreToolUse","updatedInput":{"command":"ls"}}}"#;
+        let pre = parse_stdout(HookEvent::PreToolUse, json).unwrap_or_default();
+        assert_eq!(pre.system_messages, ["linted"]);
+        assert!(pre.suppress_output);
         assert_eq!(
-            post,
-            Ok(HookOutcome::Block {
-                reason: "halt".to_owned()
-            })
+            pre.updated_input,
+            Some(serde_json::json!({"command": "ls"}))
         );
-        let stop = parse_stdout(HookEvent::Stop, json).map(|result| result.outcome);
-        assert_eq!(stop, Ok(HookOutcome::Continue));
+        assert_eq!(pre.outcome, HookOutcome::Continue);
+        // Only PreToolUse hooks change a call's input.
+        let post = parse_stdout(HookEvent::PostToolUse, json).unwrap_or_default();
+        assert_eq!(post.updated_input, None);
+        let bad = r#"{"hookSpecificOutput":{"updatedInput":"ls"}}"#;
+        let error = parse_stdout(HookEvent::PreToolUse, bad)
+            .err()
+            .unwrap_or_default();
+        assert!(error.contains("updatedInput"), "{error}");
     }
 
     #[test]

@@ -1,42 +1,96 @@
-//! Hooks: code that runs at fixed points of a session, with Claude Code's contract.
+//! Hooks: code that runs at fixed points of a session, with Claude Code's contract, so that
+//! hooks written for Claude Code (`.claude/settings.json`) run unchanged.
 //!
-//! Four events ([`HookEvent`]): `SessionStart`, `PreToolUse`, `PostToolUse` and `Stop`. A hook
-//! is either a Rust callback ([`Hook`]) or an external command configured in TOML
+//! # Events
+//!
+//! [`HookEvent`], with Claude Code's names:
+//!
+//! | event | fires | may |
+//! |---|---|---|
+//! | `SessionStart` | before the session's first prompt (`source`: `startup`, `resume`, `clear`, `compact`) | add context |
+//! | `UserPromptSubmit` | before each prompt is sent (`prompt`) | add context; block the prompt ([`Stop::PromptBlocked`](crate::Stop::PromptBlocked)) |
+//! | `PreToolUse` | before a call is decided | block it, decide its permission, change its input |
+//! | `PostToolUse` | after a call that succeeded (`tool_response`) | add feedback to the result |
+//! | `PostToolUseFailure` | after a call that failed, instead of `PostToolUse` (`error`) | add feedback to the result |
+//! | `Notification` | when the approver is asked about a call (`message`, `notification_type`) | — |
+//! | `Stop` | when the model ends its turn (`stop_hook_active`, `last_assistant_message`) | send it back to work |
+//! | `SubagentStop` | the same, in a sub-agent's session, instead of `Stop` | the same |
+//! | `PreCompact` | before a compaction (`trigger`: `manual`, `auto`; `custom_instructions`) | — |
+//! | `SessionEnd` | when the host calls [`Session::end`](crate::Session::end) (`reason`) | — |
+//!
+//! A sub-agent's session ([`Session::set_subagent`](crate::Session::set_subagent)) fires no
+//! `SessionStart`, `UserPromptSubmit` or `SessionEnd`, and `SubagentStop` instead of `Stop`.
+//!
+//! # Hooks
+//!
+//! A hook is either a Rust callback ([`Hook`]) or an external command configured in TOML
 //! ([`HookConfig`]):
 //!
 //! ```toml
 //! [[hooks]]
 //! event = "PreToolUse"
-//! matcher = "run_command|write_file"
+//! matcher = "Bash|Edit|Write"
 //! command = "./check.sh"
 //! timeout_secs = 60
 //! ```
 //!
+//! A matcher (tool events only) is a regex matching the whole tool name, tried on keel's name
+//! and on each of Claude Code's names for the tool ([`keel_tool::claude`]): `Bash` matches
+//! `run_command`, `Edit|Write` matches `patch_file` and `write_file`, `Edit|MultiEdit|Write`,
+//! `run_command` and `mcp__github__.*` work as written; empty, `*` or none matches every tool,
+//! `mcp__github__*` every tool of that server.
+//!
+//! # Input
+//!
 //! A command runs as `bash -c <command>` in the session's directory, with an environment
 //! that holds no credentials: variables with credential-like names (`*_API_KEY`, `*_TOKEN`,
 //! `*_SECRET`, `*_PASSWORD`, …), agent and desktop sockets (`SSH_AUTH_SOCK`, `TMUX`,
-//! `DBUS_SESSION_BUS_ADDRESS`, …) and the variables named by [`Hooks::hide_env`] are removed.
-//! It reads the [`HookInput`] as JSON on its stdin and answers through its exit code and
-//! stdout:
+//! `DBUS_SESSION_BUS_ADDRESS`, …) and the variables named by [`Hooks::hide_env`] are removed;
+//! `CLAUDE_PROJECT_DIR`, `KEEL_PROJECT_DIR` and `KEEL_SESSION_ID` are set. It reads the
+//! [`HookInput`] as JSON on its stdin, as Claude Code 2.1 writes it: `session_id`,
+//! `transcript_path` (the session's file, when it is saved), `cwd`, `permission_mode`
+//! ([`Session::set_permission_mode`](crate::Session::set_permission_mode); not at
+//! `SessionStart`), `hook_event_name`, then the event's own fields. Tool events carry
+//! Claude's tool name (`Bash`, `Read`, `Write`, `Edit`, `Grep`, `Glob`, `LS`, `Agent`; keel's
+//! for a tool without a twin) and Claude's shapes of `tool_input` and `tool_response`
+//! (absolute `file_path`, `structuredPatch`, `stdout`…; see [`keel_tool::claude::tool_input`]
+//! and [`keel_tool::claude::tool_response`]). A Rust hook reads keel's own view in the
+//! fields of [`HookInput`] (keel's name and arguments) and Claude's through its methods.
 //!
-//! - exit 0 with empty or plain-text stdout: [`HookOutcome::Continue`]; for `SessionStart`,
-//!   the text is kept in [`HookReport::messages`] as context for the model;
+//! # Output
+//!
+//! A command answers through its exit code and stdout:
+//!
+//! - exit 0 with empty or plain-text stdout: [`HookOutcome::Continue`]; for `SessionStart`
+//!   and `UserPromptSubmit`, the text is context for the model ([`HookReport::messages`]);
 //! - exit 0 with a JSON object on stdout, read as Claude Code does:
 //!   - `hookSpecificOutput.permissionDecision` (`allow`, `deny` or `ask`, with
 //!     `permissionDecisionReason`): [`HookOutcome::Permission`] (`PreToolUse` only);
+//!   - `hookSpecificOutput.updatedInput` (`PreToolUse` only): the call's new input, in
+//!     Claude's shape; it replaces the model's before the permission rules, the approver and
+//!     the sandbox judge the call, which judge the new input as they would the model's
+//!     ([`HookReport::updated_input`]);
 //!   - `"decision": "block"` with `"reason"`: [`HookOutcome::Block`];
 //!     `"decision": "approve"` (the older form of `allow`): a permission `Allow`
 //!     (`PreToolUse` only);
-//!   - `"continue": false` with `"stopReason"`: [`HookOutcome::Block`] with the stop reason,
-//!     except for `Stop`, where it asks for what happens anyway (the run stops), so it is
-//!     [`HookOutcome::Continue`];
-//!   - `hookSpecificOutput.additionalContext`: kept in [`HookReport::messages`];
+//!   - `"continue": false` with `"stopReason"`: [`HookOutcome::Stop`]: the run stops
+//!     ([`Stop::HookStopped`](crate::Stop::HookStopped)), whatever the event;
+//!   - `hookSpecificOutput.additionalContext`: context for the model
+//!     ([`HookReport::messages`]): with the prompt (`SessionStart`, `UserPromptSubmit`), with
+//!     the call's result (`PostToolUse`, `PostToolUseFailure`);
+//!   - `systemMessage`: a message for the person ([`HookReport::system_messages`], reported
+//!     as [`AgentEvent::HookMessage`](crate::AgentEvent::HookMessage));
+//!   - `suppressOutput`: kept in [`HookReport::suppress_output`] for the host;
 //!
 //!   when one output says several of these, the most decisive wins;
 //! - exit 2: [`HookOutcome::Block`] with the trimmed stderr as the reason;
 //! - any other exit, a timeout (60 s unless configured; the command's whole process group is
 //!   killed), a spawn error, or stdout that starts with `{` but is not valid JSON: a failure in
 //!   [`HookReport::failures`], and the hook counts as [`HookOutcome::Continue`].
+//!
+//! What an outcome does depends on the event (see [`HookOutcome`]); `Notification`,
+//! `PreCompact` and `SessionEnd` hooks cannot change what happens, only stop the run
+//! (`Notification`, `PreCompact` in a run) or report.
 //!
 //! Stdout and stderr are each kept up to 64 KiB (the rest is read and dropped). Once the
 //! shell has exited, its output pipes get one second to close: a process the hook left running
@@ -48,16 +102,16 @@ mod command;
 
 use std::fmt;
 use std::panic::AssertUnwindSafe;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
 use futures::FutureExt as _;
-use keel_tool::ProcessRunner;
+use keel_tool::{ProcessRunner, ToolOutput};
 use regex::Regex;
 use serde::{Deserialize, Serialize};
-use serde_json::Value;
+use serde_json::{Value, json};
 
 use command::CommandHook;
 
@@ -67,30 +121,70 @@ pub const DEFAULT_HOOK_TIMEOUT: Duration = Duration::from_secs(60);
 /// The point of a session at which hooks run; serialized with Claude Code's names.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub enum HookEvent {
-    /// The session starts (or resumes).
+    /// The session starts (or resumes), before its first prompt; not in a sub-agent's
+    /// session.
     SessionStart,
-    /// A tool call is about to run; hooks may block it or decide its permission.
+    /// A prompt of the person is about to be sent; hooks may block it or add context. Not in
+    /// a sub-agent's session.
+    UserPromptSubmit,
+    /// A tool call is about to run; hooks may block it, decide its permission or change its
+    /// input.
     PreToolUse,
-    /// A tool call has run; hooks may add feedback for the model.
+    /// A tool call has run and succeeded; hooks may add feedback for the model.
     PostToolUse,
+    /// A tool call has run and failed (its result is an error); hooks may add feedback for
+    /// the model. `PostToolUse` does not fire for that call.
+    PostToolUseFailure,
+    /// The engine asks the approver about a call (Claude Code's permission prompt).
+    Notification,
     /// The model has finished its turn; hooks may send it back to work.
     Stop,
+    /// The model of a sub-agent's session ([`Session::set_subagent`](crate::Session::set_subagent))
+    /// has finished its turn; fires there instead of `Stop`, with the same powers.
+    SubagentStop,
+    /// The history is about to be compacted (by the session as it fills up, or asked for).
+    PreCompact,
+    /// The host ends the session ([`Session::end`](crate::Session::end)).
+    SessionEnd,
 }
 
 impl HookEvent {
+    /// Every event, in the order of a session's life.
+    pub const ALL: [Self; 10] = [
+        Self::SessionStart,
+        Self::UserPromptSubmit,
+        Self::PreToolUse,
+        Self::PostToolUse,
+        Self::PostToolUseFailure,
+        Self::Notification,
+        Self::Stop,
+        Self::SubagentStop,
+        Self::PreCompact,
+        Self::SessionEnd,
+    ];
+
     /// Claude Code's name of the event, e.g. `"PreToolUse"`.
     pub fn name(self) -> &'static str {
         match self {
             Self::SessionStart => "SessionStart",
+            Self::UserPromptSubmit => "UserPromptSubmit",
             Self::PreToolUse => "PreToolUse",
             Self::PostToolUse => "PostToolUse",
+            Self::PostToolUseFailure => "PostToolUseFailure",
+            Self::Notification => "Notification",
             Self::Stop => "Stop",
+            Self::SubagentStop => "SubagentStop",
+            Self::PreCompact => "PreCompact",
+            Self::SessionEnd => "SessionEnd",
         }
     }
 
     /// Whether the event concerns a tool call (only those use matchers).
     pub fn is_tool_event(self) -> bool {
-        matches!(self, Self::PreToolUse | Self::PostToolUse)
+        matches!(
+            self,
+            Self::PreToolUse | Self::PostToolUse | Self::PostToolUseFailure
+        )
     }
 }
 
@@ -100,47 +194,136 @@ impl fmt::Display for HookEvent {
     }
 }
 
-/// What a hook receives; serialized as the JSON on a command's stdin, with Claude Code's
-/// field names. Absent fields are left out of the JSON.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+/// Why a session starts: `SessionStart`'s `source`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SessionStartSource {
+    /// A new session (`startup`).
+    Startup,
+    /// A saved session reopened or forked (`resume`).
+    Resume,
+    /// A new session after the person cleared the last one (`clear`).
+    Clear,
+    /// The session goes on after a compaction (`compact`).
+    Compact,
+}
+
+/// Why a session ends: `SessionEnd`'s `reason`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SessionEndReason {
+    /// The person cleared the session (`clear`).
+    Clear,
+    /// The person logged out (`logout`).
+    Logout,
+    /// The person left the prompt (end of input, `/exit`: `prompt_input_exit`).
+    PromptInputExit,
+    /// Anything else, e.g. a one-shot run that finished (`other`).
+    Other,
+}
+
+/// What started a compaction: `PreCompact`'s `trigger`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CompactTrigger {
+    /// Asked for ([`Session::compact_now`](crate::Session::compact_now), `/compact`).
+    Manual,
+    /// The session's history reached the compaction threshold, or the model refused a request
+    /// as too long.
+    Auto,
+}
+
+/// What a hook receives.
+///
+/// Its public fields are keel's view, for Rust hooks: `tool_name` is keel's tool name
+/// (`run_command`), `tool_input` keel's arguments (relative `path`), `tool_response` keel's
+/// result `{"content": "...", "is_error": false}` (plus `"images": [{"media_type",
+/// "bytes"}]` when it carries images; their data is not passed).
+///
+/// Serialized — the JSON on a command hook's stdin, and what a Rust hook forwards to a Claude
+/// Agent SDK program — it is Claude Code's view, field for field as Claude Code 2.1 sends
+/// it: `tool_name` is Claude's name for a tool that has one (`Bash`, `Edit`, see
+/// [`keel_tool::claude`]), `tool_input` and `tool_response` are in that tool's Claude shape
+/// ([`keel_tool::claude::tool_input`], [`keel_tool::claude::tool_response`]: absolute
+/// `file_path`, `structuredPatch`, `stdout`…); keel's tools without a twin keep keel's name
+/// and shapes. Fields come in Claude Code's order (`session_id`, `transcript_path`, `cwd`,
+/// `permission_mode`, `hook_event_name`, then the event's own), and absent ones are left out.
+#[derive(Debug, Clone, PartialEq)]
 pub struct HookInput {
     /// The session's id.
     pub session_id: String,
+    /// The session's file (JSON Lines), when the session is saved.
+    pub transcript_path: Option<PathBuf>,
     /// The session's working directory; command hooks run there.
     pub cwd: PathBuf,
+    /// Claude Code's name of the approval mode: `default`, `acceptEdits`, `plan`,
+    /// `bypassPermissions` ([`Session::set_permission_mode`](crate::Session::set_permission_mode));
+    /// not given to `SessionStart`, as Claude Code does not.
+    pub permission_mode: Option<String>,
     /// The event the hooks run for.
     pub hook_event_name: HookEvent,
-    /// The tool's name (`PreToolUse`, `PostToolUse`).
-    #[serde(skip_serializing_if = "Option::is_none")]
+    /// `SessionStart`: why the session starts.
+    pub source: Option<SessionStartSource>,
+    /// `UserPromptSubmit`: the prompt's text.
+    pub prompt: Option<String>,
+    /// The tool's name, keel's (tool events).
     pub tool_name: Option<String>,
-    /// The tool call's arguments (`PreToolUse`, `PostToolUse`).
-    #[serde(skip_serializing_if = "Option::is_none")]
+    /// The tool call's arguments, keel's (tool events).
     pub tool_input: Option<Value>,
-    /// The tool's result (`PostToolUse`): `{"content": "...", "is_error": false}`, plus
-    /// `"images": [{"media_type": "image/png", "bytes": 12345}]` when it carries images (their
-    /// data is not passed).
-    #[serde(skip_serializing_if = "Option::is_none")]
+    /// The tool's result, keel's shape (`PostToolUse`).
     pub tool_response: Option<Value>,
-    /// The tool call's id (`PreToolUse`, `PostToolUse`), as the model gave it.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    /// The tool call's id (tool events), as the model gave it.
     pub tool_use_id: Option<String>,
-    /// `Stop` only: whether the model is already working on because a `Stop` hook blocked,
-    /// so that a hook can avoid sending it back forever.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    /// `PostToolUseFailure`: the failed call's result text.
+    pub error: Option<String>,
+    /// `Stop`, `SubagentStop`: whether the model is already working on because a stop hook
+    /// blocked, so that a hook can avoid sending it back forever.
     pub stop_hook_active: Option<bool>,
+    /// `Stop`, `SubagentStop`: the text of the model's last reply.
+    pub last_assistant_message: Option<String>,
+    /// `PreCompact`: what started the compaction.
+    pub trigger: Option<CompactTrigger>,
+    /// `PreCompact`: the person's instructions for the summary (empty when none).
+    pub custom_instructions: Option<String>,
+    /// `SessionEnd`: why the session ends.
+    pub reason: Option<SessionEndReason>,
+    /// `Notification`: what the person is told.
+    pub message: Option<String>,
+    /// `Notification`: its kind (`permission_prompt`).
+    pub notification_type: Option<String>,
+    /// In a sub-agent's session: its id (the session's id).
+    pub agent_id: Option<String>,
+    /// In a sub-agent's session: the sub-agent's name.
+    pub agent_type: Option<String>,
+    /// `PostToolUse`: the result itself, for its Claude shape (no images).
+    output: Option<ToolOutput>,
 }
 
 impl HookInput {
     fn base(session_id: impl Into<String>, cwd: impl Into<PathBuf>, event: HookEvent) -> Self {
         Self {
             session_id: session_id.into(),
+            transcript_path: None,
             cwd: cwd.into(),
+            permission_mode: None,
             hook_event_name: event,
+            source: None,
+            prompt: None,
             tool_name: None,
             tool_input: None,
             tool_response: None,
             tool_use_id: None,
+            error: None,
             stop_hook_active: None,
+            last_assistant_message: None,
+            trigger: None,
+            custom_instructions: None,
+            reason: None,
+            message: None,
+            notification_type: None,
+            agent_id: None,
+            agent_type: None,
+            output: None,
         }
     }
 
@@ -152,11 +335,30 @@ impl HookInput {
     }
 
     /// The input of a `SessionStart` hook.
-    pub fn session_start(session_id: impl Into<String>, cwd: impl Into<PathBuf>) -> Self {
-        Self::base(session_id, cwd, HookEvent::SessionStart)
+    pub fn session_start(
+        session_id: impl Into<String>,
+        cwd: impl Into<PathBuf>,
+        source: SessionStartSource,
+    ) -> Self {
+        Self {
+            source: Some(source),
+            ..Self::base(session_id, cwd, HookEvent::SessionStart)
+        }
     }
 
-    /// The input of a `PreToolUse` hook.
+    /// The input of a `UserPromptSubmit` hook.
+    pub fn user_prompt_submit(
+        session_id: impl Into<String>,
+        cwd: impl Into<PathBuf>,
+        prompt: impl Into<String>,
+    ) -> Self {
+        Self {
+            prompt: Some(prompt.into()),
+            ..Self::base(session_id, cwd, HookEvent::UserPromptSubmit)
+        }
+    }
+
+    /// The input of a `PreToolUse` hook: keel's tool name and arguments.
     pub fn pre_tool_use(
         session_id: impl Into<String>,
         cwd: impl Into<PathBuf>,
@@ -170,33 +372,227 @@ impl HookInput {
         }
     }
 
-    /// The input of a `PostToolUse` hook.
+    /// The input of a `PostToolUse` hook: keel's tool name and arguments, and the call's
+    /// result.
     pub fn post_tool_use(
         session_id: impl Into<String>,
         cwd: impl Into<PathBuf>,
         tool_name: impl Into<String>,
         tool_input: Value,
-        tool_response: Value,
+        output: &ToolOutput,
     ) -> Self {
+        let mut response = json!({"content": output.content, "is_error": output.is_error});
+        if !output.images.is_empty() {
+            response["images"] = output
+                .images
+                .iter()
+                .map(
+                    |image| json!({"media_type": image.media_type(), "bytes": image.decoded_len()}),
+                )
+                .collect();
+        }
+        let kept = ToolOutput {
+            content: output.content.clone(),
+            is_error: output.is_error,
+            metadata: output.metadata.clone(),
+            images: Vec::new(),
+        };
         Self {
             tool_name: Some(tool_name.into()),
             tool_input: Some(tool_input),
-            tool_response: Some(tool_response),
+            tool_response: Some(response),
+            output: Some(kept),
             ..Self::base(session_id, cwd, HookEvent::PostToolUse)
         }
     }
 
+    /// The input of a `PostToolUseFailure` hook: keel's tool name and arguments, and the
+    /// failed call's result text.
+    pub fn post_tool_use_failure(
+        session_id: impl Into<String>,
+        cwd: impl Into<PathBuf>,
+        tool_name: impl Into<String>,
+        tool_input: Value,
+        error: impl Into<String>,
+    ) -> Self {
+        Self {
+            tool_name: Some(tool_name.into()),
+            tool_input: Some(tool_input),
+            error: Some(error.into()),
+            ..Self::base(session_id, cwd, HookEvent::PostToolUseFailure)
+        }
+    }
+
+    /// The input of a `Notification` hook.
+    pub fn notification(
+        session_id: impl Into<String>,
+        cwd: impl Into<PathBuf>,
+        message: impl Into<String>,
+        notification_type: impl Into<String>,
+    ) -> Self {
+        Self {
+            message: Some(message.into()),
+            notification_type: Some(notification_type.into()),
+            ..Self::base(session_id, cwd, HookEvent::Notification)
+        }
+    }
+
     /// The input of a `Stop` hook; `stop_hook_active` says whether the model is already
-    /// working on because a `Stop` hook blocked.
+    /// working on because a `Stop` hook blocked, `last_assistant_message` is the text of its
+    /// last reply.
     pub fn stop(
         session_id: impl Into<String>,
         cwd: impl Into<PathBuf>,
         stop_hook_active: bool,
+        last_assistant_message: impl Into<String>,
     ) -> Self {
         Self {
             stop_hook_active: Some(stop_hook_active),
+            last_assistant_message: Some(last_assistant_message.into()),
             ..Self::base(session_id, cwd, HookEvent::Stop)
         }
+    }
+
+    /// The input of a `SubagentStop` hook: as [`HookInput::stop`], for a sub-agent's session.
+    pub fn subagent_stop(
+        session_id: impl Into<String>,
+        cwd: impl Into<PathBuf>,
+        stop_hook_active: bool,
+        last_assistant_message: impl Into<String>,
+    ) -> Self {
+        Self {
+            hook_event_name: HookEvent::SubagentStop,
+            ..Self::stop(session_id, cwd, stop_hook_active, last_assistant_message)
+        }
+    }
+
+    /// The input of a `PreCompact` hook.
+    pub fn pre_compact(
+        session_id: impl Into<String>,
+        cwd: impl Into<PathBuf>,
+        trigger: CompactTrigger,
+        custom_instructions: impl Into<String>,
+    ) -> Self {
+        Self {
+            trigger: Some(trigger),
+            custom_instructions: Some(custom_instructions.into()),
+            ..Self::base(session_id, cwd, HookEvent::PreCompact)
+        }
+    }
+
+    /// The input of a `SessionEnd` hook.
+    pub fn session_end(
+        session_id: impl Into<String>,
+        cwd: impl Into<PathBuf>,
+        reason: SessionEndReason,
+    ) -> Self {
+        Self {
+            reason: Some(reason),
+            ..Self::base(session_id, cwd, HookEvent::SessionEnd)
+        }
+    }
+
+    /// Claude Code's name of the tool (`Bash` for `run_command`), or keel's for a tool
+    /// without a Claude twin; `None` outside tool events.
+    pub fn claude_tool_name(&self) -> Option<&str> {
+        self.tool_name
+            .as_deref()
+            .map(|name| keel_tool::claude::claude_name(name).unwrap_or(name))
+    }
+
+    /// The tool call's arguments in Claude Code's shape ([`keel_tool::claude::tool_input`]).
+    pub fn claude_tool_input(&self) -> Option<Value> {
+        let name = self.tool_name.as_deref()?;
+        let input = self.tool_input.as_ref()?;
+        Some(keel_tool::claude::tool_input(name, input, &self.cwd))
+    }
+
+    /// The tool's result in Claude Code's shape ([`keel_tool::claude::tool_response`]);
+    /// `PostToolUse` only.
+    pub fn claude_tool_response(&self) -> Option<Value> {
+        match (&self.output, self.tool_name.as_deref()) {
+            (Some(output), Some(name)) => {
+                let null = Value::Null;
+                let input = self.tool_input.as_ref().unwrap_or(&null);
+                Some(keel_tool::claude::tool_response(
+                    name, input, output, &self.cwd,
+                ))
+            }
+            _ => self.tool_response.clone(),
+        }
+    }
+}
+
+/// [`HookInput`] as Claude Code sends it, in its field order.
+#[derive(Serialize)]
+struct ClaudeHookInput<'a> {
+    session_id: &'a str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    transcript_path: Option<&'a Path>,
+    cwd: &'a Path,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    permission_mode: Option<&'a str>,
+    hook_event_name: HookEvent,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    agent_id: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    agent_type: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    source: Option<SessionStartSource>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    prompt: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    tool_name: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    tool_input: Option<Value>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    tool_response: Option<Value>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    tool_use_id: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    error: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    stop_hook_active: Option<bool>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    last_assistant_message: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    trigger: Option<CompactTrigger>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    custom_instructions: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    reason: Option<SessionEndReason>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    message: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    notification_type: Option<&'a str>,
+}
+
+impl Serialize for HookInput {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        ClaudeHookInput {
+            session_id: &self.session_id,
+            transcript_path: self.transcript_path.as_deref(),
+            cwd: &self.cwd,
+            permission_mode: self.permission_mode.as_deref(),
+            hook_event_name: self.hook_event_name,
+            agent_id: self.agent_id.as_deref(),
+            agent_type: self.agent_type.as_deref(),
+            source: self.source,
+            prompt: self.prompt.as_deref(),
+            tool_name: self.claude_tool_name(),
+            tool_input: self.claude_tool_input(),
+            tool_response: self.claude_tool_response(),
+            tool_use_id: self.tool_use_id.as_deref(),
+            error: self.error.as_deref(),
+            stop_hook_active: self.stop_hook_active,
+            last_assistant_message: self.last_assistant_message.as_deref(),
+            trigger: self.trigger,
+            custom_instructions: self.custom_instructions.as_deref(),
+            reason: self.reason,
+            message: self.message.as_deref(),
+            notification_type: self.notification_type.as_deref(),
+        }
+        .serialize(serializer)
     }
 }
 
@@ -218,10 +614,12 @@ pub enum HookOutcome {
     /// Nothing to say; go on.
     #[default]
     Continue,
-    /// Block (exit code 2): `PreToolUse` → the call is not run and `reason` (stderr) is the
-    /// tool result the model sees; `PostToolUse` → `reason` is added for the model; `Stop` →
-    /// the run does not stop, `reason` is sent to the model as feedback (the engine bounds
-    /// this).
+    /// Block (exit code 2, or `"decision": "block"`): `PreToolUse` → the call is not run and
+    /// `reason` (stderr) is the tool result the model sees; `PostToolUse`,
+    /// `PostToolUseFailure` → `reason` is added to the result for the model; `Stop`,
+    /// `SubagentStop` → the run does not stop, `reason` is sent to the model as feedback (the
+    /// engine bounds this); `UserPromptSubmit` → the prompt is not sent and the run ends with
+    /// [`Stop::PromptBlocked`](crate::Stop::PromptBlocked); other events ignore it.
     Block {
         /// Why; shown to the model.
         reason: String,
@@ -234,12 +632,21 @@ pub enum HookOutcome {
         /// The hook's reason, if it gave one.
         reason: Option<String>,
     },
+    /// `"continue": false` (with `stopReason`): the run stops, whatever the event — the
+    /// session ends the run with [`Stop::HookStopped`](crate::Stop::HookStopped) (a prompt
+    /// it was about to send: [`Stop::PromptBlocked`](crate::Stop::PromptBlocked)); at
+    /// `PreToolUse` the call is not run either. The most decisive outcome of all.
+    Stop {
+        /// Why (`stopReason`); shown to the person, not the model.
+        reason: String,
+    },
 }
 
 impl HookOutcome {
-    /// How decisive the outcome is: Block > Deny > Ask > Allow > Continue.
+    /// How decisive the outcome is: Stop > Block > Deny > Ask > Allow > Continue.
     fn rank(&self) -> u8 {
         match self {
+            Self::Stop { .. } => 5,
             Self::Continue => 0,
             Self::Permission {
                 decision: PermissionDecision::Allow,
@@ -280,7 +687,9 @@ pub fn outcome_from_json(event: HookEvent, answer: &Value) -> Result<HookOutcome
     command::parse_json(event, answer).map(|result| result.outcome)
 }
 
-/// A Rust hook.
+/// A Rust hook. It reads keel's view of the input in [`HookInput`]'s fields (keel's tool
+/// names and arguments), Claude Code's through its methods
+/// ([`HookInput::claude_tool_name`], …) or by serializing it (what a command hook reads).
 #[async_trait]
 pub trait Hook: Send + Sync {
     /// Runs the hook. An `Err` is a failure: it is reported in [`HookReport::failures`] and the
@@ -301,8 +710,10 @@ pub trait Hook: Send + Sync {
 pub struct HookConfig {
     /// The event the hook runs for.
     pub event: HookEvent,
-    /// A regex on the tool name, anchored at both ends; absent, empty or `*` matches every
-    /// tool. Only tool events (`PreToolUse`, `PostToolUse`) use it; other events ignore it.
+    /// A regex on the tool name, anchored at both ends, tried on keel's name and on Claude
+    /// Code's names for the tool (`Bash`, `Edit|Write`); absent, empty or `*` matches every
+    /// tool. Only tool events (`PreToolUse`, `PostToolUse`, `PostToolUseFailure`) use it;
+    /// other events ignore it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub matcher: Option<String>,
     /// The command, run as `bash -c <command>` in the session's directory.
@@ -375,11 +786,23 @@ impl Matcher {
         }
     }
 
+    /// Whether the matcher matches keel's tool `tool_name` by keel's name or by any of
+    /// Claude Code's names for it (`Bash` matches `run_command`; `Edit` and `MultiEdit`
+    /// match `patch_file`).
     fn matches(&self, tool_name: Option<&str>) -> bool {
+        let Some(name) = tool_name else {
+            return matches!(self, Self::All);
+        };
+        std::iter::once(name)
+            .chain(keel_tool::claude::claude_names(name))
+            .any(|name| self.matches_name(name))
+    }
+
+    fn matches_name(&self, name: &str) -> bool {
         match self {
             Self::All => true,
-            Self::Prefix(prefix) => tool_name.is_some_and(|name| name.starts_with(prefix.as_str())),
-            Self::Regex(regex) => tool_name.is_some_and(|name| regex.is_match(name)),
+            Self::Prefix(prefix) => name.starts_with(prefix.as_str()),
+            Self::Regex(regex) => regex.is_match(name),
         }
     }
 }
@@ -434,15 +857,27 @@ impl fmt::Debug for Hooks {
 /// The result of running the hooks of one event.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct HookReport {
-    /// The most decisive outcome: Block > Permission Deny > Ask > Allow > Continue (the reasons
-    /// of several blocks are joined, one per line).
+    /// The most decisive outcome: Stop > Block > Permission Deny > Ask > Allow > Continue (the
+    /// reasons of several blocks are joined, one per line).
     pub outcome: HookOutcome,
     /// The hooks that failed (non-zero exit other than 2, timeout, spawn error, bad JSON, a
     /// Rust hook's error or panic), each saying which hook and why. Failures never block.
     pub failures: Vec<String>,
     /// Context for the model from successful hooks: `additionalContext` from JSON stdout, and
-    /// for `SessionStart`, plain-text stdout.
+    /// for `SessionStart` and `UserPromptSubmit`, plain-text stdout.
     pub messages: Vec<String>,
+    /// Messages for the person (`systemMessage`), in order; the session reports each as an
+    /// [`AgentEvent::HookMessage`](crate::AgentEvent::HookMessage).
+    pub system_messages: Vec<String>,
+    /// Whether a hook asked that its output be kept out of the transcript shown to the person
+    /// (`suppressOutput`); for the host to honour.
+    pub suppress_output: bool,
+    /// `PreToolUse`: the tool input a hook gave in place of the model's
+    /// (`hookSpecificOutput.updatedInput`), in Claude Code's shape; the last hook's wins. The
+    /// session turns it into keel's arguments ([`keel_tool::claude::keel_input`]) and checks
+    /// the changed call against the permission rules, the approver and the sandbox as any
+    /// other.
+    pub updated_input: Option<Value>,
 }
 
 impl Hooks {
@@ -588,9 +1023,14 @@ impl Hooks {
                 Action::Rust(hook) => run_rust(hook.as_ref(), input).await,
             };
             match result {
-                Ok(HookResult { outcome, messages }) => {
-                    report.outcome = std::mem::take(&mut report.outcome).merge(outcome);
-                    report.messages.extend(messages);
+                Ok(result) => {
+                    report.outcome = std::mem::take(&mut report.outcome).merge(result.outcome);
+                    report.messages.extend(result.messages);
+                    report.system_messages.extend(result.system_messages);
+                    report.suppress_output |= result.suppress_output;
+                    if result.updated_input.is_some() {
+                        report.updated_input = result.updated_input;
+                    }
                 }
                 Err(failure) => {
                     tracing::warn!(event = %input.hook_event_name, %failure, "hook failed");
@@ -613,6 +1053,9 @@ impl Hooks {
 struct HookResult {
     outcome: HookOutcome,
     messages: Vec<String>,
+    system_messages: Vec<String>,
+    suppress_output: bool,
+    updated_input: Option<Value>,
 }
 
 async fn run_rust(hook: &dyn Hook, input: &HookInput) -> Result<HookResult, String> {
@@ -621,7 +1064,7 @@ async fn run_rust(hook: &dyn Hook, input: &HookInput) -> Result<HookResult, Stri
     match AssertUnwindSafe(hook.run(input)).catch_unwind().await {
         Ok(Ok(outcome)) => Ok(HookResult {
             outcome,
-            messages: Vec::new(),
+            ..HookResult::default()
         }),
         Ok(Err(error)) => Err(format!("Rust hook `{name}` ({event}) failed: {error}")),
         Err(payload) => {
@@ -656,5 +1099,22 @@ mod matcher_tests {
         assert!(matches("run_command|write_file", "write_file"));
         assert!(!matches("run_command", "run_command_x"));
         assert!(matches("run_.*", "run_command"));
+    }
+
+    #[test]
+    fn claude_codes_tool_names_match_keels_tools() {
+        assert!(matches("Bash", "run_command"));
+        assert!(matches("Edit|Write", "patch_file"));
+        assert!(matches("Edit|Write", "write_file"));
+        assert!(matches("Edit|MultiEdit|Write", "patch_file"));
+        assert!(matches("MultiEdit", "patch_file"));
+        assert!(matches("Read", "read_file"));
+        assert!(matches(".*", "git_commit"));
+        assert!(matches("", "git_commit"));
+        assert!(!matches("Bash", "read_file"));
+        assert!(!matches("Edit", "write_file"));
+        assert!(!matches("WebFetch", "run_command"));
+        // A word that names no tool is a regex all the same, matching nothing here.
+        assert!(!matches("Bsah", "run_command"));
     }
 }

@@ -86,6 +86,9 @@ pub(super) fn decide(gate: GateInput<'_>) -> GateDecision {
     let mut must_ask = false;
     match gate.hook {
         Some(HookOutcome::Block { reason }) => return GateDecision::Refuse(reason.clone()),
+        Some(HookOutcome::Stop { reason }) => {
+            return GateDecision::Refuse(format!("not run: a hook stopped the run: {reason}"));
+        }
         Some(HookOutcome::Permission {
             decision: PermissionDecision::Deny,
             reason,
@@ -131,17 +134,23 @@ impl Session {
     /// Whether a call runs: gathers what [`decide`] needs (the effect, the rules' verdict, the
     /// `PreToolUse` hooks' outcome unless a rule denies the call), and asks the approver when
     /// it says so. [`Decision::Cancel`] cancels the run.
+    ///
+    /// A `PreToolUse` hook's `updatedInput` replaces the call's input (in keel's shape) before
+    /// anything is decided: its effect and the rules' verdict are those of the new input, so
+    /// it meets the same rules, approver and sandbox as the model's would. A hook's
+    /// `"continue": false` refuses the call and stops the run once this reply's calls are
+    /// answered.
     pub(super) async fn plan(
         &mut self,
-        call: &OwnedCall,
+        call: &mut OwnedCall,
         cancel: &CancellationToken,
         sink: &Sink,
     ) -> Plan {
         if cancel.is_cancelled() {
             return self.answer(call, ToolOutput::error(INTERRUPTED), sink);
         }
-        let effect = self.config.tools().effect(call.as_call());
-        let verdict = self.config.permissions().check(&call.name, &call.input);
+        let mut effect = self.config.tools().effect(call.as_call());
+        let mut verdict = self.config.permissions().check(&call.name, &call.input);
         let denied = matches!(verdict, Verdict::Deny { .. });
         let hook = if !denied
             && call.invalid.is_none()
@@ -150,7 +159,18 @@ impl Session {
             let input =
                 HookInput::pre_tool_use(&self.id, &self.cwd, &call.name, call.input.clone())
                     .with_tool_use_id(&call.id);
-            Some(self.hooks(input, sink).await.outcome)
+            let report = self.hooks(input, sink).await;
+            if let HookOutcome::Stop { reason } = &report.outcome {
+                self.request_stop(reason.clone());
+            }
+            if let Some(updated) = report.updated_input {
+                let input = keel_tool::claude::keel_input(&call.name, &updated, &self.cwd);
+                tracing::debug!(call = %call.id, %input, "a PreToolUse hook changed the input");
+                call.input = input;
+                effect = self.config.tools().effect(call.as_call());
+                verdict = self.config.permissions().check(&call.name, &call.input);
+            }
+            Some(report.outcome)
         } else {
             None
         };
@@ -176,6 +196,20 @@ impl Session {
                 remember,
             } => (reason, scope, remember),
         };
+        if self.config.hooks().handles(HookEvent::Notification) {
+            let tool = keel_tool::claude::claude_name(&call.name).unwrap_or(&call.name);
+            let input = HookInput::notification(
+                &self.id,
+                &self.cwd,
+                format!("keel needs your permission to use {tool}"),
+                "permission_prompt",
+            );
+            if let HookOutcome::Stop { reason } = self.hooks(input, sink).await.outcome {
+                let text = format!("not run: a hook stopped the run: {reason}");
+                self.request_stop(reason);
+                return self.answer(call, ToolOutput::error(text), sink);
+            }
+        }
         emit(
             sink,
             AgentEvent::ApprovalRequested {

@@ -29,7 +29,10 @@ use crate::approval::ApprovalScope;
 use crate::compaction::CompactionError;
 use crate::events::{AgentEvent, Compacted, RunOutcome};
 use crate::history::check_rewind;
-use crate::hooks::{HookInput, HookReport};
+use crate::hooks::{
+    CompactTrigger, HookEvent, HookInput, HookOutcome, HookReport, SessionEndReason,
+    SessionStartSource,
+};
 use crate::session_store::{SessionError, SessionLog, SessionRecord};
 
 /// Cancels the run in progress of a session; cheap to clone and send to another task.
@@ -74,6 +77,17 @@ pub struct Session {
     notices_due: bool,
     /// The editor the file tools read and write through, if the host is one.
     editor: Option<Arc<dyn EditorFiles>>,
+    /// The session's file, for hooks' `transcript_path`.
+    transcript_path: Option<PathBuf>,
+    /// Claude Code's name of the approval mode, for hooks' `permission_mode`.
+    permission_mode: String,
+    /// Why the session starts, for `SessionStart` hooks' `source`.
+    start_source: SessionStartSource,
+    /// The sub-agent's name, when this is a sub-agent's session.
+    subagent: Option<String>,
+    /// A hook's `"continue": false` reason, waiting for the loop to stop the run; set where
+    /// calls are planned and run (possibly several at once), taken by the loop.
+    hook_stop: Mutex<Option<String>>,
 }
 
 impl std::fmt::Debug for Session {
@@ -153,6 +167,9 @@ impl Session {
         log: Option<Box<dyn SessionLog>>,
         origin: Origin,
     ) -> Self {
+        let transcript_path = log
+            .as_ref()
+            .and_then(|log| log.path().map(Path::to_path_buf));
         Self {
             config,
             id,
@@ -168,6 +185,14 @@ impl Session {
             last_report: None,
             notices_due: origin == Origin::Resumed,
             editor: None,
+            transcript_path,
+            permission_mode: "default".to_owned(),
+            start_source: match origin {
+                Origin::New => SessionStartSource::Startup,
+                Origin::Resumed => SessionStartSource::Resume,
+            },
+            subagent: None,
+            hook_stop: Mutex::new(None),
         }
     }
 
@@ -230,6 +255,74 @@ impl Session {
         self.editor = Some(editor);
     }
 
+    /// The session's file as hooks are told it (`transcript_path`): the session store's file
+    /// for this session (a [`JsonlSessionStore`](crate::JsonlSessionStore)'s
+    /// `<dir>/<id>.jsonl`), or what [`set_transcript_path`](Self::set_transcript_path) set.
+    pub fn transcript_path(&self) -> Option<&Path> {
+        self.transcript_path.as_deref()
+    }
+
+    /// Sets the path hooks are given as `transcript_path`, for a host whose session file is
+    /// not the store's.
+    pub fn set_transcript_path(&mut self, path: impl Into<PathBuf>) {
+        self.transcript_path = Some(path.into());
+    }
+
+    /// Sets the approval mode hooks are told (`permission_mode`), in Claude Code's names:
+    /// `default` (the default), `acceptEdits`, `plan`, `bypassPermissions`. The host calls it
+    /// when the mode changes; it changes nothing but what hooks read.
+    pub fn set_permission_mode(&mut self, mode: impl Into<String>) {
+        self.permission_mode = mode.into();
+    }
+
+    /// Sets why the session starts, as its `SessionStart` hooks are told (`source`):
+    /// [`Startup`](SessionStartSource::Startup) for a new session and
+    /// [`Resume`](SessionStartSource::Resume) for a resumed or forked one unless set here
+    /// (e.g. [`Clear`](SessionStartSource::Clear) for the session a host starts after
+    /// `/clear`). Only meaningful before the first prompt.
+    pub fn set_start_source(&mut self, source: SessionStartSource) {
+        self.start_source = source;
+    }
+
+    /// Marks this as the session of sub-agent `agent_type` (e.g. keel-agents' `spawn_agent`
+    /// runs): its model's stops fire `SubagentStop` hooks instead of `Stop`, it fires no
+    /// `SessionStart`, `UserPromptSubmit` or `SessionEnd` hooks, and every hook input names
+    /// it (`agent_id`: the session's id, `agent_type`).
+    pub fn set_subagent(&mut self, agent_type: impl Into<String>) {
+        self.subagent = Some(agent_type.into());
+    }
+
+    /// The sub-agent's name, if this is a sub-agent's session
+    /// ([`set_subagent`](Self::set_subagent)).
+    pub fn subagent(&self) -> Option<&str> {
+        self.subagent.as_deref()
+    }
+
+    /// Ends the session for its hooks: runs the `SessionEnd` hooks with `reason` (not in a
+    /// sub-agent's session) and returns what they said; their outcome changes nothing (the
+    /// session ends anyway), their failures are in the report. The session stays usable.
+    pub async fn end(&mut self, reason: SessionEndReason) -> HookReport {
+        if self.subagent.is_some() {
+            return HookReport::default();
+        }
+        let input = HookInput::session_end(&self.id, &self.cwd, reason);
+        self.hooks(input, &None).await
+    }
+
+    /// Runs the `Notification` hooks with `message` and `notification_type` (Claude Code's:
+    /// `idle_prompt` when the session waits for the person's next prompt, `auth_success`, …),
+    /// for notices the host gives; the session itself fires them with `permission_prompt` when
+    /// it asks the approver about a call. Returns what the hooks said (their outcome changes
+    /// nothing).
+    pub async fn notify(
+        &self,
+        message: impl Into<String>,
+        notification_type: impl Into<String>,
+    ) -> HookReport {
+        let input = HookInput::notification(&self.id, &self.cwd, message, notification_type);
+        self.hooks(input, &None).await
+    }
+
     /// A handle that cancels the run in progress.
     pub fn cancel_handle(&self) -> CancelHandle {
         CancelHandle {
@@ -286,8 +379,12 @@ impl Session {
     /// Compacts the history now, whatever its size (`/compact`): older turns become a summary
     /// written by the model, the original request and the latest turns stay. Returns the
     /// estimated tokens before and after, and the usage of the summary call.
+    ///
+    /// `PreCompact` hooks run first, with the trigger `manual`.
     pub async fn compact_now(&mut self) -> Result<Compacted, CompactionError> {
         let cancel = self.start_run();
+        // Asked for outside a run: there is no run for a hook to stop.
+        let _ = self.pre_compact(CompactTrigger::Manual, &None).await;
         let compaction = self.summarize(&cancel).await?;
         Ok(self.apply_compaction(compaction))
     }
@@ -355,10 +452,22 @@ impl Session {
         }
     }
 
-    /// Runs the hooks for `input`; failures become warnings, never errors.
-    async fn hooks(&self, input: HookInput, sink: &Sink) -> HookReport {
-        if !self.config.hooks().handles(input.hook_event_name) {
+    /// Runs the hooks for `input`, with the session's own fields filled in
+    /// (`transcript_path`, `permission_mode`, the sub-agent); failures become warnings, never
+    /// errors, and `systemMessage`s [`AgentEvent::HookMessage`]s.
+    async fn hooks(&self, mut input: HookInput, sink: &Sink) -> HookReport {
+        let event = input.hook_event_name;
+        if !self.config.hooks().handles(event) {
             return HookReport::default();
+        }
+        input.transcript_path.clone_from(&self.transcript_path);
+        // Claude Code does not tell SessionStart hooks the mode.
+        if event != HookEvent::SessionStart {
+            input.permission_mode = Some(self.permission_mode.clone());
+        }
+        if let Some(agent_type) = &self.subagent {
+            input.agent_id = Some(self.id.clone());
+            input.agent_type = Some(agent_type.clone());
         }
         let report = self.config.hooks().run(&input).await;
         for failure in &report.failures {
@@ -370,6 +479,54 @@ impl Session {
                 },
             );
         }
+        for message in &report.system_messages {
+            emit(
+                sink,
+                AgentEvent::HookMessage {
+                    event,
+                    message: message.clone(),
+                },
+            );
+        }
+        if let HookOutcome::Stop { reason } = &report.outcome {
+            tracing::info!(session = %self.id, %event, reason, "a hook asked to stop");
+        }
         report
+    }
+
+    /// Runs the `PreCompact` hooks: a block does not stop the compaction; `Some(reason)` when
+    /// one asks to stop the run (`"continue": false`).
+    async fn pre_compact(&self, trigger: CompactTrigger, sink: &Sink) -> Option<String> {
+        let input = HookInput::pre_compact(&self.id, &self.cwd, trigger, "");
+        match self.hooks(input, sink).await.outcome {
+            HookOutcome::Stop { reason } => Some(reason),
+            _ => None,
+        }
+    }
+
+    /// Asks the loop to stop the run once the calls being answered are answered: a hook's
+    /// `"continue": false`. The first reason is kept.
+    fn request_stop(&self, reason: String) {
+        let mut pending = self
+            .hook_stop
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        pending.get_or_insert(reason);
+    }
+
+    /// Whether a hook asked to stop the run: the calls not yet run are then not run.
+    fn stop_requested(&self) -> bool {
+        self.hook_stop
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .is_some()
+    }
+
+    /// The reason of a stop a hook asked for, if any; clears it.
+    fn take_stop_request(&self) -> Option<String> {
+        self.hook_stop
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .take()
     }
 }

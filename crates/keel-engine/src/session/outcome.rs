@@ -113,6 +113,16 @@ pub(super) fn final_text(stop: &Stop, state: &RunState, max_tokens: u32) -> Stri
             )
         }
         Stop::Refused { reason } => reason.clone(),
+        Stop::PromptBlocked { reason } => {
+            format!("The prompt was blocked by a UserPromptSubmit hook and not sent: {reason}")
+        }
+        Stop::HookStopped { reason } => {
+            let last = last_message(state);
+            format!(
+                "Stopped by a hook after {} model call(s): {reason}{failures}{last}",
+                state.iterations
+            )
+        }
         Stop::Failed(failure) => format!(
             "The run failed: {}. The session is saved; send another prompt to go on.{failures}",
             failure.message

@@ -18,6 +18,9 @@ use crate::events::AgentEvent;
 use crate::history::INTERRUPTED;
 use crate::hooks::{HookEvent, HookInput, HookOutcome};
 
+/// The result of a call not run because a hook stopped the run (`"continue": false`).
+const NOT_RUN_STOPPED: &str = "not run: a hook stopped the run";
+
 /// The longest summary of a call in a snapshot, in characters.
 const SNAPSHOT_SUMMARY_CHARS: usize = 200;
 
@@ -69,10 +72,18 @@ impl Session {
         if let Some(editor) = &self.editor {
             ctx = ctx.with_editor_files(editor.clone());
         }
+        // A PreToolUse hook may change a call's input: the calls as they will run.
+        let mut calls = calls.to_vec();
         let mut plans = Vec::with_capacity(calls.len());
-        for call in calls {
-            plans.push(self.plan(call, cancel, sink).await);
+        for call in &mut calls {
+            let plan = if self.stop_requested() {
+                self.answer(call, ToolOutput::error(NOT_RUN_STOPPED), sink)
+            } else {
+                self.plan(call, cancel, sink).await
+            };
+            plans.push(plan);
         }
+        let calls = calls.as_slice();
         let mut outputs: Vec<Option<ToolOutput>> = vec![None; calls.len()];
         let mut log_errors = Vec::new();
         for (i, plan) in plans.iter().enumerate() {
@@ -88,6 +99,8 @@ impl Session {
                     let batch = calls[range].iter().map(|call| async {
                         let output = if cancel.is_cancelled() {
                             self.interrupted(call, sink)
+                        } else if self.stop_requested() {
+                            self.not_run(call, sink)
                         } else {
                             self.dispatch(call, &ctx, sink).await
                         };
@@ -107,6 +120,8 @@ impl Session {
                     let call = &calls[i];
                     let output = if cancel.is_cancelled() {
                         self.interrupted(call, sink)
+                    } else if self.stop_requested() {
+                        self.not_run(call, sink)
                     } else {
                         self.snapshot(call, sink).await;
                         self.dispatch(call, &ctx, sink).await
@@ -183,6 +198,13 @@ impl Session {
         output
     }
 
+    /// A call answered without running it because a hook stopped the run.
+    fn not_run(&self, call: &OwnedCall, sink: &Sink) -> ToolOutput {
+        let output = ToolOutput::error(NOT_RUN_STOPPED);
+        finished(sink, call, &output, std::time::Duration::ZERO);
+        output
+    }
+
     pub(super) async fn dispatch(
         &self,
         call: &OwnedCall,
@@ -202,34 +224,39 @@ impl Session {
             Some(events) => with_progress(self.config.tools(), call, ctx, events).await,
             None => self.config.tools().dispatch(call.as_call(), ctx).await,
         };
-        if self.config.hooks().handles(HookEvent::PostToolUse) {
-            let mut response =
-                serde_json::json!({"content": output.content, "is_error": output.is_error});
-            // Hooks learn what images the result carries, not their data.
-            if !output.images.is_empty() {
-                response["images"] = output
-                    .images
-                    .iter()
-                    .map(|image| {
-                        serde_json::json!({
-                            "media_type": image.media_type(),
-                            "bytes": image.decoded_len(),
-                        })
-                    })
-                    .collect();
+        // As in Claude Code, a call that failed fires PostToolUseFailure, not PostToolUse.
+        let event = if output.is_error {
+            HookEvent::PostToolUseFailure
+        } else {
+            HookEvent::PostToolUse
+        };
+        if self.config.hooks().handles(event) {
+            let input = if output.is_error {
+                HookInput::post_tool_use_failure(
+                    &self.id,
+                    &self.cwd,
+                    &call.name,
+                    call.input.clone(),
+                    output.content.clone(),
+                )
+            } else {
+                HookInput::post_tool_use(
+                    &self.id,
+                    &self.cwd,
+                    &call.name,
+                    call.input.clone(),
+                    &output,
+                )
             }
-            let input = HookInput::post_tool_use(
-                &self.id,
-                &self.cwd,
-                &call.name,
-                call.input.clone(),
-                response,
-            )
             .with_tool_use_id(&call.id);
             let report = self.hooks(input, sink).await;
             // Feedback from PostToolUse hooks goes to the model with the result.
             let feedback: Vec<String> = match report.outcome {
                 HookOutcome::Block { reason } => vec![reason],
+                HookOutcome::Stop { reason } => {
+                    self.request_stop(reason);
+                    Vec::new()
+                }
                 _ => Vec::new(),
             }
             .into_iter()

@@ -15,7 +15,7 @@ use crate::compaction::{Compaction, CompactionError, compact, estimate_tokens, n
 use crate::events::{AgentEvent, Compacted, RunOutcome, Stop};
 use crate::failure::{FailureKind, RunFailure};
 use crate::history::{INTERRUPTED, insert_result, prompt_boundary, unique_ids_from};
-use crate::hooks::{HookEvent, HookInput, HookOutcome};
+use crate::hooks::{CompactTrigger, HookEvent, HookInput, HookOutcome};
 use crate::session_store::SessionRecord;
 
 /// How many replies cut off at the output limit in a row are answered before the run fails.
@@ -44,29 +44,30 @@ impl Session {
         let span = tracing::info_span!("run", session = %self.id, model = %self.config.model());
         async move {
             let cancel = self.start_run();
+            // A stop asked for in an earlier run that ended first is stale.
+            self.take_stop_request();
             let mut content = prompt;
-            if !self.started {
-                self.started = true;
-                let report = self
-                    .hooks(HookInput::session_start(&self.id, &self.cwd), &sink)
-                    .await;
-                // What SessionStart hooks print is context for the model.
-                content.extend(report.messages.into_iter().map(ContentBlock::text));
-            }
+            let refused = self.before_prompt(&mut content, &sink).await;
             self.canonicalize_history();
-            self.run_start = prompt_boundary(&self.history);
-            // After a run that stopped with results, notices or a prompt left unanswered, the
-            // prompt joins that user message: never two user messages in a row.
-            self.append(Message::new(Role::User, content));
             let mut state = RunState {
                 cost_usd: Some(0.0),
                 ..RunState::default()
             };
-            // The prompt is in the file (one write) but not synced before the request: a
-            // crashed process loses nothing written, and the `fdatasync` after the first
-            // round of tool results (or at the end) covers it, off the path to the first
-            // request.
-            let stop = self.iterate(&cancel, &sink, &mut state).await;
+            let stop = match refused {
+                Some(stop) => stop,
+                None => {
+                    self.run_start = prompt_boundary(&self.history);
+                    // After a run that stopped with results, notices or a prompt left
+                    // unanswered, the prompt joins that user message: never two user
+                    // messages in a row.
+                    self.append(Message::new(Role::User, content));
+                    // The prompt is in the file (one write) but not synced before the
+                    // request: a crashed process loses nothing written, and the `fdatasync`
+                    // after the first round of tool results (or at the end) covers it, off
+                    // the path to the first request.
+                    self.iterate(&cancel, &sink, &mut state).await
+                }
+            };
             // Whatever happened, the history keeps its invariants for the next prompt.
             self.canonicalize_history();
             let outcome = RunOutcome {
@@ -89,6 +90,41 @@ impl Session {
         }
         .instrument(span)
         .await
+    }
+
+    /// The hooks before a prompt is sent: `SessionStart` (before the session's first) and
+    /// `UserPromptSubmit`, neither in a sub-agent's session. What they print is context added
+    /// to `content`; `Some(stop)` when one of them stops the run or blocks the prompt, which
+    /// is then not sent.
+    async fn before_prompt(
+        &mut self,
+        content: &mut Vec<ContentBlock>,
+        sink: &Sink,
+    ) -> Option<Stop> {
+        let first = !std::mem::replace(&mut self.started, true);
+        if self.subagent.is_some() {
+            return None;
+        }
+        let prompt = Message::new(Role::User, content.clone()).text();
+        if first {
+            let input = HookInput::session_start(&self.id, &self.cwd, self.start_source);
+            let report = self.hooks(input, sink).await;
+            if let HookOutcome::Stop { reason } = report.outcome {
+                return Some(Stop::HookStopped { reason });
+            }
+            content.extend(report.messages.into_iter().map(ContentBlock::text));
+        }
+        let input = HookInput::user_prompt_submit(&self.id, &self.cwd, prompt);
+        let report = self.hooks(input, sink).await;
+        match report.outcome {
+            HookOutcome::Block { reason } | HookOutcome::Stop { reason } => {
+                Some(Stop::PromptBlocked { reason })
+            }
+            _ => {
+                content.extend(report.messages.into_iter().map(ContentBlock::text));
+                None
+            }
+        }
     }
 
     pub(super) async fn iterate(
@@ -269,15 +305,29 @@ impl Session {
                     continue;
                 }
                 state.cut_at_end = response.stop_reason == StopReason::MaxTokens;
-                if state.stop_blocks < MAX_STOP_BLOCKS
-                    && self.config.hooks().handles(HookEvent::Stop)
-                {
-                    let input = HookInput::stop(&self.id, &self.cwd, state.stop_blocks > 0);
-                    if let HookOutcome::Block { reason } = self.hooks(input, sink).await.outcome {
-                        // A Stop hook sends the model back to work with its reason.
-                        state.stop_blocks += 1;
-                        self.add_message(Message::user(reason), sink);
-                        continue;
+                let event = if self.subagent.is_some() {
+                    HookEvent::SubagentStop
+                } else {
+                    HookEvent::Stop
+                };
+                if state.stop_blocks < MAX_STOP_BLOCKS && self.config.hooks().handles(event) {
+                    let active = state.stop_blocks > 0;
+                    let last = state.last_text.clone();
+                    let input = match event {
+                        HookEvent::SubagentStop => {
+                            HookInput::subagent_stop(&self.id, &self.cwd, active, last)
+                        }
+                        _ => HookInput::stop(&self.id, &self.cwd, active, last),
+                    };
+                    match self.hooks(input, sink).await.outcome {
+                        HookOutcome::Block { reason } => {
+                            // A Stop hook sends the model back to work with its reason.
+                            state.stop_blocks += 1;
+                            self.add_message(Message::user(reason), sink);
+                            continue;
+                        }
+                        HookOutcome::Stop { reason } => return Stop::HookStopped { reason },
+                        _ => {}
                     }
                 }
                 return Stop::Completed;
@@ -324,6 +374,9 @@ impl Session {
             if cancel.is_cancelled() {
                 return Stop::Cancelled;
             }
+            if let Some(reason) = self.take_stop_request() {
+                return Stop::HookStopped { reason };
+            }
         }
     }
 
@@ -335,6 +388,9 @@ impl Session {
         sink: &Sink,
         state: &mut RunState,
     ) -> Option<Stop> {
+        if let Some(reason) = self.pre_compact(CompactTrigger::Auto, sink).await {
+            return Some(Stop::HookStopped { reason });
+        }
         match self.summarize(cancel).await {
             Err(CompactionError::Cancelled) => return Some(Stop::Cancelled),
             Ok(compaction) => {

@@ -202,6 +202,10 @@ impl SessionLog for JsonlSessionLog {
     fn id(&self) -> &str {
         &self.id
     }
+
+    fn path(&self) -> Option<&Path> {
+        Some(&self.path)
+    }
 }
 
 impl Drop for JsonlSessionLog {

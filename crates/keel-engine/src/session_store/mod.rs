@@ -230,6 +230,11 @@ pub trait SessionLog: Send {
     fn flush(&mut self) -> Result<(), SessionError>;
     /// The session's id.
     fn id(&self) -> &str;
+    /// The file the records go to, if the log is a file (a `SessionStart`… hook's
+    /// `transcript_path`); `None` by default.
+    fn path(&self) -> Option<&Path> {
+        None
+    }
 }
 
 /// Where sessions live.

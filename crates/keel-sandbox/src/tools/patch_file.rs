@@ -150,7 +150,7 @@ impl Tool for PatchFile {
             })
             .await?;
         }
-        Ok(summary(&patched, &shown_path))
+        Ok(summary(&patched, &shown_path, resolved.absolute(), text))
     }
 }
 
@@ -179,7 +179,12 @@ fn patch_file(sandbox: &PathSandbox, args: &PatchFileArgs) -> Result<ToolOutput,
     let text = read_text(file, &shown_path)?;
     let patched = patch_text(&text, args, &shown_path)?;
     let report = sandbox.write_atomic(&args.path, patched.text.as_bytes())?;
-    Ok(summary(&patched, &sandbox.display(report.path.absolute())))
+    Ok(summary(
+        &patched,
+        &sandbox.display(report.path.absolute()),
+        report.path.absolute(),
+        text,
+    ))
 }
 
 /// A file's text with the edit made, and where.
@@ -216,8 +221,15 @@ fn patch_text(text: &str, args: &PatchFileArgs, shown_path: &str) -> Result<Patc
     })
 }
 
-/// What the model reads after the edit.
-fn summary(patched: &Patched, shown_path: &str) -> ToolOutput {
+/// What the model reads after the edit, and its facts in the metadata: `path` (as shown),
+/// `file_path` (absolute), `replacements`, `lines` (the changed line ranges), `crlf`, and
+/// `original`, the file's text before the edit (for Claude Code's `originalFile`).
+fn summary(
+    patched: &Patched,
+    shown_path: &str,
+    absolute: &std::path::Path,
+    original: String,
+) -> ToolOutput {
     let Patched { text, edit, spans } = patched;
     let ranges = line_ranges(text, spans);
     let count = edit.starts.len() as u64;
@@ -251,6 +263,8 @@ fn summary(patched: &Patched, shown_path: &str) -> ToolOutput {
         "replacements": count,
         "lines": ranges.iter().map(|&(first, last)| [first, last]).collect::<Vec<_>>(),
         "crlf": edit.crlf,
+        "file_path": absolute.display().to_string(),
+        "original": original,
     }))
 }
 

@@ -106,6 +106,7 @@ impl Tool for ReadFile {
                             &shown_path,
                             range,
                         )
+                        .map(|output| with_file_path(output, resolved.absolute()))
                     })
                     .await;
                 }
@@ -156,7 +157,19 @@ fn read_file(
         HeadError::Binary(err) => err,
         HeadError::Io(err) => ToolError::io(format!("reading {shown_path}"), err),
     })?;
-    numbered(reader, &shown_path, range)
+    numbered(reader, &shown_path, range).map(|output| with_file_path(output, resolved.absolute()))
+}
+
+/// `output` with the absolute path of the file in its metadata (`file_path`), for readers
+/// that want it whole (Claude Code's hook shapes, `keel_tool::claude::tool_response`).
+pub(crate) fn with_file_path(mut output: ToolOutput, absolute: &std::path::Path) -> ToolOutput {
+    if let Some(meta) = output.metadata.as_object_mut() {
+        meta.insert(
+            "file_path".to_owned(),
+            json!(absolute.display().to_string()),
+        );
+    }
+    output
 }
 
 /// The lines of `range` read from `reader`, numbered, with the note on how to read on.
@@ -201,8 +214,14 @@ fn numbered(
     let total = skipped + shown.len() as u64 + read_but_not_shown + remaining;
 
     if total == 0 && start == 1 {
-        return Ok(ToolOutput::text(format!("[{shown_path} is empty]"))
-            .with_metadata(metadata(shown_path, None, 0)));
+        return Ok(
+            ToolOutput::text(format!("[{shown_path} is empty]")).with_metadata(metadata(
+                shown_path,
+                None,
+                0,
+                String::new(),
+            )),
+        );
     }
     if start > total {
         return Err(ToolError::InvalidArguments(format!(
@@ -232,19 +251,34 @@ fn numbered(
         content.push_str("]\n");
     }
     tracing::debug!(path = %shown_path, start, last_shown, total, "read_file");
+    // The lines as they are in the file (cut lines as shown), without their numbers.
+    let mut text = String::with_capacity(output_chars);
+    for line in &shown {
+        text.push_str(line);
+        text.push('\n');
+    }
     Ok(ToolOutput::text(content).with_metadata(metadata(
         shown_path,
         Some((start, last_shown)),
         total,
+        text,
     )))
 }
 
-fn metadata(path: &str, range: Option<(u64, u64)>, total: u64) -> serde_json::Value {
+/// The facts of a read: the path as shown, the lines shown, the file's line count and the
+/// text of the lines shown (`content`, without line numbers, each line ending in `\n`).
+fn metadata(
+    path: &str,
+    range: Option<(u64, u64)>,
+    total: u64,
+    content: String,
+) -> serde_json::Value {
     json!({
         "path": path,
         "start_line": range.map(|(start, _)| start),
         "end_line": range.map(|(_, end)| end),
         "total_lines": total,
+        "content": content,
     })
 }
 

@@ -82,22 +82,74 @@ impl Tool for WriteFile {
             .await?;
             if resolved.exists() {
                 let shown_path = self.sandbox.display(resolved.absolute());
+                let sandbox = Arc::clone(&self.sandbox);
+                let given = args.path.clone();
+                let original =
+                    blocking(Self::NAME, move || Ok(original_text(&sandbox, &given))).await?;
                 write_through(editor.as_ref(), &resolved, &args.content, &shown_path).await?;
-                return Ok(written(&shown_path, args.content.len(), false));
+                let facts = Written {
+                    bytes: args.content.len(),
+                    created: false,
+                    original,
+                };
+                return Ok(written(&shown_path, resolved.absolute(), facts));
             }
         }
         let sandbox = Arc::clone(&self.sandbox);
-        let report = blocking(Self::NAME, move || {
-            Ok(sandbox.write_atomic(&args.path, args.content.as_bytes())?)
+        let (report, original) = blocking(Self::NAME, move || {
+            let original = original_text(&sandbox, &args.path);
+            Ok((
+                sandbox.write_atomic(&args.path, args.content.as_bytes())?,
+                original,
+            ))
         })
         .await?;
         let shown_path = self.sandbox.display(report.path.absolute());
-        Ok(written(&shown_path, report.bytes, report.created))
+        let facts = Written {
+            bytes: report.bytes,
+            created: report.created,
+            original,
+        };
+        Ok(written(&shown_path, report.path.absolute(), facts))
     }
 }
 
-/// What the model reads after a write of `bytes` bytes.
-fn written(shown_path: &str, bytes: usize, created: bool) -> ToolOutput {
+/// The most bytes of a file's old content `write_file` keeps in its result's metadata
+/// (`original`, for Claude Code's `originalFile`); a larger file's is left out.
+const MAX_ORIGINAL_BYTES: u64 = 1024 * 1024;
+
+/// The text of the file `given` before it is written, when it is a readable UTF-8 file of at
+/// most [`MAX_ORIGINAL_BYTES`]; `None` otherwise (a new file, a large or binary one).
+fn original_text(sandbox: &PathSandbox, given: &str) -> Option<String> {
+    use std::io::Read as _;
+    let (_, file) = sandbox.open_read(given).ok()?;
+    let meta = file.metadata().ok()?;
+    if !meta.is_file() || meta.len() > MAX_ORIGINAL_BYTES {
+        return None;
+    }
+    let mut bytes = Vec::new();
+    file.take(MAX_ORIGINAL_BYTES + 1)
+        .read_to_end(&mut bytes)
+        .ok()?;
+    String::from_utf8(bytes).ok()
+}
+
+/// What a write did.
+struct Written {
+    bytes: usize,
+    created: bool,
+    original: Option<String>,
+}
+
+/// What the model reads after a write, and its facts in the metadata: `path` (as shown),
+/// `file_path` (absolute), `bytes`, `created`, and `original` (the old text, see
+/// [`original_text`]).
+fn written(shown_path: &str, absolute: &std::path::Path, facts: Written) -> ToolOutput {
+    let Written {
+        bytes,
+        created,
+        original,
+    } = facts;
     let what = if created {
         "new file"
     } else {
@@ -111,7 +163,9 @@ fn written(shown_path: &str, bytes: usize, created: bool) -> ToolOutput {
     ))
     .with_metadata(json!({
         "path": shown_path,
+        "file_path": absolute.display().to_string(),
         "bytes": bytes,
         "created": created,
+        "original": original,
     }))
 }

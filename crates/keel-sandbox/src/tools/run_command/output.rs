@@ -86,6 +86,8 @@ pub(super) fn report(
     notes: &[String],
 ) -> ToolOutput {
     let (text, omitted) = render(&finished.capture);
+    // The output alone (stdout and stderr, interleaved), for Claude Code's `stdout`.
+    let stdout = text.clone();
     let mut content = if text.is_empty() {
         "(no output)".to_owned()
     } else {
@@ -141,6 +143,7 @@ pub(super) fn report(
         "output_bytes": finished.capture.total(),
         "omitted_bytes": omitted,
         "timeout_secs": secs,
+        "stdout": stdout,
     });
     let output = if success {
         ToolOutput::text(content)
