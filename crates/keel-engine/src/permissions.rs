@@ -53,9 +53,13 @@
 //! `run_command` → `command`; `read_file`, `write_file`, `patch_file`, `list_directory`,
 //! `git_diff` → `path`; `grep`, `glob` → `pattern` for keel's rules, but `path` (the
 //! directory searched; the working directory when absent) for Claude Code's path rules
-//! (`Read(…)`, `Grep(…)`, `Glob(…)`); any other tool → the first of `command`, `path`,
-//! `pattern`, `url` that the call has as a string. A rule with a pattern never matches a call
-//! without that argument; a rule without one matches every call of its tools.
+//! (`Read(…)`, `Grep(…)`, `Glob(…)`), and for `glob` also `path/pattern`, which must be
+//! covered too (allow) or is caught too (deny, ask), so `../.ssh/*` does not slip out of an
+//! allowed directory; any other tool → the first of `command`, `path`, `pattern`, `url`
+//! that the call has as a string. A rule with a pattern never matches a call without that
+//! argument; a rule without one matches every call of its tools. A path rule sees the
+//! directory a search starts in, not the files it reads there: `Read(.env)` denies reading
+//! `.env`, not a `grep` of the directory holding it.
 //!
 //! # Paths
 //!
@@ -329,9 +333,29 @@ impl PermissionRule {
                 &keel_path_pattern(pattern, context),
                 &resolve_path(path, &context.cwd),
             ),
-            (Argument::Path(path), Some(ClaudePattern::Path(path_pattern))) => path_pattern
-                .regex(context)
-                .is_some_and(|regex| regex_matches(&regex, &resolve_path(path, &context.cwd))),
+            (Argument::Path(path), Some(ClaudePattern::Path(path_pattern))) => {
+                let Some(regex) = path_pattern.regex(context) else {
+                    return false;
+                };
+                let mut paths = vec![resolve_path(path, &context.cwd)];
+                // `glob`'s pattern may reach out of its directory (`../.ssh/*`): it is a
+                // second path the rule must cover (allow) or that it catches (deny, ask).
+                if tool == "glob"
+                    && let Some(glob) = input.get("pattern").and_then(Value::as_str)
+                {
+                    let joined = if glob.starts_with('/') {
+                        glob.to_owned()
+                    } else {
+                        format!("{path}/{glob}")
+                    };
+                    paths.push(resolve_path(&joined, &context.cwd));
+                }
+                let matches = |path: &String| regex_matches(&regex, path);
+                match parts {
+                    Parts::Any => paths.iter().any(matches),
+                    Parts::All => paths.iter().all(matches),
+                }
+            }
             (Argument::Path(text) | Argument::Text(text), Some(ClaudePattern::Text(pattern))) => {
                 text_matches(pattern, text)
             }
@@ -1203,6 +1227,10 @@ mod tests {
             ("project root absolute", &files, "read_file", path("/home/me/project/docs/x/y.md"), allow("Read(/docs/**)")),
             ("not under the cwd's docs", &files, "read_file", path("docs/a.md"), Verdict::Ask),
             ("Read covers grep's path", &files, "grep", json!({"pattern": "x", "path": "../docs"}), allow("Read(/docs/**)")),
+            ("Read covers glob's path and pattern", &files, "glob", json!({"pattern": "**/*.md", "path": "../docs"}), allow("Read(/docs/**)")),
+            ("glob's pattern must stay inside", &files, "glob", json!({"pattern": "../../**", "path": "../docs"}), Verdict::Ask),
+            ("glob's pattern reaching a denied dir", &files, "glob", json!({"pattern": "../../.ssh/*"}), deny("Read(~/.ssh/**)")),
+            ("glob's absolute pattern", &files, "glob", json!({"pattern": "/home/me/.ssh/*"}), deny("Read(~/.ssh/**)")),
             // `~/` is the home directory, whichever way the call names the file.
             ("home absolute", &files, "read_file", path("/home/me/.ssh/id_rsa"), deny("Read(~/.ssh/**)")),
             ("home relative", &files, "read_file", path("../../.ssh/id_rsa"), deny("Read(~/.ssh/**)")),
