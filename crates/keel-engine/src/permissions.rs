@@ -536,13 +536,14 @@ impl<'a> PathPattern<'a> {
             Anchor::Project => context.project_root.clone(),
             Anchor::Cwd | Anchor::CwdUnanchored => context.cwd.clone(),
         };
+        // gitignore: a pattern with no `/` but at its end matches at any depth.
+        let unanchored = matches!(self.anchor, Anchor::CwdUnanchored)
+            && !self.rest.trim_end_matches('/').contains('/');
         let mut rest = self.rest.to_owned();
         if rest.ends_with('/') {
             // gitignore: `dir/` is the directory and everything in it.
             rest.push_str("**");
         }
-        let unanchored = matches!(self.anchor, Anchor::CwdUnanchored)
-            && !rest.trim_end_matches('/').contains('/');
         if unanchored && !rest.is_empty() && rest != "." {
             rest = format!("**/{rest}");
         }
@@ -1242,6 +1243,8 @@ mod tests {
             (".env outside the cwd", &files, "read_file", path("/srv/.env"), Verdict::Ask),
             ("*.lock asks", &files, "patch_file", path("src/Cargo.lock"), ask_rule("Edit(*.lock)")),
             ("dir/ denies inside", &files, "write_file", path("secrets/a/b"), deny("Edit(secrets/)")),
+            ("dir/ at any depth", &files, "patch_file", path("src/secrets/key"), deny("Edit(secrets/)")),
+            ("dir/ is the dir", &files, "write_file", path("secrets"), deny("Edit(secrets/)")),
             // `//` is an absolute path.
             ("absolute write", &files, "write_file", path("/tmp/x/y/z"), allow("Write(//tmp/x/**)")),
             ("absolute write escape", &files, "write_file", path("/tmp/x/../y"), Verdict::Ask),
