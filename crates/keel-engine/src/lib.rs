@@ -75,7 +75,9 @@ pub use hooks::{
     HookReport, Hooks, PermissionDecision, SessionEndReason, SessionStartSource, outcome_from_json,
 };
 pub use notify::Notifier;
-pub use permissions::{PermissionError, PermissionRule, PermissionRules, Verdict};
+pub use permissions::{
+    PermissionError, PermissionRule, PermissionRules, RuleContext, RuleTexts, Verdict,
+};
 pub use prompt::{
     GitSummary, InstructionFile, ProjectContext, SYSTEM_PROMPT, gather_context, system_prompt,
 };

@@ -1,9 +1,13 @@
 //! Permission rules: parsing, pattern matching, command chaining, deny over allow.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-use keel_engine::permissions::{PermissionRule, PermissionRules, Verdict};
+use std::path::Path;
+
+use keel_engine::permissions::{PermissionRule, PermissionRules, RuleContext, Verdict};
 use serde::Deserialize;
 use serde_json::{Value, json};
+
+const CWD: &str = "/project";
 
 fn rules(allow: &[&str], deny: &[&str]) -> PermissionRules {
     let strings = |texts: &[&str]| texts.iter().map(|t| (*t).to_owned()).collect::<Vec<_>>();
@@ -126,7 +130,7 @@ fn verdict_table() {
     assert!(cases.len() >= 30);
     let mut failures = Vec::new();
     for (name, rules, tool, input, expected) in &cases {
-        let got = rules.check(tool, input);
+        let got = rules.check(tool, input, Path::new(CWD));
         if &got != expected {
             failures.push(format!(
                 "{name}: {tool} {input} → {got:?}, expected {expected:?}"
@@ -139,17 +143,24 @@ fn verdict_table() {
 #[test]
 fn no_rules_always_ask() {
     let none = PermissionRules::default();
-    assert_eq!(none.check("run_command", &cmd("ls")), Verdict::Ask);
-    assert_eq!(none.check("read_file", &path("a")), Verdict::Ask);
+    assert_eq!(
+        none.check("run_command", &cmd("ls"), Path::new(CWD)),
+        Verdict::Ask
+    );
+    assert_eq!(
+        none.check("read_file", &path("a"), Path::new(CWD)),
+        Verdict::Ask
+    );
 }
 
 #[test]
 fn single_rule_matching() {
     let rule = PermissionRule::parse("run_command(cargo test*)").unwrap();
-    assert!(rule.matches("run_command", &cmd("cargo test --all")));
-    assert!(!rule.matches("run_command", &cmd("cargo test && rm -rf /")));
-    assert!(rule.matches_any_part("run_command", &cmd("ls && cargo test")));
-    assert!(!rule.matches("read_file", &cmd("cargo test")));
+    let context = RuleContext::new(CWD);
+    assert!(rule.matches("run_command", &cmd("cargo test --all"), &context));
+    assert!(!rule.matches("run_command", &cmd("cargo test && rm -rf /"), &context));
+    assert!(rule.matches_any_part("run_command", &cmd("ls && cargo test"), &context));
+    assert!(!rule.matches("read_file", &cmd("cargo test"), &context));
 }
 
 #[test]
@@ -179,7 +190,7 @@ fn parse_errors() {
     assert_eq!(
         messages[0],
         "invalid permission rule \"run_command(cargo\": missing \")\"; write rules like \
-         run_command(cargo test*) or git_commit"
+         run_command(cargo test*), Bash(npm test:*) or git_commit"
     );
     insta::assert_json_snapshot!("parse_errors", messages);
 }
@@ -243,11 +254,11 @@ fn toml_config() {
         PermissionRule::parse("read_file(.env)").unwrap()
     );
     assert_eq!(
-        rules.check("write_file", &path("src/main.rs")),
+        rules.check("write_file", &path("src/main.rs"), Path::new(CWD)),
         allow("write_file(src/**)")
     );
     assert_eq!(
-        rules.check("run_command", &cmd("cargo test; rm -rf ~")),
+        rules.check("run_command", &cmd("cargo test; rm -rf ~"), Path::new(CWD)),
         deny("run_command(rm -rf*)")
     );
 }
@@ -309,7 +320,7 @@ fn mcp_tools_are_matched_by_claude_code_s_names() {
         ],
     )
     .unwrap();
-    let check = |tool: &str, input: Value| rules.check(tool, &input);
+    let check = |tool: &str, input: Value| rules.check(tool, &input, Path::new(CWD));
     assert!(matches!(
         check("mcp__github__create_issue", json!({})),
         Verdict::Allow { .. }

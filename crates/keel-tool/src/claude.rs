@@ -95,6 +95,42 @@ pub fn keel_tools(name: &str) -> &'static [&'static str] {
     }
 }
 
+/// keel's tools that a permission rule naming Claude Code's tool `name` covers: wider than
+/// [`keel_tools`] where Claude Code's rules are: `Edit` (and the legacy `MultiEdit`) rules
+/// apply to every tool that edits files (`patch_file`, `write_file`), `Read` rules to every
+/// tool that reads them (`read_file`, `grep`, `glob`, `list_directory`). Empty for a Claude
+/// tool keel does not have and for a name that is not Claude's.
+///
+/// ```
+/// use keel_tool::claude::rule_tools;
+///
+/// assert_eq!(rule_tools("Edit"), &["patch_file", "write_file"]);
+/// assert_eq!(rule_tools("Bash"), &["run_command"]);
+/// assert!(rule_tools("WebFetch").is_empty());
+/// ```
+pub fn rule_tools(name: &str) -> &'static [&'static str] {
+    match name {
+        "Edit" | "MultiEdit" => &["patch_file", "write_file"],
+        "Read" => &["read_file", "grep", "glob", "list_directory"],
+        _ => keel_tools(name),
+    }
+}
+
+/// Every keel tool this table names (`run_command`, `read_file`, …), once each, in the
+/// table's order: keel's built-in tools that have a Claude Code twin.
+pub fn keel_names() -> impl Iterator<Item = &'static str> {
+    KEEL_TWINS
+        .iter()
+        .enumerate()
+        .flat_map(|(row, (_, keel))| keel.iter().map(move |tool| (row, *tool)))
+        .filter(|(row, tool)| {
+            !KEEL_TWINS[..*row]
+                .iter()
+                .any(|(_, earlier)| earlier.contains(tool))
+        })
+        .map(|(_, tool)| tool)
+}
+
 /// Claude Code's name for keel's tool `keel_tool` (`run_command` → `Bash`), or `None` for a
 /// tool Claude Code has no twin of (`git_commit`, an MCP tool).
 pub fn claude_name(keel_tool: &str) -> Option<&'static str> {
@@ -146,5 +182,21 @@ mod tests {
         assert_eq!(claude_name("git_commit"), None);
         assert_eq!(keel_tools("WebFetch"), &[] as &[&str]);
         assert_eq!(resolve("read_file"), None);
+    }
+
+    #[test]
+    fn rule_tools_widen_edit_and_read_and_keel_names_are_unique() {
+        for (claude, _) in KEEL_TWINS {
+            for tool in keel_tools(claude) {
+                assert!(rule_tools(claude).contains(tool), "{claude}: {tool}");
+            }
+        }
+        assert!(rule_tools("Read").contains(&"grep"));
+        let names: Vec<&str> = keel_names().collect();
+        let mut unique = names.clone();
+        unique.sort_unstable();
+        unique.dedup();
+        assert_eq!(names.len(), unique.len(), "{names:?}");
+        assert!(names.contains(&"run_command") && names.contains(&"cancel_task"));
     }
 }

@@ -65,14 +65,20 @@ pub(super) enum GateDecision {
 /// A deny rule refuses any call; so does a hook that blocks or denies; in a read-only mode,
 /// every call that is not read-only is refused, whatever rules and hooks say. A protected call
 /// ([`Effect::Protected`]) is always asked about: allow rules, hooks answering `allow` and
-/// earlier "always" answers never skip the question, and "always" is not remembered for it.
-/// Otherwise a hook's `allow` or an allow rule (unless a hook asks) runs the call; a
+/// earlier "always" answers never skip the question, and "always" is not remembered for it;
+/// so is a call an ask rule matches ([`Verdict::AskRule`]). Otherwise a hook's `allow` or an allow rule (unless a hook asks) runs the call; a
 /// destructive call, or one a hook asks about (or, when the approver asks about changes, any
 /// call that is not read-only), is asked about unless its scope was answered "always";
 /// anything else runs.
 pub(super) fn decide(gate: GateInput<'_>) -> GateDecision {
     let read_only = gate.effect.is_read_only();
     let protected = matches!(gate.effect, Effect::Protected { .. });
+    let ask_rule = match gate.verdict {
+        Verdict::AskRule { rule } => Some(rule),
+        _ => None,
+    };
+    // Asked every time: no allow, hook `allow` or remembered "always" skips the question.
+    let always_ask = protected || ask_rule.is_some();
     if let Verdict::Deny { rule } = gate.verdict {
         return GateDecision::Refuse(format!(
             "denied: the permission rule {rule} forbids this call"
@@ -101,7 +107,7 @@ pub(super) fn decide(gate: GateInput<'_>) -> GateDecision {
         Some(HookOutcome::Permission {
             decision: PermissionDecision::Allow,
             ..
-        }) if !protected => return GateDecision::Run { read_only },
+        }) if !always_ask => return GateDecision::Run { read_only },
         Some(HookOutcome::Permission {
             decision: PermissionDecision::Ask,
             ..
@@ -112,6 +118,9 @@ pub(super) fn decide(gate: GateInput<'_>) -> GateDecision {
         return GateDecision::Run { read_only };
     }
     let reason = match gate.effect {
+        _ if let Some(rule) = ask_rule => {
+            format!("the permission rule {rule} asks for approval")
+        }
         Effect::Destructive { reason } | Effect::Protected { reason } => reason.clone(),
         _ if must_ask => "a hook asks for approval".to_owned(),
         _ if gate.asks_about_changes && !read_only => {
@@ -120,13 +129,13 @@ pub(super) fn decide(gate: GateInput<'_>) -> GateDecision {
         _ => return GateDecision::Run { read_only },
     };
     let scope = ApprovalScope::of(gate.tool, gate.input);
-    if !protected && gate.remembered.contains(&scope) {
+    if !always_ask && gate.remembered.contains(&scope) {
         return GateDecision::Run { read_only: false };
     }
     GateDecision::Ask {
         reason,
         scope,
-        remember: !protected,
+        remember: !always_ask,
     }
 }
 
@@ -150,7 +159,10 @@ impl Session {
             return self.answer(call, ToolOutput::error(INTERRUPTED), sink);
         }
         let mut effect = self.config.tools().effect(call.as_call());
-        let mut verdict = self.config.permissions().check(&call.name, &call.input);
+        let mut verdict = self
+            .config
+            .permissions()
+            .check(&call.name, &call.input, &self.cwd);
         let denied = matches!(verdict, Verdict::Deny { .. });
         let hook = if !denied
             && call.invalid.is_none()
@@ -168,7 +180,7 @@ impl Session {
                 tracing::debug!(call = %call.id, %input, "a PreToolUse hook changed the input");
                 call.input = input;
                 effect = self.config.tools().effect(call.as_call());
-                verdict = self.config.permissions().check(&call.name, &call.input);
+                verdict = self.config.permissions().check(&call.name, &call.input, &self.cwd);
             }
             Some(report.outcome)
         } else {
@@ -305,6 +317,12 @@ mod tests {
         }
     }
 
+    fn ask_rule() -> Verdict {
+        Verdict::AskRule {
+            rule: "Bash(rm:*)".into(),
+        }
+    }
+
     fn run(read_only: bool) -> GateDecision {
         GateDecision::Run { read_only }
     }
@@ -331,6 +349,7 @@ mod tests {
         let nothing = HashSet::new();
         let remembered = HashSet::from([ApprovalScope::of("run_command", &input())]);
         let denied_by_rule = "denied: the permission rule run_command(rm*) forbids this call";
+        let rule_asks = "the permission rule Bash(rm:*) asks for approval";
         // (effect, verdict, hook, remembered?, expected)
         let cases: Vec<(Effect, Verdict, Option<HookOutcome>, bool, GateDecision)> = vec![
             // Nothing gates a read-only or mutating call.
@@ -447,6 +466,30 @@ mod tests {
                 false,
                 refuse(denied_by_rule),
             ),
+            // An ask rule asks every time, even for a read-only call, past a hook's allow
+            // and a remembered "always", and is never remembered; hooks may still refuse.
+            (
+                Effect::ReadOnly,
+                ask_rule(),
+                None,
+                false,
+                ask(rule_asks, false),
+            ),
+            (
+                Effect::Mutating,
+                ask_rule(),
+                Some(hook(Allow)),
+                true,
+                ask(rule_asks, false),
+            ),
+            (destructive(), ask_rule(), None, true, ask(rule_asks, false)),
+            (
+                destructive(),
+                ask_rule(),
+                Some(block()),
+                false,
+                refuse("hook says no"),
+            ),
         ];
         for (index, (effect, verdict, hook, is_remembered, expected)) in
             cases.into_iter().enumerate()
@@ -528,6 +571,14 @@ mod tests {
             (Effect::Mutating, Verdict::Ask, None, false, refuse(why)),
             (destructive(), Verdict::Ask, None, true, refuse(why)),
             (Effect::Mutating, allow_rule(), None, false, refuse(why)),
+            (Effect::Mutating, ask_rule(), None, false, refuse(why)),
+            (
+                Effect::ReadOnly,
+                ask_rule(),
+                None,
+                false,
+                ask("the permission rule Bash(rm:*) asks for approval", false),
+            ),
             (
                 Effect::Mutating,
                 Verdict::Ask,
