@@ -27,7 +27,7 @@
 //! [`MAX_IMPORTS`] imports are followed in all.
 //!
 //! # Limits
-//! Each file is cut to [`MAX_INSTRUCTION_CHARS`](crate::prompt::MAX_INSTRUCTION_CHARS)
+//! Each file is cut to [`MAX_INSTRUCTION_CHARS`]
 //! characters, and all of them together to [`MAX_MEMORY_CHARS`], with a note in the text
 //! where one is cut; files after the total is reached are skipped (and listed so).
 //!
