@@ -24,7 +24,7 @@ use std::io::Write as _;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use keel_engine::{Session, system_prompt};
+use keel_engine::{MemorySources, Session, system_prompt};
 use keel_sandbox::{PathSandbox, SandboxPolicy, default_tools};
 use keel_tool::{Effect, Tool, ToolContext, ToolError, ToolOutput};
 use schemars::JsonSchema;
@@ -33,7 +33,7 @@ use tracing::Instrument;
 
 use crate::delegation::Delegation;
 use crate::error::AgentsError;
-use crate::project::{project_context, project_root};
+use crate::project::{project_context_from, project_root};
 use crate::roots;
 use crate::run::{CallRecord, RunReport, run_reporting};
 
@@ -111,6 +111,8 @@ pub struct CodeTool {
     logs_dir: PathBuf,
     max_iterations: u32,
     timeout: Duration,
+    user_memory: Vec<PathBuf>,
+    user_home: Option<PathBuf>,
 }
 
 impl CodeTool {
@@ -128,7 +130,18 @@ impl CodeTool {
             logs_dir: logs_dir.into(),
             max_iterations: DEFAULT_MAX_ITERATIONS,
             timeout: DEFAULT_TIMEOUT,
+            user_memory: Vec::new(),
+            user_home: None,
         }
+    }
+
+    /// The user-level memory files the sessions' prompts load first
+    /// ([`MemorySources::user_files`]) and the home directory their `@~/` imports mean
+    /// (default none: only the project's memory files).
+    pub fn user_memory(mut self, files: Vec<PathBuf>, home: Option<PathBuf>) -> Self {
+        self.user_memory = files;
+        self.user_home = home;
+        self
     }
 
     /// The most model calls in one session (default 25).
@@ -178,7 +191,12 @@ impl CodeTool {
             .delegation
             .agent_builder(model)
             .tools(tools)
-            .system_prompt(system_prompt(&project_context(&root, cwd)))
+            .system_prompt(system_prompt(&project_context_from(&MemorySources {
+                user_files: self.user_memory.clone(),
+                user_home: self.user_home.clone(),
+                extra_readable: self.delegation.policies().allow_read().to_vec(),
+                ..MemorySources::new(root, cwd)
+            })))
             .max_iterations(self.max_iterations)
             .build()?;
         let mut session = agent.session(cwd)?;

@@ -98,7 +98,7 @@ pub use delegation::{Models, Policies};
 pub use error::AgentsError;
 #[cfg(feature = "git")]
 pub use project::STATUS_MAX_TRACKED;
-pub use project::{project_context, project_root};
+pub use project::{project_context, project_context_from, project_root};
 #[cfg(feature = "delegation")]
 pub use run::{CallRecord, RunReport, run_reporting, run_to_end};
 pub use skills::{SkillIndex, SkillSummary, UseSkillArgs, UseSkillTool};

@@ -9,7 +9,7 @@ use git2::{ErrorCode, Repository, RepositoryOpenFlags, Status, StatusOptions};
 use keel_engine::GitSummary;
 #[cfg(feature = "git")]
 use keel_engine::prompt::RECENT_COMMITS;
-use keel_engine::{ProjectContext, gather_context};
+use keel_engine::{MemorySources, ProjectContext, gather_context_from};
 
 /// The project a session working in `cwd` belongs to: the nearest directory at or above
 /// `cwd` holding a `.git` entry (a repository's work tree; a worktree's or submodule's `.git`
@@ -19,12 +19,20 @@ pub fn project_root(cwd: &Path) -> PathBuf {
     keel_sandbox::repository_root(cwd).unwrap_or_else(|| cwd.to_path_buf())
 }
 
-/// The engine's [`gather_context`] (instruction files, date) with the git state of the
-/// repository containing `root` (branch, HEAD, status counts, the last `RECENT_COMMITS`
-/// subjects), `None` outside one. Without the `git` feature the state is not read: a
-/// repository is said to be one whose state is unknown. Never fails: what cannot be read is
-/// left out.
+/// [`project_context_from`] the project's own memory files ([`MemorySources::new`]: no
+/// user-level files, no extra readable roots).
 pub fn project_context(root: &Path, cwd: &Path) -> ProjectContext {
+    project_context_from(&MemorySources::new(root, cwd))
+}
+
+/// The engine's [`gather_context_from`] (memory files, date) with the git state of the
+/// repository containing `sources.root` (branch, HEAD, status counts, the last
+/// `RECENT_COMMITS` subjects), `None` outside one. Without the `git` feature the state is not
+/// read: a repository is said to be one whose state is unknown. Never fails: what cannot be
+/// read is left out (the memory files skipped are in
+/// [`ProjectContext::skipped_instructions`]).
+pub fn project_context_from(sources: &MemorySources) -> ProjectContext {
+    let root = sources.root.as_path();
     #[cfg(feature = "git")]
     let git = git_summary(root, RECENT_COMMITS);
     #[cfg(not(feature = "git"))]
@@ -34,7 +42,7 @@ pub fn project_context(root: &Path, cwd: &Path) -> ProjectContext {
     });
     ProjectContext {
         git,
-        ..gather_context(root, cwd)
+        ..gather_context_from(sources)
     }
 }
 

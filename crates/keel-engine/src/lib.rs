@@ -53,6 +53,7 @@ mod events;
 mod failure;
 pub mod history;
 pub mod hooks;
+pub mod memory;
 mod notify;
 pub mod permissions;
 pub mod prompt;
@@ -74,12 +75,17 @@ pub use hooks::{
     CompactTrigger, Hook, HookConfig, HookConfigError, HookEvent, HookInput, HookOutcome,
     HookReport, Hooks, PermissionDecision, SessionEndReason, SessionStartSource, outcome_from_json,
 };
+pub use memory::{
+    LoadedMemory, Memory, MemoryReport, MemorySource, MemorySources, SkipReason, SkippedMemory,
+    load_memory,
+};
 pub use notify::Notifier;
 pub use permissions::{
     PermissionError, PermissionRule, PermissionRules, RuleContext, RuleTexts, Verdict,
 };
 pub use prompt::{
-    GitSummary, InstructionFile, ProjectContext, SYSTEM_PROMPT, gather_context, system_prompt,
+    GitSummary, InstructionFile, ProjectContext, SYSTEM_PROMPT, gather_context,
+    gather_context_from, system_prompt,
 };
 pub use session::{CancelHandle, Session};
 pub use session_store::{

@@ -1,11 +1,12 @@
 //! The system prompt: keel's own instructions for the model, plus what it needs to know about
 //! the project it works in (working directory, date, git state a host supplies, `AGENTS.md`).
 //!
-//! [`gather_context`] collects a [`ProjectContext`] from disk and never fails: whatever cannot
-//! be read is left out (and logged with `tracing::debug`), and so is an instruction file whose
-//! resolved path lies outside the project root (a symlink a repository planted to pull
-//! `~/.ssh` or `/etc` into the prompt). [`system_prompt`] renders it after
-//! [`SYSTEM_PROMPT`]. Everything here is sent with every request, so it stays short.
+//! [`gather_context_from`] collects a [`ProjectContext`] from disk and never fails: the memory
+//! files are loaded by [`crate::memory`] (user-level files, every directory's from the project
+//! root down to the working directory, `@` imports), and whatever cannot be read is left out
+//! and listed, and so is a project file whose resolved path lies outside the project root (a
+//! symlink a repository planted to pull `~/.ssh` or `/etc` into the prompt).
+//! [`system_prompt`] renders it after [`SYSTEM_PROMPT`]. Everything here is sent with every request, so it stays short.
 //!
 //! ```
 //! use keel_engine::prompt::{ProjectContext, SYSTEM_PROMPT, system_prompt};
@@ -18,6 +19,8 @@
 
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
+
+use crate::memory::{MemoryReport, MemorySource, MemorySources, SkippedMemory, load_memory};
 
 /// A short summary of the repository's state, for the prompt. The engine reads no git state
 /// itself: a host fills it in (keel-agents' `project_context` reads it with libgit2).
@@ -64,12 +67,9 @@ Report exactly what you did. Say plainly what you did not do, what failed and wh
 could not verify. Never claim tests pass unless you ran them and saw them pass.";
 
 /// The most characters of one instruction file put in the prompt; the rest is cut off with
-/// a note saying so.
+/// a note saying so. All of them together are limited too
+/// ([`MAX_MEMORY_CHARS`](crate::memory::MAX_MEMORY_CHARS)).
 pub const MAX_INSTRUCTION_CHARS: usize = 20_000;
-
-/// The instruction file names looked for in a directory, in order of preference: only the
-/// first one present is used.
-pub const INSTRUCTION_FILE_NAMES: [&str; 2] = ["AGENTS.md", "CLAUDE.md"];
 
 /// How many recent commit subjects a host puts in [`GitSummary::recent_commits`].
 pub const RECENT_COMMITS: usize = 5;
@@ -77,8 +77,13 @@ pub const RECENT_COMMITS: usize = 5;
 /// What the model is told about the project, besides [`SYSTEM_PROMPT`].
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct ProjectContext {
-    /// Project instruction files (`AGENTS.md` or `CLAUDE.md`), the project root's first.
+    /// The memory files loaded, in prompt order: the user's own, then each directory's from
+    /// the project root down to the working directory, each followed by what it imports
+    /// ([`load_memory`]).
     pub instructions: Vec<InstructionFile>,
+    /// The memory files not loaded and why (a refused or missing import, a duplicate, the
+    /// total limit): for the user to see, never for the prompt.
+    pub skipped_instructions: Vec<SkippedMemory>,
     /// The repository's state; `None` outside a git repository.
     pub git: Option<GitSummary>,
     /// The working directory.
@@ -87,45 +92,70 @@ pub struct ProjectContext {
     pub date: Option<String>,
 }
 
-/// One project instruction file.
+impl ProjectContext {
+    /// What was loaded from memory files and what was skipped, without the texts: what a
+    /// REPL's `/memory` lists.
+    pub fn memory_report(&self) -> MemoryReport {
+        MemoryReport::new(&self.instructions, &self.skipped_instructions)
+    }
+}
+
+/// One memory (instruction) file.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct InstructionFile {
-    /// Where it is, relative to the project root (`AGENTS.md`, `crates/app/CLAUDE.md`).
+    /// Where it is as shown to the user and the model: relative to the project root inside it
+    /// (`AGENTS.md`, `crates/app/CLAUDE.md`), else absolute (`/home/ana/.claude/CLAUDE.md`).
     pub path: PathBuf,
     /// Its text, cut to [`MAX_INSTRUCTION_CHARS`] with a note when longer.
     pub content: String,
+    /// Its kind.
+    pub source: MemorySource,
+    /// The file whose `@` line imported it (that file's `path`).
+    pub imported_from: Option<PathBuf>,
+    /// Its size on disk, in bytes.
+    pub bytes: u64,
+    /// Whether `content` was cut.
+    pub truncated: bool,
 }
 
-/// Collects the [`ProjectContext`] for a session rooted at `root`, working in `cwd` (inside
-/// `root`): the instruction file in `root` and, if `cwd` is a different directory inside
-/// `root`, the one in `cwd`; today's date. The git state is left out (`git: None`): the
-/// engine reads no repository; a host sets [`ProjectContext::git`] (keel-agents'
-/// `project_context` does). Never fails: what cannot be read is left out.
-///
-/// An instruction file is read only if its resolved path lies inside `root`: a symlinked
-/// `AGENTS.md` that leads outside the project (to `~/.ssh/id_rsa`, `/etc/passwd`) is skipped
-/// with a debug line, as if it were not there.
-pub fn gather_context(root: &Path, cwd: &Path) -> ProjectContext {
-    let mut instructions = Vec::new();
-    let canonical_root = std::fs::canonicalize(root).unwrap_or_else(|_| root.to_path_buf());
-    instructions.extend(instruction_file(root, Path::new(""), &canonical_root));
-    let canonical_cwd = std::fs::canonicalize(cwd).unwrap_or_else(|_| cwd.to_path_buf());
-    if canonical_cwd != canonical_root {
-        match canonical_cwd.strip_prefix(&canonical_root) {
-            Ok(relative) => {
-                instructions.extend(instruction_file(&canonical_cwd, relative, &canonical_root))
-            }
-            Err(_) => tracing::debug!(
-                cwd = %cwd.display(),
-                root = %root.display(),
-                "working directory is outside the project root; its instructions are not read"
-            ),
+impl InstructionFile {
+    /// A project file at `path` with `content`, whole (`bytes` its length).
+    pub fn new(path: impl Into<PathBuf>, content: impl Into<String>) -> Self {
+        let content = content.into();
+        Self {
+            path: path.into(),
+            bytes: content.len() as u64,
+            content,
+            source: MemorySource::Project,
+            imported_from: None,
+            truncated: false,
         }
     }
+}
+
+/// [`gather_context_from`] the project's own memory files ([`MemorySources::new`]: no user
+/// files, no extra readable roots): a session rooted at `root`, working in `cwd`.
+pub fn gather_context(root: &Path, cwd: &Path) -> ProjectContext {
+    gather_context_from(&MemorySources::new(root, cwd))
+}
+
+/// Collects the [`ProjectContext`] for a session rooted at `sources.root`, working in
+/// `sources.cwd`: the memory files ([`load_memory`]: the user's, then `AGENTS.md`,
+/// `CLAUDE.md`, `.claude/CLAUDE.md` and `CLAUDE.local.md` in every directory from the root
+/// down to `cwd`, and their `@` imports) and today's date. The git state is left out
+/// (`git: None`): the engine reads no repository; a host sets [`ProjectContext::git`]
+/// (keel-agents' `project_context` does). Never fails: what cannot be read is left out and
+/// listed in [`ProjectContext::skipped_instructions`].
+///
+/// A project file is read only if its resolved path lies inside the root: a symlinked
+/// `AGENTS.md` that leads outside the project (to `~/.ssh/id_rsa`, `/etc/passwd`) is skipped.
+pub fn gather_context_from(sources: &MemorySources) -> ProjectContext {
+    let memory = load_memory(sources);
     ProjectContext {
-        instructions,
+        instructions: memory.files,
+        skipped_instructions: memory.skipped,
         git: None,
-        cwd: cwd.to_path_buf(),
+        cwd: sources.cwd.clone(),
         date: Some(local_date()),
     }
 }
@@ -143,74 +173,6 @@ fn local_date() -> String {
     }
     .unwrap_or_else(jiff::tz::TimeZone::system);
     now.to_zoned(zone).date().to_string()
-}
-
-/// The first of [`INSTRUCTION_FILE_NAMES`] in `dir` that can be read and resolves inside
-/// `root` (canonical), shown as `relative`/name.
-fn instruction_file(dir: &Path, relative: &Path, root: &Path) -> Option<InstructionFile> {
-    for name in INSTRUCTION_FILE_NAMES {
-        let path = dir.join(name);
-        if !path.is_file() {
-            continue;
-        }
-        match read_inside(&path, root) {
-            Ok(Some(bytes)) => {
-                return Some(InstructionFile {
-                    path: relative.join(name),
-                    content: cap(String::from_utf8_lossy(&bytes).into_owned()),
-                });
-            }
-            Ok(None) => {}
-            Err(error) => {
-                tracing::debug!(path = %path.display(), %error, "cannot read instruction file");
-            }
-        }
-    }
-    None
-}
-
-/// The bytes of the regular file at `path` if the file opened lies inside `root`, else
-/// `None` (with a debug line). The check is made on the opened file, so a symlink swapped in
-/// between the check and the read is caught too.
-fn read_inside(path: &Path, root: &Path) -> std::io::Result<Option<Vec<u8>>> {
-    use std::io::Read as _;
-    use std::os::unix::fs::OpenOptionsExt as _;
-    use std::os::unix::io::AsRawFd as _;
-
-    // Non-blocking, so that a FIFO swapped in cannot stall the session's start.
-    let mut file = std::fs::OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_NONBLOCK)
-        .open(path)?;
-    let resolved = std::fs::read_link(format!("/proc/self/fd/{}", file.as_raw_fd()))
-        .or_else(|_| std::fs::canonicalize(path))?;
-    if !resolved.starts_with(root) {
-        tracing::debug!(
-            path = %path.display(),
-            resolved = %resolved.display(),
-            root = %root.display(),
-            "instruction file resolves outside the project root; not read"
-        );
-        return Ok(None);
-    }
-    if !file.metadata()?.is_file() {
-        return Ok(None);
-    }
-    let mut bytes = Vec::new();
-    file.read_to_end(&mut bytes)?;
-    Ok(Some(bytes))
-}
-
-/// `text`, cut to [`MAX_INSTRUCTION_CHARS`] characters with a note when longer.
-fn cap(text: String) -> String {
-    let total = text.chars().count();
-    match text.char_indices().nth(MAX_INSTRUCTION_CHARS) {
-        None => text,
-        Some((end, _)) => format!(
-            "{}\n[truncated: showing the first {MAX_INSTRUCTION_CHARS} of {total} characters]",
-            &text[..end]
-        ),
-    }
 }
 
 /// The full system prompt: [`SYSTEM_PROMPT`], an environment section (working directory,
@@ -245,16 +207,25 @@ pub fn system_prompt(context: &ProjectContext) -> String {
     }
     if !context.instructions.is_empty() {
         out.push_str(
-            "\n# Project instructions\nThe user's instructions for this project; follow them. \
-             A file in a subdirectory applies there and overrides the root's.\n",
+            "\n# Project instructions\nThe user's instructions, their own and this project's; \
+             follow them. Later files are more specific: a file in a subdirectory applies there \
+             and overrides those above it.\n",
         );
         for file in &context.instructions {
-            let _ = write!(
-                out,
-                "\n## {}\n\n{}",
-                file.path.display(),
-                file.content.trim_end()
-            );
+            let _ = write!(out, "\n## {}", file.path.display());
+            match (&file.imported_from, file.source) {
+                (Some(from), _) => {
+                    let _ = write!(out, " (imported by {})", from.display());
+                }
+                (None, MemorySource::User) => {
+                    out.push_str(" (the user's own instructions, for every project)");
+                }
+                (None, MemorySource::Local) => {
+                    out.push_str(" (the user's private instructions for this project)");
+                }
+                (None, _) => {}
+            }
+            let _ = write!(out, "\n\n{}", file.content.trim_end());
             out.push('\n');
         }
     }

@@ -3,6 +3,7 @@
 
 use std::path::PathBuf;
 
+use keel_engine::memory::MemorySource;
 use keel_engine::prompt::{
     GitSummary, InstructionFile, MAX_INSTRUCTION_CHARS, ProjectContext, SYSTEM_PROMPT,
     gather_context, system_prompt,
@@ -34,20 +35,21 @@ fn system_prompt_is_concise_and_names_the_builtin_tools() {
 }
 
 #[test]
-fn agents_md_is_preferred_over_claude_md() {
+fn agents_md_and_claude_md_are_both_loaded() {
     let repo = TempRepo::new();
     repo.write("AGENTS.md", "use agents\n");
     repo.write("CLAUDE.md", "use claude\n");
     let context = gather_context(&repo.path(), &repo.path());
     assert_eq!(
         context.instructions,
-        vec![InstructionFile {
-            path: PathBuf::from("AGENTS.md"),
-            content: "use agents\n".into(),
-        }]
+        vec![
+            InstructionFile::new("AGENTS.md", "use agents\n"),
+            InstructionFile::new("CLAUDE.md", "use claude\n"),
+        ]
     );
     assert_eq!(context.cwd, repo.path());
     assert!(context.date.is_some());
+    assert!(context.skipped_instructions.is_empty());
 }
 
 #[test]
@@ -63,7 +65,6 @@ fn claude_md_is_used_without_agents_md() {
 fn invalid_utf8_is_read_lossily_not_skipped() {
     let repo = TempRepo::new();
     std::fs::write(repo.path().join("AGENTS.md"), b"caf\xe9 rules\n").unwrap();
-    repo.write("CLAUDE.md", "use claude\n");
     let context = gather_context(&repo.path(), &repo.path());
     assert_eq!(context.instructions.len(), 1);
     assert_eq!(context.instructions[0].path, PathBuf::from("AGENTS.md"));
@@ -108,7 +109,7 @@ fn instruction_files_leading_outside_the_project_are_not_read() {
     )
     .unwrap();
     std::os::unix::fs::symlink(&secret, repo.path().join("AGENTS.md")).unwrap();
-    // The next name is used instead, as if the symlink were not there.
+    // The next name is still used.
     repo.write("CLAUDE.md", "use claude\n");
     // In the working directory too, also through a symlinked directory.
     std::os::unix::fs::symlink(outside.path(), repo.path().join("linked")).unwrap();
@@ -119,10 +120,20 @@ fn instruction_files_leading_outside_the_project_are_not_read() {
     let context = gather_context(&repo.path(), &repo.path().join("crates/app"));
     assert_eq!(
         context.instructions,
-        vec![InstructionFile {
-            path: PathBuf::from("CLAUDE.md"),
-            content: "use claude\n".into(),
-        }]
+        vec![InstructionFile::new("CLAUDE.md", "use claude\n")]
+    );
+    // Refused with a note naming each, not silently.
+    let skipped: Vec<_> = context
+        .skipped_instructions
+        .iter()
+        .map(|s| (s.path.clone(), s.reason.is_refusal()))
+        .collect();
+    assert_eq!(
+        skipped,
+        vec![
+            (PathBuf::from("AGENTS.md"), true),
+            (PathBuf::from("crates/app/AGENTS.md"), true)
+        ]
     );
     let context = gather_context(&repo.path(), &repo.path().join("linked"));
     assert_eq!(context.instructions.len(), 1, "{:?}", context.instructions);
@@ -194,14 +205,31 @@ fn system_prompt_snapshot() {
     let context = ProjectContext {
         instructions: vec![
             InstructionFile {
-                path: "AGENTS.md".into(),
-                content: "Run `cargo test` before finishing.\nNo unwrap in library code.\n".into(),
+                source: MemorySource::User,
+                ..InstructionFile::new(
+                    "/home/dev/.claude/CLAUDE.md",
+                    "Answer tersely.\n@~/notes.md\n",
+                )
             },
             InstructionFile {
-                path: "crates/app/CLAUDE.md".into(),
-                content: "This crate talks to the network; mock it in tests.".into(),
+                source: MemorySource::Import,
+                imported_from: Some("/home/dev/.claude/CLAUDE.md".into()),
+                ..InstructionFile::new("/home/dev/notes.md", "Prefer small commits.\n")
             },
+            InstructionFile::new(
+                "AGENTS.md",
+                "Run `cargo test` before finishing.\nNo unwrap in library code.\n",
+            ),
+            InstructionFile {
+                source: MemorySource::Local,
+                ..InstructionFile::new("CLAUDE.local.md", "My sandbox account is dev-7.\n")
+            },
+            InstructionFile::new(
+                "crates/app/CLAUDE.md",
+                "This crate talks to the network; mock it in tests.",
+            ),
         ],
+        skipped_instructions: Vec::new(),
         git: Some(GitSummary {
             branch: Some("feature/login".into()),
             head: Some("1a2b3c4".into()),

@@ -33,6 +33,7 @@ pub(crate) struct Parts {
     pub(crate) paths: keel_sandbox::PathSandbox,
     pub(crate) delegates: Option<Arc<Delegates>>,
     pub(crate) warnings: Vec<String>,
+    pub(crate) memory: keel_engine::MemoryReport,
     #[cfg(feature = "snapshots")]
     pub(crate) snapshots: Option<Arc<keel_snapshot::ShadowSnapshots>>,
 }
@@ -132,6 +133,15 @@ impl CodingAgent {
     /// tasks that could not be opened, keel's home where commands may write).
     pub fn warnings(&self) -> &[String] {
         &self.parts.warnings
+    }
+
+    /// The memory files the system prompt was built from (the user's, the project's, their
+    /// `@` imports) and the ones skipped, with why: what a REPL's `/memory` lists (its
+    /// `Display` is that listing). The refusals among the skipped are in
+    /// [`warnings`](Self::warnings) too. Empty when
+    /// [`CodingAgentBuilder::system_prompt`] replaced keel's prompt (and with it the files).
+    pub fn memory(&self) -> &keel_engine::MemoryReport {
+        &self.parts.memory
     }
 
     /// The workspace's snapshots, when on.

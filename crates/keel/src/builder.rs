@@ -8,7 +8,7 @@ use keel_agents::Policies;
 use keel_agents::{CodeTool, Delegation, Models};
 use keel_engine::{
     Agent, Approver, DEFAULT_MAX_ITERATIONS, DenyGated, HookConfig, Hooks, JsonlSessionStore,
-    PermissionRules, SessionStore, system_prompt,
+    MemoryReport, MemorySources, PermissionRules, SessionStore, system_prompt,
 };
 use keel_provider::Provider;
 use keel_sandbox::{PathSandbox, SandboxPolicy, default_tools};
@@ -36,6 +36,8 @@ pub struct CodingAgentBuilder {
     small_model: Option<String>,
     cwd: Option<PathBuf>,
     home: Option<PathBuf>,
+    /// The user's home (`~`), for `~/.claude/CLAUDE.md` and memory imports; `None`: `$HOME`.
+    user_home: Option<PathBuf>,
     sandbox: SandboxPolicy,
     approver: Arc<dyn Approver>,
     permissions: PermissionRules,
@@ -86,6 +88,7 @@ impl CodingAgentBuilder {
             small_model: None,
             cwd: None,
             home: None,
+            user_home: None,
             sandbox: SandboxPolicy::default(),
             approver: Arc::new(DenyGated),
             permissions: PermissionRules::default(),
@@ -138,6 +141,16 @@ impl CodingAgentBuilder {
     #[must_use]
     pub fn home(mut self, dir: impl Into<PathBuf>) -> Self {
         self.home = Some(dir.into());
+        self
+    }
+
+    /// The user's home directory (default `$HOME`): where `~/.claude/CLAUDE.md`, the user's
+    /// memory file loaded before the project's, is looked for, and what `@~/` imports in the
+    /// user's memory files mean. `$KEEL_HOME/AGENTS.md` is loaded after it
+    /// ([`user_memory_files`](crate::user_memory_files)).
+    #[must_use]
+    pub fn user_home(mut self, dir: impl Into<PathBuf>) -> Self {
+        self.user_home = Some(dir.into());
         self
     }
 
@@ -403,7 +416,22 @@ impl CodingAgentBuilder {
             None
         });
 
-        let mut prompt = system_prompt(&keel_agents::project_context(&root, &cwd));
+        let user_home = self.user_home.clone().or_else(crate::user_home_dir);
+        let user_memory = crate::user_memory_files(&home, user_home.as_deref());
+        let context = keel_agents::project_context_from(&MemorySources {
+            user_files: user_memory.clone(),
+            user_home: user_home.clone(),
+            root: root.clone(),
+            cwd: cwd.clone(),
+            extra_readable: policies.allow_read().to_vec(),
+        });
+        // A replaced prompt holds no memory files: none are reported.
+        let memory = match self.system_prompt {
+            Some(_) => MemoryReport::default(),
+            None => context.memory_report(),
+        };
+        warnings.extend(memory.refusals());
+        let mut prompt = system_prompt(&context);
         #[cfg(feature = "tasks")]
         let task_store = (self.delegation && self.tasks.is_some())
             .then(|| crate::tasks::OpeningTaskStore::new(&home));
@@ -435,7 +463,8 @@ impl CodingAgentBuilder {
                 delegation = delegation.snapshots(snapshots.clone());
             }
             let code = CodeTool::new(delegation.clone(), &cwd, Home(&home).logs())
-                .max_iterations(self.max_iterations);
+                .max_iterations(self.max_iterations)
+                .user_memory(user_memory, user_home);
             let delegates = Delegates::discover(
                 &root,
                 &home,
@@ -518,6 +547,7 @@ impl CodingAgentBuilder {
             paths: sandbox,
             delegates,
             warnings,
+            memory,
             #[cfg(feature = "snapshots")]
             snapshots,
         }))

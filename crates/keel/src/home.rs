@@ -58,8 +58,37 @@ impl Home<'_> {
     pub fn tasks_db(&self) -> PathBuf {
         self.0.join("tasks.db")
     }
+    /// The user's own memory file for every project (`AGENTS.md`), loaded into the system
+    /// prompt after `~/.claude/CLAUDE.md` ([`user_memory_files`]).
+    pub fn memory(&self) -> PathBuf {
+        self.0.join("AGENTS.md")
+    }
     /// The background tasks' logs (`tasks/`).
     pub fn task_logs(&self) -> PathBuf {
         self.0.join("tasks")
     }
+}
+
+/// The user-level memory files, loaded before the project's, in this order:
+/// `<user_home>/.claude/CLAUDE.md` (Claude Code's, when the home is known) and
+/// `<keel_home>/AGENTS.md`.
+///
+/// ```
+/// use std::path::Path;
+/// let files = keel::user_memory_files(Path::new("/home/ana/.keel"), Some(Path::new("/home/ana")));
+/// assert_eq!(files, [Path::new("/home/ana/.claude/CLAUDE.md"), Path::new("/home/ana/.keel/AGENTS.md")]);
+/// ```
+pub fn user_memory_files(keel_home: &Path, user_home: Option<&Path>) -> Vec<PathBuf> {
+    user_home
+        .map(|home| home.join(".claude").join("CLAUDE.md"))
+        .into_iter()
+        .chain([Home(keel_home).memory()])
+        .collect()
+}
+
+/// The user's home directory: `$HOME` when set and not empty.
+pub fn user_home_dir() -> Option<PathBuf> {
+    std::env::var_os("HOME")
+        .filter(|home| !home.is_empty())
+        .map(PathBuf::from)
 }

@@ -69,7 +69,7 @@ pub use agent::{CodingAgent, RunEvent, TASKS_ENDED_PROMPT};
 pub use builder::CodingAgentBuilder;
 pub use delegates::Delegates;
 pub use error::BuildError;
-pub use home::{Home, home_dir, home_dir_from};
+pub use home::{Home, home_dir, home_dir_from, user_home_dir, user_memory_files};
 #[cfg(feature = "tasks")]
 pub use tasks::{BackgroundTasks, TaskLauncher, TaskNotifier, open_task_store};
 
