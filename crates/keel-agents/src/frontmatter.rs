@@ -126,6 +126,23 @@ pub fn project_dirs(project_root: &Path, names: &[&str]) -> Vec<PathBuf> {
         .collect()
 }
 
+/// Claude Code's user folder, whose `agents`, `skills` and `commands` keel reads after its
+/// own: `$CLAUDE_CONFIG_DIR` when set (as Claude Code takes it), else `~/.claude` (`$HOME`);
+/// `None` when neither is set. The user's own folder: trusted as `$KEEL_HOME` is.
+pub fn claude_user_dir() -> Option<PathBuf> {
+    claude_user_dir_from(|name| std::env::var_os(name))
+}
+
+/// [`claude_user_dir`] with the variables read by `var`.
+pub fn claude_user_dir_from(var: impl Fn(&str) -> Option<std::ffi::OsString>) -> Option<PathBuf> {
+    let set = |name: &str| {
+        var(name)
+            .filter(|value| !value.is_empty())
+            .map(PathBuf::from)
+    };
+    set("CLAUDE_CONFIG_DIR").or_else(|| set("HOME").map(|home| home.join(".claude")))
+}
+
 /// README, CHANGELOG and LICENSE files document a folder; they define nothing.
 pub fn is_not_a_definition(path: &Path) -> bool {
     let stem = path
@@ -170,6 +187,27 @@ mod tests {
         assert_eq!(d.body, "");
         let d = doc("---\n---\nbody").unwrap();
         assert_eq!((d.front, d.body.as_str()), (None, "body"));
+    }
+
+    #[test]
+    fn claude_user_dir_follows_claude_config_dir_then_home() {
+        let vars = |pairs: &'static [(&'static str, &'static str)]| {
+            move |name: &str| {
+                pairs
+                    .iter()
+                    .find(|(n, _)| *n == name)
+                    .map(|(_, v)| std::ffi::OsString::from(v))
+            }
+        };
+        assert_eq!(
+            claude_user_dir_from(vars(&[("HOME", "/h"), ("CLAUDE_CONFIG_DIR", "/c")])),
+            Some(PathBuf::from("/c"))
+        );
+        assert_eq!(
+            claude_user_dir_from(vars(&[("HOME", "/h"), ("CLAUDE_CONFIG_DIR", "")])),
+            Some(PathBuf::from("/h/.claude"))
+        );
+        assert_eq!(claude_user_dir_from(vars(&[])), None);
     }
 
     #[test]
