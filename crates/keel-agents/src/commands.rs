@@ -99,12 +99,14 @@ pub struct SlashCommand {
 #[derive(Debug, Default, Deserialize)]
 struct CommandFront {
     description: Option<String>,
+    /// Claude Code's documentation writes `argument-hint: [pr-number] [priority]`, which YAML
+    /// reads as a list (or not at all): any value is taken.
     #[serde(
         rename = "argument-hint",
         alias = "argument_hint",
         alias = "argumentHint"
     )]
-    argument_hint: Option<String>,
+    argument_hint: Option<serde_yaml_ng::Value>,
     #[serde(
         rename = "allowed-tools",
         alias = "allowed_tools",
@@ -112,6 +114,75 @@ struct CommandFront {
     )]
     allowed_tools: Option<NameList>,
     model: Option<String>,
+}
+
+impl CommandFront {
+    /// The front matter `yaml`, read as YAML, else (Claude Code's own reader is lenient:
+    /// `argument-hint: [a] [b]` is not YAML) line by line as `key: value`.
+    fn read(yaml: &str) -> Self {
+        if let Ok(front) = serde_yaml_ng::from_str::<Self>(yaml) {
+            return front;
+        }
+        let mut front = Self::default();
+        for line in yaml.lines() {
+            if line.starts_with(char::is_whitespace) {
+                continue;
+            }
+            let Some((key, value)) = line.split_once(':') else {
+                continue;
+            };
+            let value = unquote(value.trim());
+            if value.is_empty() {
+                continue;
+            }
+            match key.trim() {
+                "description" => front.description = Some(value.to_owned()),
+                "argument-hint" | "argument_hint" | "argumentHint" => {
+                    front.argument_hint = Some(serde_yaml_ng::Value::String(value.to_owned()));
+                }
+                "allowed-tools" | "allowed_tools" | "allowedTools" => {
+                    front.allowed_tools = Some(NameList::Text(value.to_owned()));
+                }
+                "model" => front.model = Some(value.to_owned()),
+                _ => {}
+            }
+        }
+        front
+    }
+}
+
+/// `value` without one pair of surrounding quotes.
+fn unquote(value: &str) -> &str {
+    for quote in ['"', '\''] {
+        if let Some(inner) = value
+            .strip_prefix(quote)
+            .and_then(|rest| rest.strip_suffix(quote))
+        {
+            return inner;
+        }
+    }
+    value
+}
+
+/// An `argument-hint` as text: a YAML list `[issue-number]` as Claude Code shows it.
+fn hint_text(value: serde_yaml_ng::Value) -> Option<String> {
+    use serde_yaml_ng::Value;
+    let text = match value {
+        Value::String(text) => text,
+        Value::Sequence(items) => items
+            .into_iter()
+            .filter_map(|item| match item {
+                Value::String(text) => Some(format!("[{text}]")),
+                Value::Number(n) => Some(format!("[{n}]")),
+                _ => None,
+            })
+            .collect::<Vec<_>>()
+            .join(" "),
+        Value::Number(n) => n.to_string(),
+        _ => String::new(),
+    };
+    let text = text.trim().to_owned();
+    (!text.is_empty()).then_some(text)
 }
 
 impl SlashCommand {
@@ -132,8 +203,12 @@ impl SlashCommand {
         let bytes = std::fs::read(path).map_err(|err| AgentsError::io(path, err))?;
         let text = String::from_utf8(bytes)
             .map_err(|_| invalid("the file is not UTF-8 text".to_owned()))?;
-        let document = frontmatter::parse::<CommandFront>(path, &text)?;
-        let front = document.front.unwrap_or_default();
+        let document = frontmatter::split(path, &text)?;
+        let front = document
+            .front
+            .as_deref()
+            .map(CommandFront::read)
+            .unwrap_or_default();
         if document.body.is_empty() {
             return Err(invalid(
                 "the body (the command's prompt) is empty: write what the command asks".into(),
@@ -149,7 +224,7 @@ impl SlashCommand {
         Ok(Self {
             name: name.to_owned(),
             description,
-            argument_hint: text_of(front.argument_hint),
+            argument_hint: front.argument_hint.and_then(hint_text),
             allowed_tools: front.allowed_tools.map(|list| list.names()),
             model: text_of(front.model),
             body: document.body,

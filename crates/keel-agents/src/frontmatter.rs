@@ -19,6 +19,22 @@ pub struct Document<T> {
 /// Splits `text` (CRLF tolerated) into front matter and body and parses the front matter as
 /// `T`. A file that opens with `---` must close the block with a `---` line.
 pub fn parse<T: DeserializeOwned>(path: &Path, text: &str) -> Result<Document<T>, AgentsError> {
+    let Document { front, body } = split(path, text)?;
+    let front = match front {
+        Some(yaml) => Some(
+            serde_yaml_ng::from_str(&yaml).map_err(|err| AgentsError::Invalid {
+                path: path.to_path_buf(),
+                reason: format!("front matter: {err}"),
+            })?,
+        ),
+        None => None,
+    };
+    Ok(Document { front, body })
+}
+
+/// Splits `text` as [`parse`] does, leaving the front matter as its YAML text (`None` when
+/// there is none or it is blank), for readers that parse it their own way.
+pub fn split(path: &Path, text: &str) -> Result<Document<String>, AgentsError> {
     let text = text
         .strip_prefix('\u{feff}')
         .unwrap_or(text)
@@ -51,7 +67,7 @@ pub fn parse<T: DeserializeOwned>(path: &Path, text: &str) -> Result<Document<T>
     let front = if yaml.trim().is_empty() {
         None
     } else {
-        Some(serde_yaml_ng::from_str(yaml).map_err(|err| invalid(format!("front matter: {err}")))?)
+        Some(yaml.to_owned())
     };
     Ok(Document {
         front,
