@@ -8,6 +8,7 @@ use keel_tool::claude::{self, ClaudeName};
 
 /// keel's own tools, as its crates name them: a list naming one of these needs no
 /// translation.
+#[cfg_attr(not(feature = "delegation"), allow(dead_code))]
 pub(crate) const KEEL_TOOLS: &[&str] = &[
     "read_file",
     "write_file",
@@ -31,6 +32,7 @@ pub(crate) const KEEL_TOOLS: &[&str] = &[
 ];
 
 /// What a list does with the tools it names.
+#[cfg_attr(not(feature = "delegation"), allow(dead_code))]
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum ListKind {
     /// The tools offered (`tools`, `allowed-tools`).
@@ -107,6 +109,7 @@ fn split_top_level(text: &str, separator: char) -> Vec<String> {
         .collect()
 }
 
+#[cfg_attr(not(feature = "delegation"), allow(dead_code))]
 /// keel's tool names for the `entries` of a list of `kind` (Claude's names, keel's, MCP
 /// tools'), without repeats. `subject` (`agent \`reviewer\``) starts each warning pushed to
 /// `warnings`: a Claude tool keel lacks, a permission pattern where a whole tool is meant, a
