@@ -596,10 +596,7 @@ impl SubAgentRunner {
             .is_none_or(|names| names.iter().any(|n| n == SpawnAgentTool::NAME))
             && !disallowed(SpawnAgentTool::NAME);
         if self.depth + 1 < self.limits.depth_limit && wants_spawn {
-            let mut parent_tools = registry.clone();
-            for name in &definition.disallowed_tools {
-                parent_tools.remove(name);
-            }
+            let parent_tools = without(&registry, &definition.disallowed_tools);
             let child = Self {
                 delegation: self.delegation_for(definition),
                 definitions: self.definitions.clone(),
@@ -622,10 +619,7 @@ impl SubAgentRunner {
                 }
             }
         }
-        for name in &definition.disallowed_tools {
-            registry.remove(name);
-        }
-        Ok(registry)
+        Ok(without(&registry, &definition.disallowed_tools))
     }
 
     /// The output-token budget of a run on `model`.
@@ -674,6 +668,37 @@ impl SubAgentRunner {
         .instrument(span)
         .await
     }
+}
+
+/// `registry` without the tools `names` names, its own and its sources' (an MCP server's
+/// `mcp__<server>__<tool>`). A source's tools are then those it has now: the sub-agent is
+/// built when it starts, so it is offered the source's tools of that moment, minus `names`.
+fn without(registry: &ToolRegistry, names: &[String]) -> ToolRegistry {
+    if names.is_empty() {
+        return registry.clone();
+    }
+    let sourced: Vec<String> = registry
+        .sources()
+        .iter()
+        .flat_map(|source| source.tools())
+        .map(|tool| tool.name().to_owned())
+        .collect();
+    if !sourced.iter().any(|name| names.contains(name)) {
+        let mut narrowed = registry.clone();
+        for name in names {
+            narrowed.remove(name);
+        }
+        return narrowed;
+    }
+    let keep: Vec<String> = registry
+        .names()
+        .into_iter()
+        .map(str::to_owned)
+        .chain(sourced)
+        .filter(|name| !names.contains(name))
+        .collect();
+    let keep: Vec<&str> = keep.iter().map(String::as_str).collect();
+    registry.subset(&keep)
 }
 
 /// `{output, steps, tokens, error?}` as the calling model reads it.

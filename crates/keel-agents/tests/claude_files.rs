@@ -514,3 +514,94 @@ fn command_and_agent_files_linked_from_outside_the_project_are_refused() {
     assert_eq!(warnings.len(), 1, "{warnings:?}");
     assert!(warnings[0].contains("steal.md") && warnings[0].contains("outside"));
 }
+
+/// An MCP server's two tools, offered through a tool source as keel-mcp offers them.
+struct Github;
+
+#[derive(serde::Deserialize, schemars::JsonSchema)]
+struct NoArgs {}
+
+macro_rules! mcp_tool {
+    ($ty:ident, $name:literal) => {
+        struct $ty;
+        impl keel_tool::Tool for $ty {
+            type Args = NoArgs;
+            const NAME: &'static str = $name;
+            fn description(&self) -> &str {
+                "An MCP tool"
+            }
+            fn effect(&self, _args: &NoArgs) -> keel_tool::Effect {
+                keel_tool::Effect::ReadOnly
+            }
+            async fn call(
+                &self,
+                _args: NoArgs,
+                _ctx: &keel_tool::ToolContext,
+            ) -> Result<keel_tool::ToolOutput, keel_tool::ToolError> {
+                Ok(keel_tool::ToolOutput::text("ok"))
+            }
+        }
+    };
+}
+mcp_tool!(Search, "mcp__github__search_code");
+mcp_tool!(DeleteRepo, "mcp__github__delete_repo");
+
+#[async_trait::async_trait]
+impl keel_tool::ToolSource for Github {
+    fn name(&self) -> &str {
+        "github"
+    }
+    fn tools(&self) -> Vec<Arc<dyn keel_tool::DynTool>> {
+        vec![Arc::new(Search), Arc::new(DeleteRepo)]
+    }
+}
+
+/// `disallowedTools` takes an MCP server's tool away too, though the server's tools are not
+/// the parent's own but a source's.
+#[tokio::test]
+async fn disallowed_mcp_tools_are_not_offered() {
+    let work = tempfile::tempdir().unwrap();
+    let model = Arc::new(ScriptedProvider::new().then_text("Searched."));
+    let mut parent_tools = default_tools(
+        &PathSandbox::new(work.path()).unwrap(),
+        &SandboxPolicy::default(),
+    )
+    .unwrap();
+    parent_tools.add_source(Arc::new(Github));
+    let searcher = AgentDefinition::from_claude_json(
+        "searcher",
+        &json!({
+            "description": "Searches GitHub",
+            "prompt": "You search.",
+            "disallowedTools": ["mcp__github__delete_repo", "Bash", "Write", "Edit"]
+        }),
+        "--agents",
+    )
+    .unwrap();
+    let runner = SubAgentRunner::new(
+        Delegation::new(
+            model.clone(),
+            Models::new("claude-sonnet-4-5", "claude-haiku-4-5"),
+            Policies::new(SandboxPolicy::default()),
+        ),
+        Arc::new(AgentDefinitions::from_definitions(vec![searcher])),
+        parent_tools,
+        SubAgentLimits::default(),
+    );
+    runner
+        .run("searcher", "Search", work.path(), &CancellationToken::new())
+        .await
+        .unwrap();
+    let tools = tool_names(&model.requests()[0]);
+    assert!(
+        tools.contains(&"mcp__github__search_code".to_owned()),
+        "{tools:?}"
+    );
+    assert!(
+        !tools.contains(&"mcp__github__delete_repo".to_owned()),
+        "{tools:?}"
+    );
+    assert!(!tools.contains(&"run_command".to_owned()), "{tools:?}");
+    assert!(!tools.contains(&"patch_file".to_owned()), "{tools:?}");
+    assert!(tools.contains(&"read_file".to_owned()), "{tools:?}");
+}
