@@ -34,13 +34,24 @@ impl Models {
         }
     }
 
-    /// The model a tier or a name stands for: `default`; `small` or `fast`; `strong`; any
-    /// other text is a model name and is used as given.
+    /// The model a tier or a name stands for: `default`; `small` or `fast`; `strong`;
+    /// Claude Code's family aliases `haiku`, `sonnet` and `opus` (with a Claude default model,
+    /// the model each names, as [`ModelCatalog::expand_alias`](keel_provider::ModelCatalog::expand_alias)
+    /// says; with another provider's, the small, default and strong model: no provider but
+    /// Anthropic serves `claude-haiku-4-5`); any other text is a model id and is used as
+    /// given.
     pub fn resolve(&self, tier_or_name: &str) -> String {
+        let strong = || self.strong.clone().unwrap_or_else(|| self.default.clone());
         match tier_or_name.trim() {
             "" | "default" => self.default.clone(),
             "small" | "fast" => self.small.clone(),
-            "strong" => self.strong.clone().unwrap_or_else(|| self.default.clone()),
+            "strong" => strong(),
+            alias @ ("haiku" | "sonnet" | "opus") if self.default.starts_with("claude") => {
+                keel_provider::ModelCatalog::expand_alias(alias).to_owned()
+            }
+            "haiku" => self.small.clone(),
+            "sonnet" => self.default.clone(),
+            "opus" => strong(),
             name => name.to_owned(),
         }
     }
@@ -240,6 +251,30 @@ impl Delegation {
         &self.provider
     }
 
+    /// The model a delegated run asks for as `asked` runs on, when the agent delegating runs
+    /// on `parent`: `None`, empty or `inherit` is `parent`; anything else as
+    /// [`Models::resolve`] says (tiers, Claude Code's `haiku`/`sonnet`/`opus`, model ids as
+    /// they are).
+    pub fn resolve_model(&self, asked: Option<&str>, parent: &str) -> String {
+        match asked.map(str::trim) {
+            None | Some("" | "inherit") => parent.to_owned(),
+            Some(name) => self.models.resolve(name),
+        }
+    }
+
+    /// This delegation with every change refused (`reason` is what the model reads): the
+    /// parent's approver, rules and hooks still decide everything else. Never loosens.
+    pub(crate) fn read_only(&self, reason: &str) -> Self {
+        let approver: Arc<dyn Approver> = Arc::new(ReadOnly {
+            inner: self.policies.approver().clone(),
+            reason: reason.to_owned(),
+        });
+        Self {
+            policies: self.policies.clone().with_approver(approver),
+            ..self.clone()
+        }
+    }
+
     /// The context window of `model`, if the catalog knows it.
     pub fn context_window(&self, model: &str) -> Option<u64> {
         self.catalog.get(model).map(|info| info.context_window)
@@ -261,6 +296,42 @@ impl Delegation {
     }
 }
 
+/// An approver that refuses every change and otherwise asks the one it wraps: a sub-agent in
+/// Claude Code's `plan` mode.
+#[cfg(feature = "delegation")]
+struct ReadOnly {
+    inner: Arc<dyn Approver>,
+    reason: String,
+}
+
+#[cfg(feature = "delegation")]
+#[async_trait::async_trait]
+impl Approver for ReadOnly {
+    async fn approve(&self, request: &keel_engine::ApprovalRequest) -> keel_engine::Decision {
+        self.inner.approve(request).await
+    }
+
+    async fn continue_after_warning(&self, used: u32, limit: u32) -> bool {
+        self.inner.continue_after_warning(used, limit).await
+    }
+
+    fn allows_unattended(&self) -> bool {
+        self.inner.allows_unattended()
+    }
+
+    fn refuses_changes(&self) -> Option<String> {
+        Some(
+            self.inner
+                .refuses_changes()
+                .unwrap_or_else(|| self.reason.clone()),
+        )
+    }
+
+    fn asks_about_changes(&self) -> bool {
+        self.inner.asks_about_changes()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -273,6 +344,15 @@ mod tests {
         assert_eq!(models.resolve("fast"), "claude-haiku-4-5");
         assert_eq!(models.resolve("strong"), "claude-sonnet-4-5");
         assert_eq!(models.resolve("claude-opus-4-1"), "claude-opus-4-1");
+        assert_eq!(models.resolve("haiku"), "claude-haiku-4-5");
+        assert_eq!(models.resolve(" opus "), "claude-opus-4-5");
+        let openai = Models {
+            strong: Some("o3".into()),
+            ..Models::new("gpt-4.1", "gpt-4.1-mini")
+        };
+        assert_eq!(openai.resolve("haiku"), "gpt-4.1-mini");
+        assert_eq!(openai.resolve("sonnet"), "gpt-4.1");
+        assert_eq!(openai.resolve("opus"), "o3");
         assert_eq!(Models::small_for("claude-sonnet-4-5"), "claude-haiku-4-5");
         assert_eq!(Models::small_for("gpt-4.1"), "gpt-4.1-mini");
         assert_eq!(Models::small_for("qwen3:8b"), "qwen3:8b");

@@ -19,6 +19,22 @@ pub struct Document<T> {
 /// Splits `text` (CRLF tolerated) into front matter and body and parses the front matter as
 /// `T`. A file that opens with `---` must close the block with a `---` line.
 pub fn parse<T: DeserializeOwned>(path: &Path, text: &str) -> Result<Document<T>, AgentsError> {
+    let Document { front, body } = split(path, text)?;
+    let front = match front {
+        Some(yaml) => Some(
+            serde_yaml_ng::from_str(&yaml).map_err(|err| AgentsError::Invalid {
+                path: path.to_path_buf(),
+                reason: format!("front matter: {err}"),
+            })?,
+        ),
+        None => None,
+    };
+    Ok(Document { front, body })
+}
+
+/// Splits `text` as [`parse`] does, leaving the front matter as its YAML text (`None` when
+/// there is none or it is blank), for readers that parse it their own way.
+pub fn split(path: &Path, text: &str) -> Result<Document<String>, AgentsError> {
     let text = text
         .strip_prefix('\u{feff}')
         .unwrap_or(text)
@@ -51,7 +67,7 @@ pub fn parse<T: DeserializeOwned>(path: &Path, text: &str) -> Result<Document<T>
     let front = if yaml.trim().is_empty() {
         None
     } else {
-        Some(serde_yaml_ng::from_str(yaml).map_err(|err| invalid(format!("front matter: {err}")))?)
+        Some(yaml.to_owned())
     };
     Ok(Document {
         front,
@@ -126,6 +142,23 @@ pub fn project_dirs(project_root: &Path, names: &[&str]) -> Vec<PathBuf> {
         .collect()
 }
 
+/// Claude Code's user folder, whose `agents`, `skills` and `commands` keel reads after its
+/// own: `$CLAUDE_CONFIG_DIR` when set (as Claude Code takes it), else `~/.claude` (`$HOME`);
+/// `None` when neither is set. The user's own folder: trusted as `$KEEL_HOME` is.
+pub fn claude_user_dir() -> Option<PathBuf> {
+    claude_user_dir_from(|name| std::env::var_os(name))
+}
+
+/// [`claude_user_dir`] with the variables read by `var`.
+pub fn claude_user_dir_from(var: impl Fn(&str) -> Option<std::ffi::OsString>) -> Option<PathBuf> {
+    let set = |name: &str| {
+        var(name)
+            .filter(|value| !value.is_empty())
+            .map(PathBuf::from)
+    };
+    set("CLAUDE_CONFIG_DIR").or_else(|| set("HOME").map(|home| home.join(".claude")))
+}
+
 /// README, CHANGELOG and LICENSE files document a folder; they define nothing.
 pub fn is_not_a_definition(path: &Path) -> bool {
     let stem = path
@@ -170,6 +203,27 @@ mod tests {
         assert_eq!(d.body, "");
         let d = doc("---\n---\nbody").unwrap();
         assert_eq!((d.front, d.body.as_str()), (None, "body"));
+    }
+
+    #[test]
+    fn claude_user_dir_follows_claude_config_dir_then_home() {
+        let vars = |pairs: &'static [(&'static str, &'static str)]| {
+            move |name: &str| {
+                pairs
+                    .iter()
+                    .find(|(n, _)| *n == name)
+                    .map(|(_, v)| std::ffi::OsString::from(v))
+            }
+        };
+        assert_eq!(
+            claude_user_dir_from(vars(&[("HOME", "/h"), ("CLAUDE_CONFIG_DIR", "/c")])),
+            Some(PathBuf::from("/c"))
+        );
+        assert_eq!(
+            claude_user_dir_from(vars(&[("HOME", "/h"), ("CLAUDE_CONFIG_DIR", "")])),
+            Some(PathBuf::from("/h/.claude"))
+        );
+        assert_eq!(claude_user_dir_from(vars(&[])), None);
     }
 
     #[test]

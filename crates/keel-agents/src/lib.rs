@@ -10,6 +10,12 @@
 //! - Teams ([`TeamDefinitions`], [`RunTeamTool`] `run_team`): agents in a pipeline, each one's
 //!   output the next one's task.
 //! - Skills ([`SkillIndex`], [`UseSkillTool`] `use_skill`): instructions loaded on demand.
+//! - Custom slash commands ([`SlashCommands`]): Claude Code's `.claude/commands/*.md`
+//!   prompts, expanded with their arguments (never running what they hold).
+//!
+//! Claude Code's files are read as Claude Code reads them: `.claude/agents`, `.claude/skills`
+//! and `.claude/commands` of the project, and of the user ([`claude_user_dir`]), with tool
+//! names translated through [`keel_tool::claude`].
 //!
 //! Background tasks (`start_task` and its companions, SQLite-backed) live in the
 //! `keel-tasks` crate, so a host that only delegates links no SQLite; they reach sub-agents
@@ -44,10 +50,10 @@
 //!     name: "reviewer".into(),
 //!     description: "Reviews a change".into(),
 //!     tools: Some(vec!["grep".into()]),
-//!     model: Some("fast".into()),
-//!     max_steps: None,
+//!     model: Some("haiku".into()), // Claude Code's alias: claude-haiku-4-5
 //!     system_prompt: "You review code.".into(),
 //!     path: "reviewer.md".into(),
+//!     ..AgentDefinition::default()
 //! };
 //! let runner = SubAgentRunner::new(
 //!     Delegation::new(
@@ -77,6 +83,7 @@
 // Modules, one concept each.
 #[cfg(feature = "delegation")]
 mod code;
+pub mod commands;
 mod delegation;
 mod error;
 pub mod frontmatter;
@@ -89,13 +96,16 @@ mod skills;
 mod subagents;
 #[cfg(feature = "delegation")]
 mod teams;
+mod tool_names;
 
 #[cfg(feature = "delegation")]
 pub use code::{CodeArgs, CodeModel, CodeTool};
+pub use commands::{CommandDir, CommandOrigin, SlashCommand, SlashCommands};
 #[cfg(feature = "delegation")]
 pub use delegation::Delegation;
 pub use delegation::{Models, Policies};
 pub use error::AgentsError;
+pub use frontmatter::claude_user_dir;
 #[cfg(feature = "git")]
 pub use project::STATUS_MAX_TRACKED;
 pub use project::{project_context, project_context_from, project_root};
@@ -104,8 +114,8 @@ pub use run::{CallRecord, RunReport, run_reporting, run_to_end};
 pub use skills::{SkillIndex, SkillSummary, UseSkillArgs, UseSkillTool};
 #[cfg(feature = "delegation")]
 pub use subagents::{
-    AgentDefinition, AgentDefinitions, ExtraTools, SpawnAgentArgs, SpawnAgentTool, SubAgentLimits,
-    SubAgentRunner, keel_tool_for_claude, render_report,
+    AgentDefinition, AgentDefinitions, ExtraTools, PermissionMode, SpawnAgentArgs, SpawnAgentTool,
+    SubAgentLimits, SubAgentRunner, keel_tool_for_claude, render_report,
 };
 #[cfg(feature = "delegation")]
 pub use teams::{RunTeamArgs, RunTeamTool, TeamDefinition, TeamDefinitions, TeamReport, TeamStep};

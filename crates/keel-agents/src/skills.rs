@@ -2,8 +2,11 @@
 //! name and description and read in full only when the model asks for one with `use_skill`.
 //!
 //! A skill is `<dir>/<name>/SKILL.md` (the folder may hold scripts and references too) or
-//! `<dir>/<name>.md`, in `.keel/skills/` and `.claude/skills/` of the project and in
-//! `$KEEL_HOME/skills/`, searched in that order: the first folder to define a name wins.
+//! `<dir>/<name>.md`, in `.keel/skills/` and `.claude/skills/` of the project, in
+//! `$KEEL_HOME/skills/` and (with [`SkillIndex::standard_dirs_with_claude`]) in Claude Code's
+//! `~/.claude/skills/`, searched in that order: the first folder to define a name wins.
+//! Claude Code's `allowed-tools` is read and exposed ([`SkillSummary::allowed_tools`]), never
+//! granted by keel-agents itself.
 //! Front matter is optional:
 //!
 //! ```markdown
@@ -52,6 +55,8 @@ pub struct SkillSummary {
     pub in_folder: bool,
     /// The skills folder it was found in: its file must resolve inside it.
     skills_dir: PathBuf,
+    /// Claude Code's `allowed-tools`, as written.
+    allowed_tools: Option<Vec<String>>,
 }
 
 impl SkillSummary {
@@ -63,6 +68,27 @@ impl SkillSummary {
         } else {
             None
         }
+    }
+
+    /// Claude Code's `allowed-tools` of the skill, as written (`Read`, `Bash(git add:*)`,
+    /// `mcp__server__tool`; a comma- or space-separated text or a YAML list): the tools
+    /// Claude Code lets the skill use without asking while it is in use. `None` when the
+    /// skill names none.
+    ///
+    /// keel grants nothing by itself: the host decides. A skill from a project's folder (see
+    /// [`skills_dir`](Self::skills_dir)) is the repository's word, so its `allowed-tools`
+    /// should be honoured only when the person trusts the project; a user's own skills
+    /// (`$KEEL_HOME/skills`, `~/.claude/skills`) are theirs. `use_skill` reports the list in
+    /// its result's metadata (`allowed_tools`).
+    pub fn allowed_tools(&self) -> Option<&[String]> {
+        self.allowed_tools.as_deref()
+    }
+
+    /// The skills folder the skill was found in (one of those given to
+    /// [`SkillIndex::discover`]): whether it is the project's or the user's says whether its
+    /// [`allowed_tools`](Self::allowed_tools) may be honoured.
+    pub fn skills_dir(&self) -> &Path {
+        &self.skills_dir
     }
 
     /// The skill's line in [`SkillIndex::prompt_section`]: `- name: description`, then
@@ -107,9 +133,22 @@ impl SkillIndex {
     /// The skills folders to search, in order: `<project_root>/.keel/skills`,
     /// `<project_root>/.claude/skills`, then `<keel_home>/skills` if there is a keel home.
     pub fn standard_dirs(project_root: &Path, keel_home: Option<&Path>) -> Vec<PathBuf> {
+        Self::standard_dirs_with_claude(project_root, keel_home, None)
+    }
+
+    /// [`standard_dirs`](Self::standard_dirs), then Claude Code's user folder's `skills`
+    /// (`~/.claude/skills/<name>/SKILL.md`; see [`claude_user_dir`](crate::claude_user_dir)).
+    pub fn standard_dirs_with_claude(
+        project_root: &Path,
+        keel_home: Option<&Path>,
+        claude_home: Option<&Path>,
+    ) -> Vec<PathBuf> {
         let mut dirs =
             crate::frontmatter::project_dirs(project_root, &[".keel/skills", ".claude/skills"]);
         if let Some(home) = keel_home {
+            dirs.push(home.join("skills"));
+        }
+        if let Some(home) = claude_home {
             dirs.push(home.join("skills"));
         }
         dirs
@@ -160,6 +199,7 @@ impl SkillIndex {
                     path: candidate.path,
                     in_folder: candidate.layout == scan::Layout::Folder,
                     skills_dir: dir.clone(),
+                    allowed_tools: head.allowed_tools,
                 });
             }
         }

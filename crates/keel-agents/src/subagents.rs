@@ -16,67 +16,193 @@ use crate::delegation::Delegation;
 use crate::error::AgentsError;
 use crate::frontmatter;
 use crate::run::{RunReport, run_to_end};
+use crate::skills::SkillIndex;
+use crate::tool_names::{self, ListKind, NameList};
 
 /// The tool every sub-agent has, whatever its list says.
 const ALWAYS: &str = "read_file";
 
-/// A sub-agent as defined in `<dir>/<name>.md`.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// A sub-agent as defined in `<dir>/<name>.md` (keel's keys or Claude Code's), or in Claude
+/// Code's `--agents` JSON.
+///
+/// Claude Code's keys are read as Claude Code reads them: `tools` and `disallowedTools`
+/// (a comma-separated text or a YAML list of Claude's tool names, keel's, or MCP tools'
+/// `mcp__<server>__<tool>`), `model` (`inherit`, `sonnet`, `opus`, `haiku` or a model id),
+/// `maxTurns`, `permissionMode`, `skills`. Other keys (`color`, ...) are accepted and
+/// ignored. What keel cannot honour is a warning kept in [`warnings`](Self::warnings), never
+/// dropped without a word.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct AgentDefinition {
     /// Its name (front matter `name`, else the file's name).
     pub name: String,
     /// What it is for; shown to the model choosing one.
     pub description: String,
-    /// The tools it may use (`None`: all of its parent's); `read_file` is always added.
+    /// The tools it may use, keel's names (`None`: all of its parent's); `read_file` is
+    /// always added unless [`disallowed_tools`](Self::disallowed_tools) takes it away.
     pub tools: Option<Vec<String>>,
-    /// A tier (`fast`, `default`, `strong`) or a model name; `None`: `default`.
+    /// Tools taken away from what it would get (Claude Code's `disallowedTools`), keel's
+    /// names.
+    pub disallowed_tools: Vec<String>,
+    /// The model: `None` or `inherit`, its parent's; a tier (`fast`, `default`, `strong`);
+    /// one of Claude Code's aliases (`haiku`, `sonnet`, `opus`); or a model id, used as it
+    /// is. See [`Delegation::resolve_model`].
     pub model: Option<String>,
-    /// Its step cap, if it sets its own.
+    /// Its step cap (`max_steps`, Claude Code's `maxTurns`), if it sets its own.
     pub max_steps: Option<u32>,
+    /// Claude Code's `permissionMode`, as written. Only [`PermissionMode::Plan`] changes
+    /// anything (it refuses every change); the others never give more than the parent has.
+    pub permission_mode: Option<PermissionMode>,
+    /// Skills whose instructions are put in its system prompt when it starts (Claude Code's
+    /// `skills`), by name; see [`SubAgentRunner::with_skills`].
+    pub skills: Vec<String>,
     /// The body of the file: its system prompt.
     pub system_prompt: String,
     /// The file it came from.
     pub path: PathBuf,
+    /// What in its definition keel does not honour (a Claude tool keel has no twin of, an
+    /// unknown tool name, an unknown permission mode), each naming the agent and the item.
+    pub warnings: Vec<String>,
 }
 
-/// A tool list written as a YAML list or, as Claude Code writes them, `Read, Grep, Glob`.
-#[derive(Debug, Deserialize)]
-#[serde(untagged)]
-enum ToolList {
-    List(Vec<String>),
-    Text(String),
+/// Claude Code's permission modes, as a sub-agent's `permissionMode` names them.
+///
+/// A sub-agent never gets more than its parent: a definition is a repository's file, and a
+/// repository must not loosen the person's choices. So `bypassPermissions`, `acceptEdits`
+/// and `dontAsk` are recorded and nothing more: the sub-agent's calls are approved by its
+/// parent's approver under its parent's rules. `plan` tightens, and is honoured: every call
+/// that may change something is refused (the sub-agent explores and reports), and so are
+/// those of the sub-agents it spawns.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PermissionMode {
+    /// `default`: the parent's approvals.
+    Default,
+    /// `acceptEdits`: recorded; the parent's approvals (never more).
+    AcceptEdits,
+    /// `plan`: read-only; every change refused.
+    Plan,
+    /// `bypassPermissions`: recorded; the parent's approvals (never more).
+    BypassPermissions,
+    /// `dontAsk`: recorded; the parent's approvals (never more).
+    DontAsk,
+}
+
+impl PermissionMode {
+    /// The mode Claude Code's `name` is (`acceptEdits`, ...), if it is one.
+    pub fn parse(name: &str) -> Option<Self> {
+        Some(match name.trim() {
+            "default" => Self::Default,
+            "acceptEdits" => Self::AcceptEdits,
+            "plan" => Self::Plan,
+            "bypassPermissions" => Self::BypassPermissions,
+            "dontAsk" => Self::DontAsk,
+            _ => return None,
+        })
+    }
+
+    /// Claude Code's name of the mode.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Default => "default",
+            Self::AcceptEdits => "acceptEdits",
+            Self::Plan => "plan",
+            Self::BypassPermissions => "bypassPermissions",
+            Self::DontAsk => "dontAsk",
+        }
+    }
+
+    /// Whether the mode refuses every change (`plan`).
+    pub fn refuses_changes(self) -> bool {
+        self == Self::Plan
+    }
 }
 
 #[derive(Debug, Deserialize)]
 struct AgentFront {
     name: Option<String>,
     description: String,
-    tools: Option<ToolList>,
+    tools: Option<NameList>,
+    #[serde(rename = "disallowedTools", alias = "disallowed_tools")]
+    disallowed_tools: Option<NameList>,
     model: Option<String>,
+    #[serde(alias = "maxTurns")]
     max_steps: Option<u32>,
+    #[serde(rename = "permissionMode", alias = "permission_mode")]
+    permission_mode: Option<String>,
+    skills: Option<NameList>,
 }
 
 /// keel's tool for Claude Code's tool `name` (`Read` is `read_file`, `Edit` and `MultiEdit`
 /// are `patch_file`, `Bash` is `run_command`, `Task` is `spawn_agent`, ...); `None` for a name
-/// that is not one of Claude Code's tools keel has.
+/// that is not one of Claude Code's tools keel has. The first of
+/// [`keel_tool::claude::keel_tools`], kept for callers that want one tool.
 pub fn keel_tool_for_claude(name: &str) -> Option<&'static str> {
-    Some(match name.trim() {
-        "Read" => "read_file",
-        "Write" => "write_file",
-        "Edit" | "MultiEdit" => "patch_file",
-        "Grep" => "grep",
-        "Glob" => "glob",
-        "LS" => "list_directory",
-        "Bash" => "run_command",
-        "Task" => "spawn_agent",
-        _ => return None,
-    })
+    keel_tool::claude::keel_tools(name.trim()).first().copied()
 }
 
-/// Claude Code's tool names, as `.claude/agents` files use them, in keel's words; other
-/// names as they are.
-fn keel_tool_name(name: &str) -> String {
-    keel_tool_for_claude(name).map_or_else(|| name.trim().to_owned(), str::to_owned)
+/// What the list parts of a definition become, with their warnings.
+struct Lists {
+    tools: Option<Vec<String>>,
+    disallowed_tools: Vec<String>,
+    permission_mode: Option<PermissionMode>,
+    warnings: Vec<String>,
+}
+
+impl Lists {
+    fn read(
+        name: &str,
+        tools: Option<&NameList>,
+        disallowed: Option<&NameList>,
+        permission_mode: Option<&str>,
+    ) -> Self {
+        let subject = format!("agent `{}`", name.trim());
+        let mut warnings = Vec::new();
+        let tools = tools.map(|list| {
+            tool_names::keel_names(&list.names(), ListKind::Allowed, &subject, &mut warnings)
+        });
+        let disallowed_tools = disallowed.map_or_else(Vec::new, |list| {
+            tool_names::keel_names(&list.names(), ListKind::Disallowed, &subject, &mut warnings)
+        });
+        let permission_mode = permission_mode
+            .map(str::trim)
+            .filter(|mode| !mode.is_empty())
+            .and_then(|mode| {
+                let parsed = PermissionMode::parse(mode);
+                if parsed.is_none() {
+                    warnings.push(format!(
+                        "{subject}: unknown permissionMode `{mode}` (the modes are default, \
+                         acceptEdits, plan, bypassPermissions and dontAsk); the agent runs \
+                         with its parent's"
+                    ));
+                }
+                parsed
+            });
+        if let Some(mode) = permission_mode
+            && !matches!(mode, PermissionMode::Default | PermissionMode::Plan)
+        {
+            warnings.push(format!(
+                "{subject}: permissionMode `{}` is not given: a sub-agent never gets more \
+                 than its parent, so its calls are approved as its parent's are",
+                mode.as_str()
+            ));
+        }
+        for warning in &warnings {
+            tracing::warn!("{warning}");
+        }
+        Self {
+            tools,
+            disallowed_tools,
+            permission_mode,
+            warnings,
+        }
+    }
+}
+
+/// `inherit` (or nothing) is the parent's model: `None`.
+fn model_of(model: Option<&str>) -> Option<String> {
+    model
+        .map(str::trim)
+        .filter(|model| !model.is_empty() && *model != "inherit")
+        .map(str::to_owned)
 }
 
 impl AgentDefinition {
@@ -99,36 +225,43 @@ impl AgentDefinition {
             return Err(invalid("`description` is empty: say what the agent is for"));
         }
         if front.max_steps == Some(0) {
-            return Err(invalid("`max_steps` must be at least 1"));
+            return Err(invalid("`max_steps` (`maxTurns`) must be at least 1"));
         }
         if document.body.is_empty() {
             return Err(invalid("the body (the agent's system prompt) is empty"));
         }
-        let tools = front.tools.map(|list| match list {
-            ToolList::List(names) => names.iter().map(|n| keel_tool_name(n)).collect(),
-            ToolList::Text(text) => text
-                .split(',')
-                .filter(|n| !n.trim().is_empty())
-                .map(keel_tool_name)
-                .collect(),
-        });
+        let lists = Lists::read(
+            &name,
+            front.tools.as_ref(),
+            front.disallowed_tools.as_ref(),
+            front.permission_mode.as_deref(),
+        );
         Ok(Self {
             name: name.trim().to_owned(),
             description: front.description.trim().to_owned(),
-            tools,
-            model: front.model.filter(|m| !m.trim().is_empty()),
+            tools: lists.tools,
+            disallowed_tools: lists.disallowed_tools,
+            model: model_of(front.model.as_deref()),
             max_steps: front.max_steps,
+            permission_mode: lists.permission_mode,
+            skills: front.skills.map(|list| list.names()).unwrap_or_default(),
             system_prompt: document.body,
             path: path.to_path_buf(),
+            warnings: lists.warnings,
         })
     }
-}
 
-impl AgentDefinition {
+    /// What in the definition keel does not honour, one message per item, each naming the
+    /// agent (a host shows them where it lists agents).
+    pub fn warnings(&self) -> &[String] {
+        &self.warnings
+    }
+
     /// A sub-agent as Claude Code's `--agents` JSON (and the Agent SDKs' `agents` option)
-    /// defines one: `{"description": …, "prompt": …, "tools": ["Read", …], "model":
-    /// "sonnet"|"opus"|"haiku"|"inherit"|<id>}`. Tools are taken as in `.claude/agents`
-    /// files; `inherit` (or no model) is the default tier. `origin` says where it came from
+    /// defines one: `{"description": …, "prompt": …, "tools": ["Read", …],
+    /// "disallowedTools": [...], "model": "sonnet"|"opus"|"haiku"|"inherit"|<id>, "maxTurns":
+    /// 5, "permissionMode": "plan", "skills": [...]}`. Lists are read as in `.claude/agents`
+    /// files; `inherit` (or no model) is the parent's model. `origin` says where it came from
     /// (in messages, as a file's path would).
     pub fn from_claude_json(
         name: &str,
@@ -153,30 +286,44 @@ impl AgentDefinition {
             .ok_or_else(|| invalid("`description` is missing: say what the agent is for".into()))?;
         let prompt = text("prompt")
             .ok_or_else(|| invalid("`prompt` (the agent's system prompt) is missing".into()))?;
-        let tools = match definition.get("tools") {
-            None | Some(serde_json::Value::Null) => None,
-            Some(serde_json::Value::Array(names)) => Some(
-                names
-                    .iter()
-                    .map(|name| {
-                        name.as_str()
-                            .map(keel_tool_name)
-                            .ok_or_else(|| invalid("`tools` must be a list of names".into()))
-                    })
-                    .collect::<Result<Vec<_>, _>>()?,
-            ),
-            Some(_) => return Err(invalid("`tools` must be a list of names".into())),
+        let list = |key: &str| -> Result<Option<NameList>, AgentsError> {
+            match definition.get(key) {
+                None | Some(serde_json::Value::Null) => Ok(None),
+                Some(value) => serde_json::from_value::<NameList>(value.clone())
+                    .map(Some)
+                    .map_err(|_| invalid(format!("`{key}` must be a list of names"))),
+            }
         };
+        let max_steps = match definition.get("maxTurns") {
+            None | Some(serde_json::Value::Null) => None,
+            Some(value) => Some(
+                value
+                    .as_u64()
+                    .filter(|turns| *turns >= 1)
+                    .and_then(|turns| u32::try_from(turns).ok())
+                    .ok_or_else(|| {
+                        invalid("`maxTurns` must be a whole number, 1 or more".into())
+                    })?,
+            ),
+        };
+        let lists = Lists::read(
+            name,
+            list("tools")?.as_ref(),
+            list("disallowedTools")?.as_ref(),
+            text("permissionMode"),
+        );
         Ok(Self {
             name: name.trim().to_owned(),
             description: description.to_owned(),
-            tools,
-            model: text("model")
-                .filter(|model| *model != "inherit")
-                .map(str::to_owned),
-            max_steps: None,
+            tools: lists.tools,
+            disallowed_tools: lists.disallowed_tools,
+            model: model_of(text("model")),
+            max_steps,
+            permission_mode: lists.permission_mode,
+            skills: list("skills")?.map(|l| l.names()).unwrap_or_default(),
             system_prompt: prompt.to_owned(),
             path: PathBuf::from(origin),
+            warnings: lists.warnings,
         })
     }
 }
@@ -191,8 +338,20 @@ impl AgentDefinitions {
     /// Where definitions are looked for, first wins: the project's `.keel/agents` and
     /// `.claude/agents`, then `$KEEL_HOME/agents`.
     pub fn standard_dirs(project_root: &Path, keel_home: Option<&Path>) -> Vec<PathBuf> {
+        Self::standard_dirs_with_claude(project_root, keel_home, None)
+    }
+
+    /// [`standard_dirs`](Self::standard_dirs), then Claude Code's user folder's `agents`
+    /// (`~/.claude/agents`; see [`claude_user_dir`](crate::claude_user_dir)): the project's
+    /// agents override the user's of the same name, as in Claude Code.
+    pub fn standard_dirs_with_claude(
+        project_root: &Path,
+        keel_home: Option<&Path>,
+        claude_home: Option<&Path>,
+    ) -> Vec<PathBuf> {
         let mut dirs = frontmatter::project_dirs(project_root, &[".keel/agents", ".claude/agents"]);
         dirs.extend(keel_home.map(|home| home.join("agents")));
+        dirs.extend(claude_home.map(|home| home.join("agents")));
         dirs
     }
 
@@ -325,6 +484,10 @@ pub struct SubAgentRunner {
     slots: Arc<Semaphore>,
     /// Tools added to some sub-agents' (background tasks, for those allowed them).
     extra_tools: Option<ExtraToolsSlot>,
+    /// The model of the agent that owns this runner: what `inherit` means.
+    parent_model: String,
+    /// The skills definitions' `skills` name.
+    skills: Option<Arc<SkillIndex>>,
 }
 
 impl SubAgentRunner {
@@ -337,13 +500,68 @@ impl SubAgentRunner {
     ) -> Self {
         Self {
             slots: Arc::new(Semaphore::new(limits.concurrency.max(1))),
-            delegation,
             definitions,
             parent_tools,
             limits,
             depth: 0,
             extra_tools: None,
+            parent_model: delegation.models().default.clone(),
+            skills: None,
+            delegation,
         }
+    }
+
+    /// The skills a definition's `skills` names: their instructions are put in the
+    /// sub-agent's system prompt when it starts, as Claude Code injects them (a name the
+    /// index lacks is a line in that prompt saying so, and a `tracing` warning). Without an
+    /// index, `skills` lists are noted in the prompt the same way.
+    pub fn with_skills(mut self, skills: Arc<SkillIndex>) -> Self {
+        self.skills = Some(skills);
+        self
+    }
+
+    /// The model agent `definition` runs on: its own (see [`Delegation::resolve_model`]),
+    /// else the model of the agent that owns this runner.
+    pub fn model_for(&self, definition: &AgentDefinition) -> String {
+        self.delegation
+            .resolve_model(definition.model.as_deref(), &self.parent_model)
+    }
+
+    /// The delegation agent `definition` runs under: the parent's, made read-only for a
+    /// `plan` agent (never loosened for any).
+    fn delegation_for(&self, definition: &AgentDefinition) -> Delegation {
+        match definition.permission_mode {
+            Some(mode) if mode.refuses_changes() => self.delegation.read_only(&format!(
+                "agent `{}` runs in plan mode (permissionMode: plan): it may look, not change \
+                 anything; report what should change instead",
+                definition.name
+            )),
+            _ => self.delegation.clone(),
+        }
+    }
+
+    /// Agent `definition`'s system prompt: its own, then the instructions of the skills it
+    /// names.
+    fn system_prompt_for(&self, definition: &AgentDefinition) -> String {
+        let mut prompt = definition.system_prompt.clone();
+        for name in &definition.skills {
+            let body = match &self.skills {
+                Some(index) => index.load(name),
+                None => Err(AgentsError::not_found("skill", name, [])),
+            };
+            match body {
+                Ok(body) => {
+                    prompt.push_str(&format!("\n\n# Skill: {name}\n\n{body}"));
+                }
+                Err(err) => {
+                    tracing::warn!(agent = %definition.name, "skill not preloaded: {err}");
+                    prompt.push_str(&format!(
+                        "\n\n(The skill `{name}` this agent names could not be loaded: {err}.)"
+                    ));
+                }
+            }
+        }
+        prompt
     }
 
     /// Gives sub-agents the tools `extra` returns for their name, besides those narrowed
@@ -360,7 +578,8 @@ impl SubAgentRunner {
     }
 
     /// The tools agent `definition` gets: its list (or all the parent's) with `read_file`,
-    /// intersected with the parent's; plus `spawn_agent` one level down when depth allows.
+    /// intersected with the parent's; plus `spawn_agent` one level down when depth allows;
+    /// then its `disallowed_tools` taken away.
     pub fn tools_for(&self, definition: &AgentDefinition) -> Result<ToolRegistry, AgentsError> {
         let mut registry = match &definition.tools {
             Some(names) => {
@@ -370,19 +589,24 @@ impl SubAgentRunner {
             }
             None => self.parent_tools.clone(),
         };
+        let disallowed = |name: &str| definition.disallowed_tools.iter().any(|n| n == name);
         let wants_spawn = definition
             .tools
             .as_ref()
-            .is_none_or(|names| names.iter().any(|n| n == SpawnAgentTool::NAME));
+            .is_none_or(|names| names.iter().any(|n| n == SpawnAgentTool::NAME))
+            && !disallowed(SpawnAgentTool::NAME);
         if self.depth + 1 < self.limits.depth_limit && wants_spawn {
+            let parent_tools = without(&registry, &definition.disallowed_tools);
             let child = Self {
-                delegation: self.delegation.clone(),
+                delegation: self.delegation_for(definition),
                 definitions: self.definitions.clone(),
-                parent_tools: registry.clone(),
+                parent_tools,
                 limits: self.limits,
                 depth: self.depth + 1,
                 slots: self.slots.clone(),
                 extra_tools: self.extra_tools.clone(),
+                parent_model: self.model_for(definition),
+                skills: self.skills.clone(),
             };
             registry.register(SpawnAgentTool::new(Arc::new(child)))?;
         }
@@ -395,7 +619,7 @@ impl SubAgentRunner {
                 }
             }
         }
-        Ok(registry)
+        Ok(without(&registry, &definition.disallowed_tools))
     }
 
     /// The output-token budget of a run on `model`.
@@ -421,15 +645,12 @@ impl SubAgentRunner {
             .definitions
             .get(name)
             .ok_or_else(|| self.definitions.not_found(name))?;
-        let model = self
-            .delegation
-            .models()
-            .resolve(definition.model.as_deref().unwrap_or("default"));
+        let model = self.model_for(definition);
         let agent = self
-            .delegation
+            .delegation_for(definition)
             .agent_builder(&model)
             .tools(self.tools_for(definition)?)
-            .system_prompt(definition.system_prompt.clone())
+            .system_prompt(self.system_prompt_for(definition))
             .max_iterations(definition.max_steps.unwrap_or(self.limits.max_steps))
             .output_token_budget(self.token_budget(&model))
             .build()?;
@@ -449,6 +670,37 @@ impl SubAgentRunner {
         .instrument(span)
         .await
     }
+}
+
+/// `registry` without the tools `names` names, its own and its sources' (an MCP server's
+/// `mcp__<server>__<tool>`). A source's tools are then those it has now: the sub-agent is
+/// built when it starts, so it is offered the source's tools of that moment, minus `names`.
+fn without(registry: &ToolRegistry, names: &[String]) -> ToolRegistry {
+    if names.is_empty() {
+        return registry.clone();
+    }
+    let sourced: Vec<String> = registry
+        .sources()
+        .iter()
+        .flat_map(|source| source.tools())
+        .map(|tool| tool.name().to_owned())
+        .collect();
+    if !sourced.iter().any(|name| names.contains(name)) {
+        let mut narrowed = registry.clone();
+        for name in names {
+            narrowed.remove(name);
+        }
+        return narrowed;
+    }
+    let keep: Vec<String> = registry
+        .names()
+        .into_iter()
+        .map(str::to_owned)
+        .chain(sourced)
+        .filter(|name| !names.contains(name))
+        .collect();
+    let keep: Vec<&str> = keep.iter().map(String::as_str).collect();
+    registry.subset(&keep)
 }
 
 /// `{output, steps, tokens, error?}` as the calling model reads it.

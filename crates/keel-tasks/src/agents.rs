@@ -26,11 +26,9 @@ use crate::tools::task_tools;
 /// let worker = AgentDefinition {
 ///     name: "worker".into(),
 ///     description: "Does long jobs".into(),
-///     tools: None,
-///     model: None,
-///     max_steps: None,
 ///     system_prompt: "You work.".into(),
 ///     path: "worker.md".into(),
+///     ..AgentDefinition::default()
 /// };
 /// let definitions = Arc::new(AgentDefinitions::from_definitions(vec![worker]));
 /// let runner = SubAgentRunner::new(

@@ -326,11 +326,9 @@ fn sub_agents_may_start_tasks_only_when_allowed() {
     let define = |name: &str| AgentDefinition {
         name: name.into(),
         description: "d".into(),
-        tools: None,
-        model: None,
-        max_steps: None,
         system_prompt: "p".into(),
         path: format!("{name}.md").into(),
+        ..AgentDefinition::default()
     };
     let definitions = Arc::new(AgentDefinitions::from_definitions(vec![
         define("worker"),

@@ -38,6 +38,7 @@ pub struct CodingAgentBuilder {
     home: Option<PathBuf>,
     /// The user's home (`~`), for `~/.claude/CLAUDE.md` and memory imports; `None`: `$HOME`.
     user_home: Option<PathBuf>,
+    claude_home: Option<PathBuf>,
     sandbox: SandboxPolicy,
     approver: Arc<dyn Approver>,
     permissions: PermissionRules,
@@ -89,6 +90,7 @@ impl CodingAgentBuilder {
             cwd: None,
             home: None,
             user_home: None,
+            claude_home: None,
             sandbox: SandboxPolicy::default(),
             approver: Arc::new(DenyGated),
             permissions: PermissionRules::default(),
@@ -276,6 +278,15 @@ impl CodingAgentBuilder {
         self
     }
 
+    /// Claude Code's user folder (`~/.claude`; [`keel_agents::claude_user_dir`] finds it),
+    /// whose `agents` and `skills` are read after the project's and keel's home's (the
+    /// project's override the user's of the same name). Default: none, only keel's folders.
+    #[must_use]
+    pub fn claude_home(mut self, dir: impl Into<PathBuf>) -> Self {
+        self.claude_home = Some(dir.into());
+        self
+    }
+
     /// Whether skills are offered (`use_skill` and their index in the prompt; default on;
     /// only with delegation on, when the `delegation` feature is built).
     #[must_use]
@@ -390,6 +401,10 @@ impl CodingAgentBuilder {
         if skills && user_skills.is_dir() {
             sandbox = sandbox.allow_read(&user_skills)?;
         }
+        let claude_skills = self.claude_home.as_ref().map(|dir| dir.join("skills"));
+        if skills && let Some(claude_skills) = claude_skills.filter(|dir| dir.is_dir()) {
+            sandbox = sandbox.allow_read(&claude_skills)?;
+        }
         let base = default_tools(&sandbox, &policy)?;
 
         let mut hooks = self.hooks;
@@ -447,7 +462,13 @@ impl CodingAgentBuilder {
 
         #[cfg(not(feature = "delegation"))]
         let (tools, delegates) = {
-            let delegates = Delegates::discover(&root, &home, skills, &mut warnings);
+            let delegates = Delegates::discover(
+                &root,
+                &home,
+                self.claude_home.as_deref(),
+                skills,
+                &mut warnings,
+            );
             (delegates.register(base)?, Some(Arc::new(delegates)))
         };
         #[cfg(feature = "delegation")]
@@ -468,6 +489,7 @@ impl CodingAgentBuilder {
             let delegates = Delegates::discover(
                 &root,
                 &home,
+                self.claude_home.as_deref(),
                 &base,
                 delegation,
                 skills,

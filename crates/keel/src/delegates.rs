@@ -39,6 +39,7 @@ impl Delegates {
     pub(crate) fn discover(
         root: &Path,
         keel_home: &Path,
+        claude_home: Option<&Path>,
         #[cfg(feature = "delegation")] base: &ToolRegistry,
         #[cfg(feature = "delegation")] delegation: Delegation,
         skills: bool,
@@ -48,8 +49,9 @@ impl Delegates {
     ) -> Self {
         let home = Some(keel_home);
         #[cfg(feature = "delegation")]
-        let (agents, more) =
-            AgentDefinitions::discover(&AgentDefinitions::standard_dirs(root, home));
+        let (agents, more) = AgentDefinitions::discover(
+            &AgentDefinitions::standard_dirs_with_claude(root, home, claude_home),
+        );
         #[cfg(feature = "delegation")]
         let agents = agents.with(extra_agents);
         #[cfg(feature = "delegation")]
@@ -60,19 +62,25 @@ impl Delegates {
         warnings.extend(more);
         let skills_on = skills;
         let skills = if skills {
-            let (skills, more) = SkillIndex::discover(&SkillIndex::standard_dirs(root, home));
+            let (skills, more) = SkillIndex::discover(&SkillIndex::standard_dirs_with_claude(
+                root,
+                home,
+                claude_home,
+            ));
             warnings.extend(more);
             skills
         } else {
             SkillIndex::default()
         };
+        let skills = Arc::new(skills);
         #[cfg(feature = "delegation")]
         let runner = SubAgentRunner::new(
             delegation,
             Arc::new(agents),
             base.clone(),
             SubAgentLimits::default(),
-        );
+        )
+        .with_skills(skills.clone());
         #[cfg(feature = "tasks")]
         let (runner, tasks) = match tasks {
             Some((launcher, allowed)) => (
@@ -86,7 +94,7 @@ impl Delegates {
             runner: Arc::new(runner),
             #[cfg(feature = "delegation")]
             teams: Arc::new(teams),
-            skills: Arc::new(skills),
+            skills,
             skills_on,
             #[cfg(feature = "tasks")]
             tasks,

@@ -149,3 +149,58 @@ async fn a_command_runs_confined_or_not_at_all() {
         );
     }
 }
+
+/// Claude Code's user folder, given to the builder: its agents are offered (the project's
+/// override them), its skills are indexed, and a sub-agent's `model: haiku` is the model id
+/// on the wire, with the skill it names in its system prompt.
+#[cfg(feature = "delegation")]
+#[tokio::test]
+async fn claude_codes_user_folder_gives_agents_and_skills() {
+    let repo = TempRepo::new();
+    let home = tempfile::tempdir().unwrap();
+    let claude = tempfile::tempdir().unwrap();
+    let write = |path: std::path::PathBuf, text: &str| {
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, text).unwrap();
+    };
+    write(
+        claude.path().join("agents/helper.md"),
+        "---\nname: helper\ndescription: Helps\nmodel: haiku\nskills: notes\n---\nYou help.\n",
+    );
+    write(
+        claude.path().join("skills/notes/SKILL.md"),
+        "---\nname: notes\ndescription: Take notes.\nallowed-tools: Read\n---\nWrite notes.\n",
+    );
+    let provider = Arc::new(
+        ScriptedProvider::new()
+            .then_tool_call(
+                "toolu_1",
+                "spawn_agent",
+                json!({"agent": "helper", "task": "Help"}),
+            )
+            .then_text("Helped.")
+            .then_text("Done."),
+    );
+    let agent = CodingAgent::builder(provider.clone())
+        .cwd(repo.path())
+        .home(home.path())
+        .claude_home(claude.path())
+        .approver(AllowAll)
+        .build()
+        .unwrap();
+    let mut session = agent.session().unwrap();
+    assert_eq!(session.run("hello").await.stop, Stop::Completed);
+    let requests = provider.requests();
+    assert!(
+        requests[0]
+            .system
+            .clone()
+            .unwrap()
+            .contains("- notes: Take notes.")
+    );
+    assert_eq!(requests[1].model, "claude-haiku-4-5");
+    assert_eq!(
+        requests[1].system.as_deref(),
+        Some("You help.\n\n# Skill: notes\n\nWrite notes.")
+    );
+}

@@ -9,6 +9,7 @@ use serde::Deserialize;
 
 use crate::error::AgentsError;
 use crate::frontmatter;
+use crate::tool_names::NameList;
 
 /// The file a folder skill keeps its instructions in (`skill.md` is accepted too).
 const SKILL_FILES: [&str; 2] = ["SKILL.md", "skill.md"];
@@ -106,8 +107,8 @@ pub(super) fn candidates(dir: &Path, warnings: &mut Vec<String>) -> Vec<Candidat
     found
 }
 
-/// A skill's front matter; every field is optional, and fields other tools use
-/// (`allowed-tools`, `license`, ...) are ignored.
+/// A skill's front matter; every field is optional, and fields other tools use (`license`,
+/// ...) are ignored.
 #[derive(Debug, Default, Deserialize)]
 struct SkillFront {
     #[serde(default)]
@@ -116,6 +117,15 @@ struct SkillFront {
     description: Option<String>,
     #[serde(default)]
     triggers: Option<Triggers>,
+    /// Claude Code's `allowed-tools`: tools (or permission rules) the skill may use without
+    /// asking while it is in use.
+    #[serde(
+        default,
+        rename = "allowed-tools",
+        alias = "allowed_tools",
+        alias = "allowedTools"
+    )]
+    allowed_tools: Option<NameList>,
 }
 
 /// `triggers:` as a list, or a single string.
@@ -132,6 +142,7 @@ pub(super) struct Head {
     pub name: String,
     pub description: String,
     pub triggers: Vec<String>,
+    pub allowed_tools: Option<Vec<String>>,
 }
 
 /// Reads the front matter of the skill file at `path` and, if it gives no description, the
@@ -195,6 +206,7 @@ pub(super) fn read_head(path: &Path, default_name: &str) -> Result<Head, AgentsE
         name,
         description,
         triggers,
+        allowed_tools: front.allowed_tools.map(|list| list.names()),
     })
 }
 

@@ -112,6 +112,7 @@ impl Tool for UseSkillTool {
         Ok(ToolOutput::text(content).with_metadata(json!({
             "skill": name,
             "path": skill.path.display().to_string(),
+            "allowed_tools": skill.allowed_tools(),
         })))
     }
 }
