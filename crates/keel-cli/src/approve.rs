@@ -237,6 +237,12 @@ impl LiveMode {
 pub(crate) struct ModeSwitch(Arc<AtomicU8>);
 
 impl ModeSwitch {
+    /// Claude Code's name of the mode now (`default`, `acceptEdits`, …), as hooks read it in
+    /// `permission_mode`.
+    pub(crate) fn claude_name(&self) -> &'static str {
+        crate::claude_cli::PermissionMode::claude_name(self.get())
+    }
+
     /// The mode now.
     pub(crate) fn get(&self) -> LiveMode {
         LiveMode::from_u8(self.0.load(Ordering::SeqCst))

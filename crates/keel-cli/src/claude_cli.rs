@@ -361,63 +361,15 @@ impl ClaudeArgs {
     }
 }
 
-/// Claude Code's rules (comma or space separated) in keel's syntax: `Bash(git diff:*)` is
-/// `run_command(git diff*)`, `Read(src/**)` is `read_file(src/**)`, `Edit` covers
-/// `patch_file` and `write_file`; keel's own names and MCP tools are taken as they are.
+/// The rules of `--allowedTools` / `--disallowedTools` values (comma or space separated), as
+/// written: keel's permission rules read Claude Code's syntax (`Bash(npm test:*)`, `Edit`)
+/// themselves.
 pub(crate) fn rules(given: &[String]) -> Vec<String> {
-    let mut out = Vec::new();
-    for rule in given.iter().flat_map(|list| split_rules(list)) {
-        let (tool, pattern) = match rule.split_once('(') {
-            Some((tool, rest)) => (tool.trim(), rest.strip_suffix(')').map(str::trim)),
-            None => (rule.trim(), None),
-        };
-        let names = keel_names(tool);
-        let pattern = pattern.map(|pattern| {
-            // Claude's `prefix:*` is a prefix match: keel's `prefix*`.
-            if tool == "Bash" {
-                pattern
-                    .strip_suffix(":*")
-                    .map_or_else(|| pattern.to_owned(), |prefix| format!("{prefix}*"))
-            } else {
-                pattern.to_owned()
-            }
-        });
-        if names.is_empty() {
-            out.push(rule.trim().to_owned());
-            continue;
-        }
-        for name in names {
-            out.push(match &pattern {
-                Some(pattern) => format!("{name}({pattern})"),
-                None => (*name).to_owned(),
-            });
-        }
-    }
-    out
-}
-
-/// keel's tools for Claude Code's tool `name` (`Edit` is both of keel's edits); none for a
-/// name that is not one of Claude Code's file, search or shell tools.
-fn keel_names(name: &str) -> Vec<&'static str> {
-    match (name, keel_agents::keel_tool_for_claude(name)) {
-        // Claude Code's Edit rules and matchers cover every tool that edits files.
-        ("Edit" | "MultiEdit", _) => vec!["patch_file", "write_file"],
-        (_, Some(tool)) => vec![tool],
-        (_, None) => Vec::new(),
-    }
-}
-
-/// A hook matcher with Claude Code's tool names (`Bash|Write`) as one on keel's
-/// (`run_command|write_file`); other alternatives are kept as they are.
-pub(crate) fn keel_matcher(matcher: &str) -> String {
-    matcher
-        .split('|')
-        .flat_map(|name| match keel_names(name.trim()).as_slice() {
-            [] => vec![name.to_owned()],
-            names => names.iter().map(|n| (*n).to_owned()).collect(),
-        })
-        .collect::<Vec<_>>()
-        .join("|")
+    given
+        .iter()
+        .flat_map(|list| split_rules(list))
+        .map(|rule| rule.trim().to_owned())
+        .collect()
 }
 
 /// The rules of one flag value: split at commas and spaces outside parentheses.
@@ -579,33 +531,17 @@ mod tests {
     }
 
     #[test]
-    fn claude_rules_become_keel_rules() {
+    fn flag_values_split_into_rules_as_written() {
         assert_eq!(
             rules(&[
                 "Bash(npm test:*),Read".into(),
                 "Edit(src/**) mcp__gh__list".into()
             ]),
-            [
-                "run_command(npm test*)",
-                "read_file",
-                "patch_file(src/**)",
-                "write_file(src/**)",
-                "mcp__gh__list",
-            ]
-        );
-        assert_eq!(rules(&["Bash(git diff)".into()]), ["run_command(git diff)"]);
-        assert_eq!(
-            keel_matcher("Bash|Edit"),
-            "run_command|patch_file|write_file"
-        );
-        assert_eq!(keel_matcher("mcp__s__.*"), "mcp__s__.*");
-        assert_eq!(
-            rules(&["run_command(cargo *)".into()]),
-            ["run_command(cargo *)"]
+            ["Bash(npm test:*)", "Read", "Edit(src/**)", "mcp__gh__list"]
         );
         assert_eq!(
             rules(&["Bash(echo a, b)".into()]),
-            ["run_command(echo a, b)"],
+            ["Bash(echo a, b)"],
             "a comma inside parentheses is part of the pattern"
         );
     }

@@ -35,28 +35,37 @@ impl Listings for Delegates {
         let agents = self.runner().definitions().all();
         if agents.is_empty() {
             return vec![
-                "no agents: define one in .keel/agents/<name>.md (front matter \
-                         `description`, optional `tools`, `model`, `max_steps`; the body is \
-                         its system prompt)"
+                "no agents: define one in .keel/agents/<name>.md or .claude/agents/<name>.md \
+                         (front matter `description`, optional `tools`, `disallowedTools`, \
+                         `model`, `maxTurns`, `permissionMode`, `skills`; the body is its \
+                         system prompt)"
                     .into(),
             ];
         }
-        agents
-            .iter()
-            .map(|agent| {
-                let tools = agent
-                    .tools
-                    .as_ref()
-                    .map_or_else(|| "all tools".to_owned(), |t| t.join(","));
-                format!(
-                    "{}  [{}; {}]  {}",
-                    agent.name,
-                    agent.model.as_deref().unwrap_or("default"),
-                    tools,
-                    agent.description
-                )
-            })
-            .collect()
+        let mut lines = Vec::new();
+        for agent in agents {
+            let mut tools = agent
+                .tools
+                .as_ref()
+                .map_or_else(|| "all tools".to_owned(), |t| t.join(","));
+            if !agent.disallowed_tools.is_empty() {
+                tools.push_str(&format!(" but {}", agent.disallowed_tools.join(",")));
+            }
+            lines.push(format!(
+                "{}  [{}; {}]  {}",
+                agent.name,
+                agent.model.as_deref().unwrap_or("inherit"),
+                tools,
+                agent.description
+            ));
+            lines.extend(
+                agent
+                    .warnings()
+                    .iter()
+                    .map(|warning| format!("  warning: {warning}")),
+            );
+        }
+        lines
     }
 
     fn team_lines(&self) -> Vec<String> {

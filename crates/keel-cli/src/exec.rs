@@ -178,12 +178,24 @@ pub(crate) async fn run_prompt(
         Some(mode) => ModeApprover::starting(mode, None),
         None => ModeApprover::new(setup.live_mode, ask, None),
     };
+    let mode = approver.switch();
     let coding = setup.agent(approver, Hooks::new())?;
     for warning in coding.warnings() {
         progress(&format!("keel: warning: {warning}"));
     }
+    // `/name args` calls a custom slash command: its text is the prompt.
+    let prompt = if prompt.trim_start().starts_with('/') {
+        let (commands, warnings) = crate::slash_commands::load(&setup);
+        for warning in warnings {
+            progress(&format!("keel: warning: {warning}"));
+        }
+        crate::slash_commands::expand(&commands, &prompt).unwrap_or(prompt)
+    } else {
+        prompt
+    };
     let agent = coding.agent();
     let mut session = setup.session(agent, &choice)?;
+    session.set_permission_mode(mode.claude_name());
     let started = Instant::now();
     let mut stream = ClaudeStream::new(session.id(), &setup.model, headless.partial);
     if format == OutputFormat::StreamJson {
@@ -204,6 +216,10 @@ pub(crate) async fn run_prompt(
     )
     .await;
     ctrl_c.abort();
+    let ended = session.end(keel_engine::SessionEndReason::Other).await;
+    for failure in &ended.failures {
+        progress(&format!("keel: warning: {failure}"));
+    }
     let outcome =
         outcome.ok_or_else(|| CliError::Run("the run ended without an outcome".into()))?;
     if let Some(error) = session.persistence_error() {
@@ -394,6 +410,9 @@ pub(crate) async fn stream_run(
             }
             AgentEvent::Warning { message } if format == OutputFormat::Text => {
                 progress(&format!("warning: {message}"));
+            }
+            AgentEvent::HookMessage { event, message } if format == OutputFormat::Text => {
+                progress(&format!("{event} hook: {message}"));
             }
             AgentEvent::Retrying {
                 attempt,

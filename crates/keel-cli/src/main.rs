@@ -26,6 +26,7 @@ mod sessions;
 mod setup;
 mod shell;
 mod signals;
+mod slash_commands;
 mod tasks;
 mod terminal;
 mod trouble;

@@ -25,7 +25,7 @@ use tokio::io::AsyncBufReadExt;
 use tokio::sync::{mpsc, oneshot};
 
 use crate::approve::{LiveMode, ModeApprover, ModeSwitch};
-use crate::claude_cli::{PermissionMode, keel_matcher};
+use crate::claude_cli::PermissionMode;
 use crate::cli::{Options, OutputFormat};
 use crate::exec::{Headless, init_info, print_json, progress, session_choice, stream_run};
 use crate::output::ClaudeStream;
@@ -147,10 +147,12 @@ struct ProgramHook {
 impl Hook for ProgramHook {
     async fn run(&self, input: &HookInput) -> Result<HookOutcome, String> {
         let mut input_json = serde_json::to_value(input).map_err(|err| err.to_string())?;
-        // Claude Code's fields keel's hook input does not carry itself.
+        // The mode as it is now (the program may have switched it during the turn).
         input_json["permission_mode"] = json!(PermissionMode::claude_name(self.mode.get()));
-        input_json["transcript_path"] =
-            json!(self.sessions.join(format!("{}.jsonl", input.session_id)));
+        if input_json.get("transcript_path").is_none() {
+            input_json["transcript_path"] =
+                json!(self.sessions.join(format!("{}.jsonl", input.session_id)));
+        }
         let answer = self
             .control
             .ask(json!({
@@ -183,12 +185,13 @@ fn program_hooks(
     for (event_name, matchers) in events {
         let event: HookEvent = serde_json::from_value(json!(event_name)).map_err(|_| {
             format!(
-                "keel has no {event_name} hooks; it runs SessionStart, PreToolUse, \
-                 PostToolUse and Stop hooks"
+                "keel has no {event_name} hooks; its hook events are {}",
+                HookEvent::ALL.map(HookEvent::name).join(", ")
             )
         })?;
         for matcher in matchers.as_array().into_iter().flatten() {
-            let on = matcher["matcher"].as_str().map(keel_matcher);
+            // Matchers name Claude Code's tools (`Bash`) or keel's; the hooks match both.
+            let on = matcher["matcher"].as_str();
             let ids = matcher["hookCallbackIds"].as_array().into_iter().flatten();
             for id in ids.filter_map(Value::as_str) {
                 let hook = ProgramHook {
@@ -199,7 +202,7 @@ fn program_hooks(
                     sessions: sessions.to_path_buf(),
                 };
                 hooks
-                    .add(event, on.as_deref(), Arc::new(hook))
+                    .add(event, on, Arc::new(hook))
                     .map_err(|err| err.to_string())?;
             }
         }
@@ -523,9 +526,10 @@ pub(crate) async fn run(
     let changes: Arc<Mutex<Changes>> = Arc::default();
     let cancel: Arc<OnceLock<CancelHandle>> = Arc::default();
     let mcp_status: Arc<OnceLock<Value>> = Arc::default();
+    let mode = approver.switch();
     let responder = Responder {
         cancel: cancel.clone(),
-        mode: approver.switch(),
+        mode: mode.clone(),
         changes: changes.clone(),
         model: setup.model.clone(),
         mcp_status: mcp_status.clone(),
@@ -577,6 +581,7 @@ pub(crate) async fn run(
         }
         print_json(&stream.init(&init_info(&setup, &coding)));
         let started = std::time::Instant::now();
+        session.set_permission_mode(mode.claude_name());
         let outcome = stream_run(
             &coding,
             &mut session,
@@ -593,6 +598,10 @@ pub(crate) async fn run(
         print_json(&stream.result(&outcome, started.elapsed()));
     }
     reader.abort();
+    let ended = session.end(keel_engine::SessionEndReason::Other).await;
+    for failure in &ended.failures {
+        progress(&format!("keel: warning: {failure}"));
+    }
     if let Some(error) = session.persistence_error() {
         progress(&format!(
             "keel: warning: the session was not fully saved: {error}"

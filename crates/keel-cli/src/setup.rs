@@ -11,7 +11,8 @@ use std::time::Duration;
 use keel::mcp::{ClientOptions, McpError, McpServer, McpServerConfig};
 use keel::{BackgroundTasks, CodingAgent};
 use keel_engine::{
-    Agent, Approver, HookConfig, Hooks, JsonlSessionStore, PermissionRules, Session, SessionStore,
+    Agent, Approver, HookConfig, Hooks, JsonlSessionStore, PermissionRules, RuleTexts, Session,
+    SessionStore,
 };
 use keel_provider::Provider;
 use keel_sandbox::{SandboxMode, SandboxPolicy};
@@ -186,21 +187,13 @@ pub(crate) fn session_store(keel_home: &Path) -> Arc<JsonlSessionStore> {
     Arc::new(JsonlSessionStore::new(keel::Home(keel_home).sessions()))
 }
 
-/// Claude Code's user directory: `$CLAUDE_CONFIG_DIR`, else `~/.claude`.
-pub(crate) fn claude_home() -> Option<PathBuf> {
-    std::env::var_os("CLAUDE_CONFIG_DIR")
-        .filter(|dir| !dir.is_empty())
-        .map(PathBuf::from)
-        .or_else(|| std::env::var_os("HOME").map(|home| PathBuf::from(home).join(".claude")))
-}
-
 /// The configuration files of `cwd`'s project and the user's, as `options` say to read them.
 pub(crate) fn load_config(
     options: &Options,
     keel_home: &Path,
     cwd: &Path,
 ) -> Result<Config, CliError> {
-    let claude_home = claude_home();
+    let claude_home = keel_agents::claude_user_dir();
     Config::load(&config::Sources {
         keel_home: Some(keel_home),
         claude_home: claude_home.as_deref(),
@@ -453,12 +446,17 @@ impl Setup {
                     .map_err(|err| usage(format!("{}: {err}", config_file())))?;
                 PermissionRules::parse(&self.extras.allow, &self.extras.deny)
                     .map_err(|err| usage(format!("--allowedTools / --disallowedTools: {err}")))?;
-                let allow = [&self.config.permissions.allow[..], &self.extras.allow].concat();
-                let deny = [&self.config.permissions.deny[..], &self.extras.deny].concat();
-                (
-                    PermissionRules::parse(&allow, &deny).map_err(|err| usage(err.to_string()))?,
-                    self.config.hooks.clone(),
-                )
+                let permissions = &self.config.permissions;
+                let texts = RuleTexts {
+                    allow: [&permissions.allow[..], &self.extras.allow].concat(),
+                    ask: permissions.ask.clone(),
+                    deny: [&permissions.deny[..], &self.extras.deny].concat(),
+                };
+                let rules = PermissionRules::from_texts(&texts)
+                    .map_err(|err| usage(err.to_string()))?
+                    // Claude Code's `/path` rules start at the project's directory.
+                    .with_project_root(config::project::locate(&self.cwd));
+                (rules, self.config.hooks.clone())
             }
         };
         let mut builder = CodingAgent::builder(self.provider.clone())
@@ -483,6 +481,11 @@ impl Setup {
             )
             .background_tasks(Some(self.background_tasks()?))
             .mcp_servers(self.mcp_servers.iter().cloned());
+        // Claude Code's user folder: its agents and skills (`~/.claude/CLAUDE.md` is read
+        // from the user's home, $HOME by default).
+        if let Some(claude) = keel_agents::claude_user_dir() {
+            builder = builder.claude_home(claude);
+        }
         if let Some(prompt) = &self.extras.system_prompt {
             builder = builder.system_prompt(prompt);
         }

@@ -335,12 +335,12 @@ async fn a_pre_tool_use_hook_callback_of_the_program_blocks_a_command_through(wh
         return;
     };
     assert!(ok, "{which:?}: {lines:#?}\nstderr: {err}");
-    // The hook ran for the command (Claude's `Bash` matcher is keel's run_command), not for
-    // the read.
+    // The hook ran for the command (Claude's `Bash` matcher is keel's run_command, and the
+    // program reads it as Bash), not for the read.
     let calls: Vec<&Value> = lines.iter().filter(|l| l["kind"] == "hook").collect();
     assert_eq!(calls.len(), 1, "{lines:#?}");
     assert_eq!(calls[0]["event"], "PreToolUse");
-    assert_eq!(calls[0]["tool"], "run_command");
+    assert_eq!(calls[0]["tool"], "Bash");
     assert_eq!(calls[0]["input"]["command"], "rm notes.txt");
     assert_eq!(calls[0]["tool_use_id"], "t1", "{which:?}: {}", calls[0]);
     assert_eq!(

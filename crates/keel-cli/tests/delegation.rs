@@ -175,7 +175,7 @@ async fn agents_teams_and_skills_are_listed() {
     insta::assert_snapshot!(lists.join(""), @r"
     $ keel agents
     planner  [fast; grep]  Plans the work
-    writer  [default; all tools]  Writes the code
+    writer  [inherit; all tools]  Writes the code
     $ keel teams
     ship  [planner → ghost → writer]  Plan then write
     $ keel skills

@@ -39,7 +39,7 @@ async fn listings_need_no_provider() {
     repo.write(".keel/skills/release.md", "How to cut a release.\n");
     let home = Home::new();
     let expected = [
-        ("agents", "planner  [default; all tools]  Plans the work"),
+        ("agents", "planner  [inherit; all tools]  Plans the work"),
         ("skills", "release  How to cut a release."),
         ("teams", "no teams"),
         ("sessions", "no sessions yet"),

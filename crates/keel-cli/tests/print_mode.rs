@@ -293,7 +293,7 @@ async fn permission_modes_and_tool_rules_in_claude_s_syntax_decide_the_calls() {
     assert!(output.status.success(), "{}", stderr(&output));
     assert!(!repo.path().join("old.txt").exists());
     let last = request_bodies(&server).await[2].to_string();
-    assert!(last.contains("read_file(secret.txt) forbids"), "{last}");
+    assert!(last.contains("Read(secret.txt) forbids"), "{last}");
 }
 
 #[tokio::test]

@@ -438,7 +438,7 @@ async fn delegation_slash_commands_list_and_run_agents_and_teams() {
         let mut keel = Pty::spawn(command);
         keel.prompt();
         keel.send_line("/agents");
-        keel.expect("planner  [default; all tools]  Plans the work");
+        keel.expect("planner  [inherit; all tools]  Plans the work");
         keel.prompt();
         keel.send_line("/teams");
         keel.expect("duo  [planner → planner]  Two plans");

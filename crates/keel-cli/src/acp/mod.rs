@@ -115,6 +115,7 @@ async fn prompt(
     images: Vec<keel_provider::ContentBlock>,
 ) -> StopReason {
     let mut session = acp.session.lock().await;
+    session.set_permission_mode(acp.mode.claude_name());
     let cwd = session.cwd().to_path_buf();
     let updates = Updates::new(connection, session_id, &cwd);
     if let Some((name, argument)) = commands::parse(&text) {

@@ -22,7 +22,7 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use keel_engine::{HookConfig, HookEvent};
+use keel_engine::{HookConfig, HookEvent, PermissionRule};
 use serde::Deserialize;
 use serde_json::Value;
 
@@ -207,6 +207,16 @@ fn convert(file: SettingsFile) -> Result<ClaudeSettings, String> {
         }
         variables.push((name, text));
     }
+    for (key, rules) in [
+        ("allow", &permissions.allow),
+        ("ask", &permissions.ask),
+        ("deny", &permissions.deny),
+    ] {
+        for (index, rule) in rules.iter().enumerate() {
+            PermissionRule::parse(rule)
+                .map_err(|err| format!("`permissions.{key}[{index}]`: {err}"))?;
+        }
+    }
     if model.as_deref().is_some_and(|m| m.trim().is_empty()) {
         return Err("`model` is empty: name one or leave the key out".into());
     }
@@ -222,15 +232,13 @@ fn convert(file: SettingsFile) -> Result<ClaudeSettings, String> {
     })
 }
 
-const EVENT_NAMES: [&str; 4] = ["SessionStart", "PreToolUse", "PostToolUse", "Stop"];
-
 /// The hook event Claude Code names `name`.
 fn event_named(name: &str) -> Result<HookEvent, String> {
     HookEvent::deserialize(serde::de::value::StrDeserializer::<serde::de::value::Error>::new(name))
         .map_err(|_| {
             format!(
                 "`hooks.{name}`: keel has no hook event {name:?}; its events are {}",
-                EVENT_NAMES.join(", ")
+                HookEvent::ALL.map(HookEvent::name).join(", ")
             )
         })
 }

@@ -79,6 +79,17 @@ pub(crate) struct PermissionsConfig {
     pub ask: Vec<String>,
 }
 
+impl PermissionsConfig {
+    /// The rules as the engine reads them.
+    pub(crate) fn texts(&self) -> keel_engine::RuleTexts {
+        keel_engine::RuleTexts {
+            allow: self.allow.clone(),
+            ask: self.ask.clone(),
+            deny: self.deny.clone(),
+        }
+    }
+}
+
 /// The `[tools]` table.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -857,7 +868,7 @@ impl Config {
 
     /// The permission rules of both files.
     pub(crate) fn permission_rules(&self) -> Result<PermissionRules, String> {
-        PermissionRules::parse(&self.permissions.allow, &self.permissions.deny)
+        PermissionRules::from_texts(&self.permissions.texts())
             .map_err(|err| format!("[permissions]: {err}"))
     }
 }

@@ -268,7 +268,7 @@ fn check(file: &ConfigFile) -> Result<(), String> {
     for (name, server) in &file.mcp_servers {
         server.check(name)?;
     }
-    PermissionRules::parse(&file.permissions.allow, &file.permissions.deny)
+    PermissionRules::from_texts(&file.permissions.texts())
         .map_err(|err| format!("[permissions]: {err}"))?;
     Hooks::from_config(
         &file.hooks,

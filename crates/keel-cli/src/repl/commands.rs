@@ -1,6 +1,6 @@
 //! The slash commands: what they are called, and what each does.
 
-use keel_engine::CompactionError;
+use keel_engine::{CompactionError, SessionEndReason, SessionStartSource};
 use keel_sandbox::GitSession;
 
 use super::view::printable;
@@ -60,6 +60,8 @@ pub(super) enum Command {
     Tasks,
     /// `/mcp`.
     Mcp,
+    /// `/memory`.
+    Memory,
     /// `/exit` or `/quit`.
     Exit,
     /// Anything else that starts with `/`: the word as typed.
@@ -115,6 +117,10 @@ pub(super) const HELP: &[(&str, &str)] = &[
     ),
     ("/tasks", "list the background tasks"),
     ("/mcp", "the MCP servers: connected or not, their tools"),
+    (
+        "/memory",
+        "the memory files read (AGENTS.md, CLAUDE.md, imports) and those left out, and why",
+    ),
     ("/exit, /quit", "leave keel (or Ctrl-D)"),
 ];
 
@@ -146,6 +152,7 @@ pub(super) fn parse(line: &str) -> Option<Command> {
         "skills" => Command::Skills(argument),
         "tasks" => Command::Tasks,
         "mcp" => Command::Mcp,
+        "memory" => Command::Memory,
         "exit" | "quit" => Command::Exit,
         other => Command::Unknown(format!("/{other}")),
     })
@@ -162,7 +169,7 @@ impl Repl {
             Command::Cost => self.view.line(&self.totals.summary()),
             Command::Last => super::pager::show_last(&self.view).await,
             Command::Compact => self.compact().await,
-            Command::Clear => self.clear(),
+            Command::Clear => self.clear().await,
             Command::Model(None) => self.view.line(&format!("model: {}", self.session.model())),
             Command::Model(Some(name)) => self.switch_model(name).await,
             Command::Context => {
@@ -179,6 +186,11 @@ impl Repl {
             Command::Skills(Some(name)) => self.show_skill(&name),
             Command::Tasks => self.list(Delegates::task_lines),
             Command::Mcp => self.mcp(),
+            Command::Memory => {
+                let report = self.coding.memory().to_string();
+                let lines: Vec<String> = report.lines().map(printable).collect();
+                self.view.lines(&lines);
+            }
             Command::Agent(argument) => self.delegate(false, argument).await,
             Command::Team(argument) => self.delegate(true, argument).await,
             Command::Exit => return Flow::Exit,
@@ -197,6 +209,21 @@ impl Repl {
             .iter()
             .map(|(name, what)| format!("{}  {what}", style.bold(&format!("{name:width$}"))))
             .collect();
+        for command in self.custom_commands.list() {
+            let name = match &command.argument_hint {
+                Some(hint) => format!("/{} {hint}", command.name),
+                None => format!("/{}", command.name),
+            };
+            let what = if command.description.is_empty() {
+                format!("custom command ({})", command.path.display())
+            } else {
+                command.description.clone()
+            };
+            lines.push(printable(&format!(
+                "{}  {what}",
+                style.bold(&format!("{name:width$}"))
+            )));
+        }
         lines.push(style.dim(
             "Anything else is a prompt for the model. Ctrl-C cancels a running turn; Ctrl-D \
              exits.",
@@ -330,11 +357,13 @@ impl Repl {
     }
 
     /// `/clear`: a new session of the same agent, with the current model.
-    fn clear(&mut self) {
+    async fn clear(&mut self) {
         let model = self.session.model().to_owned();
         match self.setup.session(self.coding.agent(), &SessionChoice::New) {
             Ok(mut session) => {
+                self.end_session(SessionEndReason::Clear).await;
                 session.set_model(model);
+                session.set_start_source(SessionStartSource::Clear);
                 self.session = session;
                 self.snapshots.clear();
                 self.persistence_warned = false;

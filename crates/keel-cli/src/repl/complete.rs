@@ -199,13 +199,24 @@ impl PromptHelper {
     /// What Tab completes in the session `setup` and `coding` make: the commands `/help`
     /// lists, the delegates' names, the catalog's models, this directory's sessions, and
     /// paths inside the file tools' read roots.
-    pub(super) fn for_session(setup: &Setup, coding: &CodingAgent) -> Self {
+    pub(super) fn for_session(
+        setup: &Setup,
+        coding: &CodingAgent,
+        custom: &keel_agents::commands::SlashCommands,
+    ) -> Self {
         let commands = HELP
             .iter()
             .flat_map(|(names, _)| names.split(", "))
-            .filter_map(|name| name.split_whitespace().next());
+            .filter_map(|name| name.split_whitespace().next())
+            .map(str::to_owned)
+            .chain(
+                custom
+                    .list()
+                    .iter()
+                    .map(|command| format!("/{}", command.name)),
+            );
         let mut vocabulary = Vocabulary {
-            commands: owned(commands),
+            commands: commands.collect(),
             models: owned(ModelCatalog::built_in().ids()),
             ..Vocabulary::default()
         };

@@ -12,6 +12,7 @@
 //! [`commit`] lists what a `git_commit` would stage.
 
 mod commands;
+use self::commands::Command;
 mod commit;
 mod complete;
 mod diff;
@@ -35,7 +36,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use futures::FutureExt;
 use keel::{CodingAgent, Delegates};
-use keel_engine::{HookEvent, Hooks, Session};
+use keel_engine::{HookEvent, Hooks, Session, SessionEndReason};
 
 use self::input::{Input, Line};
 use self::snapshot::{SnapshotHook, Snapshots, WRITE_TOOLS};
@@ -89,6 +90,8 @@ struct Repl {
     next_line: String,
     /// The provider's model list, once `/model` has read it.
     listed_models: Option<keel_provider::ModelList>,
+    /// Custom slash commands (`.claude/commands/`, `$KEEL_HOME/commands/`).
+    custom_commands: keel_agents::commands::SlashCommands,
 }
 
 /// Runs the interactive session; returns the exit code.
@@ -134,7 +137,12 @@ pub(crate) async fn run(options: &Options, choice: SessionChoice) -> Result<u8, 
     let session = setup.session(coding.agent(), &choice)?;
     let delegates = coding.delegates().cloned();
     let baseline = worktree::baseline(&setup.cwd);
-    input.set_completion(complete::PromptHelper::for_session(&setup, &coding));
+    let (custom_commands, command_warnings) = crate::slash_commands::load(&setup);
+    input.set_completion(complete::PromptHelper::for_session(
+        &setup,
+        &coding,
+        &custom_commands,
+    ));
     let mut repl = Repl {
         setup,
         coding,
@@ -150,9 +158,10 @@ pub(crate) async fn run(options: &Options, choice: SessionChoice) -> Result<u8, 
         attachments: Vec::new(),
         next_line: String::new(),
         listed_models: None,
+        custom_commands,
     };
     repl.banner(choice != SessionChoice::New);
-    for warning in repl.coding.warnings() {
+    for warning in repl.coding.warnings().iter().chain(&command_warnings) {
         repl.view.warning(&format!("warning: {warning}"));
     }
     repl.read_loop().await
@@ -301,6 +310,14 @@ impl Repl {
                 continue;
             }
             match commands::parse(text) {
+                // A custom command's text is the prompt.
+                Some(Command::Unknown(_))
+                    if crate::slash_commands::expand(&self.custom_commands, text).is_some() =>
+                {
+                    let prompt = crate::slash_commands::expand(&self.custom_commands, text)
+                        .unwrap_or_default();
+                    self.send(&prompt).await;
+                }
                 Some(command) => {
                     if self.command(command).await == Flow::Exit {
                         break;
@@ -310,6 +327,7 @@ impl Repl {
             }
         }
         self.view.end_line();
+        self.end_session(SessionEndReason::PromptInputExit).await;
         self.leave_hint();
         Ok(0)
     }
@@ -387,10 +405,22 @@ impl Repl {
             .unwrap_or(false)
     }
 
+    /// Ends the session for `SessionEnd` hooks, showing what they report.
+    async fn end_session(&mut self, reason: SessionEndReason) {
+        let report = self.session.end(reason).await;
+        for message in &report.system_messages {
+            self.view.notice(&printable(message));
+        }
+        for failure in &report.failures {
+            self.view.warning(&printable(failure));
+        }
+    }
+
     /// Runs a prompt; what is typed meanwhile is queued for the next one.
     async fn prompt(&mut self, text: &str) {
         let started = std::time::Instant::now();
         let type_ahead = self.input.type_ahead();
+        self.session.set_permission_mode(self.mode.claude_name());
         let outcome = {
             let _capturing = type_ahead.start(&self.view);
             turn::run(&mut self.session, text, &self.view, &self.snapshots).await

@@ -9,7 +9,7 @@ use serde_json::Value;
 
 use super::diff::file_diff;
 use super::snapshot::{Snapshots, target};
-use super::view::{Style, View};
+use super::view::{Style, View, printable};
 use crate::render::{CallInputs, describe_call, failure_tail, finished_line, restored_note};
 use crate::signals;
 use crate::trouble::retry_status;
@@ -190,6 +190,9 @@ impl Printer<'_> {
                 ));
             }
             AgentEvent::Warning { message } => view.warning(&format!("warning: {message}")),
+            AgentEvent::HookMessage { event, message } => {
+                view.notice(&printable(&format!("{event} hook: {message}")));
+            }
             _ => {}
         }
     }
