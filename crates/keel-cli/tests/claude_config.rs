@@ -257,3 +257,189 @@ async fn the_model_cannot_rewrite_a_script_a_trusted_hook_names_from_the_project
     let results = tool_results(&bodies[1]);
     assert!(results[0].contains("protected"), "{results:?}");
 }
+
+/// Copies the fixture project `tests/fixtures/claude-project` into `repo`.
+fn claude_project(repo: &TempRepo) {
+    fn copy(from: &std::path::Path, to: &std::path::Path) {
+        std::fs::create_dir_all(to).unwrap();
+        for entry in std::fs::read_dir(from).unwrap() {
+            let entry = entry.unwrap();
+            let target = to.join(entry.file_name());
+            if entry.file_type().unwrap().is_dir() {
+                copy(&entry.path(), &target);
+            } else {
+                std::fs::copy(entry.path(), target).unwrap();
+            }
+        }
+    }
+    let fixture =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/claude-project");
+    copy(&fixture, &repo.path());
+}
+
+/// The text of every user message of request `body`, tool results left out.
+fn user_texts(body: &Value) -> String {
+    let mut out = String::new();
+    for message in body["messages"].as_array().into_iter().flatten() {
+        if message["role"] != "user" {
+            continue;
+        }
+        match &message["content"] {
+            Value::String(text) => out.push_str(text),
+            Value::Array(blocks) => {
+                for block in blocks {
+                    if block["type"] == "text" {
+                        out.push_str(block["text"].as_str().unwrap_or_default());
+                        out.push('\n');
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+    out
+}
+
+#[tokio::test]
+async fn a_claude_code_project_s_hooks_and_rules_work_as_written() {
+    let repo = TempRepo::new();
+    claude_project(&repo);
+    repo.write("build/out.o", "object\n");
+    repo.write("notes.md", "old\n");
+    repo.commit("start");
+    let home = Home::new();
+    let server = anthropic_server(&[
+        tool_call("t1", "run_command", json!({"command": "rm -rf build"})),
+        tool_call("t2", "run_command", json!({"command": "grep -r TODO ."})),
+        tool_call(
+            "t3",
+            "write_file",
+            json!({"path": "notes.md", "content": "new\n"}),
+        ),
+        tool_call(
+            "t4",
+            "patch_file",
+            json!({"path": "notes.md", "old_string": "new", "new_string": "newer"}),
+        ),
+        text("Done."),
+    ])
+    .await;
+    let mut command = home.keel_anthropic(&server);
+    command
+        .current_dir(repo.path())
+        .args(["exec", "--trust-project", "-y", "tidy up"]);
+    let output = run(command).await;
+    assert!(output.status.success(), "{}", stderr(&output));
+    let bodies = request_bodies(&server).await;
+    // UserPromptSubmit: what the hook printed reached the model with the prompt.
+    let first = user_texts(&bodies[0]);
+    assert!(
+        first.contains("Remember: this project builds with make."),
+        "{first}"
+    );
+    // The deny rule in Claude's syntax held, even with -y.
+    assert!(repo.path().join("build/out.o").exists());
+    let results = tool_results(&bodies[4]);
+    assert!(results[0].contains("Bash(rm:*)"), "{results:?}");
+    // Anthropic's validator saw `Bash` and `tool_input.command`, and blocked plain grep.
+    assert!(results[1].contains("Use 'rg'"), "{results:?}");
+    // The Edit|Write logger read absolute paths from Claude's fields.
+    let log = std::fs::read_to_string(repo.path().join("edits.log")).unwrap();
+    let notes = std::fs::canonicalize(repo.path().join("notes.md")).unwrap();
+    let notes = notes.display();
+    assert_eq!(
+        log,
+        format!("Write {notes} {notes}\nEdit {notes} {notes}\n"),
+        "{log}"
+    );
+}
+
+#[tokio::test]
+async fn an_untrusted_claude_project_s_deny_rules_hold_and_its_hooks_do_not_run() {
+    let repo = TempRepo::new();
+    claude_project(&repo);
+    repo.write("build/out.o", "object\n");
+    repo.commit("start");
+    let home = Home::new();
+    let server = anthropic_server(&[
+        tool_call("t1", "run_command", json!({"command": "cd build && rm out.o"})),
+        text("Done."),
+    ])
+    .await;
+    let mut command = home.keel_anthropic(&server);
+    command.current_dir(repo.path()).args(["exec", "-y", "tidy up"]);
+    let output = run(command).await;
+    assert!(output.status.success(), "{}", stderr(&output));
+    assert!(repo.path().join("build/out.o").exists());
+    let bodies = request_bodies(&server).await;
+    assert!(tool_results(&bodies[1])[0].contains("Bash(rm:*)"));
+    // The UserPromptSubmit hook is a program the repository names: not run untrusted.
+    assert!(!user_texts(&bodies[0]).contains("Remember:"));
+}
+
+#[tokio::test]
+async fn custom_slash_commands_are_prompts_with_their_arguments() {
+    let repo = TempRepo::new();
+    claude_project(&repo);
+    let home = Home::new();
+    write(
+        &home.keel_home(),
+        "commands/standup.md",
+        "---\ndescription: Summarise yesterday\n---\nSummarise the commits since $ARGUMENTS.\n",
+    );
+    for (prompt, sent) in [
+        (
+            "/fix-issue 123",
+            "Fix issue #123 following our coding standards.",
+        ),
+        (
+            "/frontend:component Button label,onClick",
+            "Create a React component named Button with props label,onClick.",
+        ),
+        ("/standup yesterday", "Summarise the commits since yesterday."),
+    ] {
+        let server = anthropic_server(&[text("On it.")]).await;
+        let mut command = home.keel_anthropic(&server);
+        command.current_dir(repo.path()).args(["-p", prompt]);
+        let output = run(command).await;
+        assert!(output.status.success(), "{prompt}: {}", stderr(&output));
+        let bodies = request_bodies(&server).await;
+        let texts = user_texts(&bodies[0]);
+        assert!(texts.contains(sent), "{prompt}: {texts}");
+        assert!(!texts.contains("$ARGUMENTS"), "{prompt}: {texts}");
+    }
+}
+
+#[tokio::test]
+async fn a_repository_s_memory_file_cannot_import_what_lies_outside_it() {
+    let repo = TempRepo::new();
+    let home = Home::new();
+    write(home.path(), ".ssh/id_rsa", "PRIVATE-KEY-MARKER\n");
+    write(home.path(), "outside.txt", "OUTSIDE-MARKER\n");
+    write(home.path(), ".claude/CLAUDE.md", "User rule: be brief.\n");
+    let outside = home.path().join("outside.txt");
+    repo.write(
+        "CLAUDE.md",
+        &format!(
+            "Project rules.\n@~/.ssh/id_rsa\n@{}\n@../outside.txt\n@docs/style.md\n",
+            outside.display()
+        ),
+    );
+    repo.write("docs/style.md", "Style: tabs.\n");
+    std::os::unix::fs::symlink(&outside, repo.path().join("docs/link.md")).unwrap();
+    repo.write("AGENTS.md", "Agents rules.\n@docs/link.md\n");
+    let server = anthropic_server(&[text("Ok.")]).await;
+    let mut command = home.keel_anthropic(&server);
+    command.current_dir(repo.path()).args(["exec", "hello"]);
+    let output = run(command).await;
+    assert!(output.status.success(), "{}", stderr(&output));
+    let request = request_bodies(&server).await[0].to_string();
+    for kept in ["Project rules.", "Agents rules.", "Style: tabs.", "User rule: be brief."] {
+        assert!(request.contains(kept), "{kept}");
+    }
+    assert!(!request.contains("PRIVATE-KEY-MARKER"));
+    assert!(!request.contains("OUTSIDE-MARKER"));
+    // The user is told what was refused.
+    let err = stderr(&output);
+    assert!(err.contains("id_rsa"), "{err}");
+}
