@@ -357,7 +357,9 @@ impl AgentDefinitions {
 
     /// Reads every `<dir>/<name>.md` (not `drafts/`, not README and the like). A file that
     /// cannot be used, or is a symlink to a file outside `<dir>`, is skipped with a warning
-    /// naming it and the problem; a name defined twice keeps the first.
+    /// naming it and the problem; a name defined twice keeps the first. An agent's own
+    /// [`warnings`](AgentDefinition::warnings) (tools keel lacks or does not know) are
+    /// among the warnings too, each naming the agent and its file.
     pub fn discover(dirs: &[PathBuf]) -> (Self, Vec<String>) {
         let mut agents: Vec<AgentDefinition> = Vec::new();
         let mut warnings = Vec::new();
@@ -374,6 +376,15 @@ impl AgentDefinitions {
                     .and_then(|()| AgentDefinition::load(&file));
                 match loaded {
                     Ok(agent) => match agents.iter().find(|a| a.name == agent.name) {
+                        None if !agent.warnings().is_empty() => {
+                            warnings.extend(
+                                agent
+                                    .warnings()
+                                    .iter()
+                                    .map(|warning| format!("{warning} ({})", file.display())),
+                            );
+                            agents.push(agent);
+                        }
                         Some(first) => warnings.push(format!(
                             "agent `{}` in {} skipped: {} defines it first",
                             agent.name,

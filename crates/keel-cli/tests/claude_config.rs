@@ -362,12 +362,18 @@ async fn an_untrusted_claude_project_s_deny_rules_hold_and_its_hooks_do_not_run(
     repo.commit("start");
     let home = Home::new();
     let server = anthropic_server(&[
-        tool_call("t1", "run_command", json!({"command": "cd build && rm out.o"})),
+        tool_call(
+            "t1",
+            "run_command",
+            json!({"command": "cd build && rm out.o"}),
+        ),
         text("Done."),
     ])
     .await;
     let mut command = home.keel_anthropic(&server);
-    command.current_dir(repo.path()).args(["exec", "-y", "tidy up"]);
+    command
+        .current_dir(repo.path())
+        .args(["exec", "-y", "tidy up"]);
     let output = run(command).await;
     assert!(output.status.success(), "{}", stderr(&output));
     assert!(repo.path().join("build/out.o").exists());
@@ -396,7 +402,10 @@ async fn custom_slash_commands_are_prompts_with_their_arguments() {
             "/frontend:component Button label,onClick",
             "Create a React component named Button with props label,onClick.",
         ),
-        ("/standup yesterday", "Summarise the commits since yesterday."),
+        (
+            "/standup yesterday",
+            "Summarise the commits since yesterday.",
+        ),
     ] {
         let server = anthropic_server(&[text("On it.")]).await;
         let mut command = home.keel_anthropic(&server);
@@ -434,7 +443,12 @@ async fn a_repository_s_memory_file_cannot_import_what_lies_outside_it() {
     let output = run(command).await;
     assert!(output.status.success(), "{}", stderr(&output));
     let request = request_bodies(&server).await[0].to_string();
-    for kept in ["Project rules.", "Agents rules.", "Style: tabs.", "User rule: be brief."] {
+    for kept in [
+        "Project rules.",
+        "Agents rules.",
+        "Style: tabs.",
+        "User rule: be brief.",
+    ] {
         assert!(request.contains(kept), "{kept}");
     }
     assert!(!request.contains("PRIVATE-KEY-MARKER"));
