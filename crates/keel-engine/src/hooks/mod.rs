@@ -723,10 +723,78 @@ pub struct HookConfig {
     pub timeout_secs: Option<u64>,
 }
 
+impl HookConfig {
+    /// Checks that every plain tool name the matcher lists (`Bash|Edit|run_command`) names a
+    /// tool: one of `known` (the agent's tools), one of Claude Code's tool names, or an MCP
+    /// tool (`mcp__…`). Alternatives that are patterns (`mcp__github__.*`, `.*`) are not
+    /// checked. A misspelt name (`Bsh`) would otherwise never match, and a guard the user
+    /// relies on would never run.
+    ///
+    /// ```
+    /// use keel_engine::{HookConfig, HookEvent};
+    ///
+    /// let hook = |matcher: &str| HookConfig {
+    ///     event: HookEvent::PreToolUse,
+    ///     matcher: Some(matcher.to_owned()),
+    ///     command: "./check.sh".to_owned(),
+    ///     timeout_secs: None,
+    /// };
+    /// assert!(hook("Bash|Edit|run_command|mcp__gh__.*").check_tools(&["run_command"]).is_ok());
+    /// let error = hook("Bsh|Write").check_tools(&["run_command"]).unwrap_err();
+    /// assert!(error.to_string().contains("`Bsh`"));
+    /// ```
+    pub fn check_tools(&self, known: &[&str]) -> Result<(), HookConfigError> {
+        let Some(matcher) = self
+            .matcher
+            .as_deref()
+            .filter(|_| self.event.is_tool_event())
+        else {
+            return Ok(());
+        };
+        let unknown: Vec<String> = matcher
+            .split('|')
+            .map(str::trim)
+            .filter(|name| {
+                !name.is_empty()
+                    && name
+                        .bytes()
+                        .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
+                    && !known.contains(name)
+                    && keel_tool::claude::resolve(name).is_none()
+                    && !name.starts_with("mcp__")
+            })
+            .map(str::to_owned)
+            .collect();
+        if unknown.is_empty() {
+            return Ok(());
+        }
+        Err(HookConfigError::UnknownTool {
+            hook: format!("{} hook `{}`", self.event, self.command),
+            matcher: matcher.to_owned(),
+            names: unknown,
+        })
+    }
+}
+
 /// A hook configuration that cannot be used.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum HookConfigError {
+    /// The matcher names a tool that does not exist.
+    #[error(
+        "{hook}: its matcher `{matcher}` names {}, which is neither one of the agent's tools, \
+         one of Claude Code's tool names (Bash, Read, Edit, Write, …) nor an MCP tool \
+         (mcp__<server>__<tool>); correct the name",
+        names.iter().map(|name| format!("`{name}`")).collect::<Vec<_>>().join(", ")
+    )]
+    UnknownTool {
+        /// Which hook.
+        hook: String,
+        /// The matcher as written.
+        matcher: String,
+        /// The names no tool has.
+        names: Vec<String>,
+    },
     /// The matcher is not a valid regex.
     #[error("{hook}: invalid matcher regex `{matcher}`: {source}")]
     InvalidMatcher {
