@@ -526,3 +526,40 @@ async fn an_ended_task_is_announced_and_the_model_reacts() {
         .count();
     assert_eq!(notification, 1, "{last:#?}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn custom_commands_and_memory_in_the_repl() {
+    let repo = TempRepo::new();
+    repo.write(
+        ".claude/commands/greet.md",
+        "---\ndescription: Greet someone\nargument-hint: NAME\n---\nSay hello to $ARGUMENTS.\n",
+    );
+    repo.write("CLAUDE.md", "Be brief.\n@docs/style.md\n@~/.ssh/id_rsa\n");
+    repo.write("docs/style.md", "Tabs.\n");
+    let home = Home::new();
+    let server = anthropic_server(&[text("Hello, world.")]).await;
+    let mut command = home.keel_anthropic(&server);
+    command.current_dir(repo.path());
+    let (code, transcript) = blocking(|| {
+        let mut keel = Pty::spawn(command);
+        keel.prompt();
+        keel.send_line("/help");
+        keel.expect("Greet someone");
+        keel.prompt();
+        keel.send_line("/memory");
+        keel.expect("docs/style.md");
+        keel.expect("id_rsa");
+        keel.prompt();
+        keel.send_line("/greet world");
+        keel.expect("Hello, world.");
+        keel.prompt();
+        keel.ctrl_d();
+        keel.wait()
+    });
+    assert_eq!(code, 0, "{transcript}");
+    let bodies = request_bodies(&server).await;
+    assert_eq!(
+        bodies[0]["messages"][0]["content"][0]["text"],
+        "Say hello to world."
+    );
+}
