@@ -21,11 +21,13 @@ fn texts(list: &[&str]) -> Vec<String> {
 }
 
 fn builder(provider: Arc<ScriptedProvider>, dir: &Path, home: &Path) -> CodingAgentBuilder {
-    CodingAgent::builder(provider)
+    let builder = CodingAgent::builder(provider)
         .cwd(dir)
         .home(home)
-        .approver(AllowAll)
-        .snapshots(None)
+        .approver(AllowAll);
+    #[cfg(feature = "snapshots")]
+    let builder = builder.snapshots(None);
+    builder
 }
 
 fn rules(allow: &[&str], ask: &[&str], deny: &[&str]) -> PermissionRules {

@@ -180,7 +180,10 @@ impl Session {
                 tracing::debug!(call = %call.id, %input, "a PreToolUse hook changed the input");
                 call.input = input;
                 effect = self.config.tools().effect(call.as_call());
-                verdict = self.config.permissions().check(&call.name, &call.input, &self.cwd);
+                verdict = self
+                    .config
+                    .permissions()
+                    .check(&call.name, &call.input, &self.cwd);
             }
             Some(report.outcome)
         } else {
