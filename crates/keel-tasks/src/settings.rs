@@ -5,7 +5,7 @@
 
 use std::path::{Path, PathBuf};
 
-use keel_engine::HookConfig;
+use keel_engine::{HookConfig, PermissionError, PermissionRules, RuleTexts};
 use keel_sandbox::SandboxPolicy;
 use serde::{Deserialize, Serialize};
 
@@ -61,10 +61,22 @@ pub struct TaskSettings {
     pub allow_read: Vec<PathBuf>,
     /// Who approves gated calls.
     pub approvals: TaskApprovals,
-    /// Permission allow rules, as written (`run_command(cargo test*)`).
+    /// Permission allow rules, as written (`run_command(cargo test*)`, `Bash(npm test:*)`).
     pub allow_rules: Vec<String>,
+    /// Permission ask rules, as written (`Bash(git push:*)`): calls they match are asked
+    /// about every time, so in a task (nobody to ask) they are refused unless approvals
+    /// allow. Absent from settings recorded by an older keel, which had none.
+    pub ask_rules: Vec<String>,
     /// Permission deny rules, as written.
     pub deny_rules: Vec<String>,
+    /// Where Claude Code's `/path` rule patterns start: the launching session's project root
+    /// (its working directory when its rules had none), so that the task's rules match
+    /// what the session's did wherever the task works. `None` (settings recorded by an older
+    /// keel): the task's working directory.
+    pub project_root: Option<PathBuf>,
+    /// Where `~/path` rule patterns start: the launching session's home directory. `None`:
+    /// the task process's `$HOME`.
+    pub home: Option<PathBuf>,
     /// Command hooks.
     pub hooks: Vec<HookConfig>,
     /// The runner's argument template (`{task}` and `{workdir}` not yet filled in), set by
@@ -91,7 +103,10 @@ impl TaskSettings {
                 "the agent has in-process hooks, which a task's own process cannot run".into(),
             ));
         }
-        let (allow, deny) = policies.permissions().sources();
+        let rules = policies.permissions();
+        // The anchors the session's rules resolve paths from, as they do for the session
+        // (which works in `workspace`): a task working elsewhere must not move them.
+        let context = rules.context(workspace);
         let approvals = if policies.approver().allows_unattended() {
             TaskApprovals::Allow
         } else {
@@ -100,7 +115,8 @@ impl TaskSettings {
         Ok(Self::new(workspace, policies.sandbox().clone())
             .with_allow_read(policies.allow_read().to_vec())
             .with_approvals(approvals)
-            .with_rules(allow, deny)
+            .with_rule_texts(rules.texts())
+            .with_anchors(Some(context.project_root), context.home)
             .with_hooks(hooks.command_configs()))
     }
 
@@ -127,11 +143,73 @@ impl TaskSettings {
         self
     }
 
-    /// The session's permission rules, as written.
+    /// The session's allow and deny rules, as written (no ask rules: see
+    /// [`with_rule_texts`](Self::with_rule_texts)).
     pub fn with_rules(mut self, allow: Vec<String>, deny: Vec<String>) -> Self {
         self.allow_rules = allow;
+        self.ask_rules = Vec::new();
         self.deny_rules = deny;
         self
+    }
+
+    /// The session's allow, ask and deny rules, as written
+    /// ([`PermissionRules::texts`]).
+    pub fn with_rule_texts(mut self, texts: RuleTexts) -> Self {
+        self.allow_rules = texts.allow;
+        self.ask_rules = texts.ask;
+        self.deny_rules = texts.deny;
+        self
+    }
+
+    /// Where the rules' `/path` patterns (`project_root`) and `~/path` patterns (`home`)
+    /// start; `None` leaves them to the task's working directory and `$HOME`.
+    pub fn with_anchors(mut self, project_root: Option<PathBuf>, home: Option<PathBuf>) -> Self {
+        self.project_root = project_root;
+        self.home = home;
+        self
+    }
+
+    /// The rules as written ([`allow_rules`](Self::allow_rules),
+    /// [`ask_rules`](Self::ask_rules), [`deny_rules`](Self::deny_rules)).
+    pub fn rule_texts(&self) -> RuleTexts {
+        RuleTexts {
+            allow: self.allow_rules.clone(),
+            ask: self.ask_rules.clone(),
+            deny: self.deny_rules.clone(),
+        }
+    }
+
+    /// The permission rules the task runs with: its allow, ask and deny rules, with
+    /// `/path` and `~/path` patterns starting where the launching session's did. What
+    /// keel's runner (`keel exec` with `KEEL_TASK_ID`) gives its agent. The first invalid
+    /// rule is the error.
+    ///
+    /// ```
+    /// use keel_engine::RuleTexts;
+    /// use keel_sandbox::SandboxPolicy;
+    /// use keel_tasks::TaskSettings;
+    ///
+    /// let workspace = tempfile::tempdir()?;
+    /// let settings = TaskSettings::new(workspace.path(), SandboxPolicy::default()).with_rule_texts(
+    ///     RuleTexts {
+    ///         ask: vec!["Bash(git push:*)".into()],
+    ///         deny: vec!["Bash(rm:*)".into()],
+    ///         ..RuleTexts::default()
+    ///     },
+    /// );
+    /// let rules = settings.permission_rules()?;
+    /// assert_eq!(rules.ask[0].to_string(), "Bash(git push:*)");
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn permission_rules(&self) -> Result<PermissionRules, PermissionError> {
+        let mut rules = PermissionRules::from_texts(&self.rule_texts())?;
+        if let Some(root) = &self.project_root {
+            rules = rules.with_project_root(root);
+        }
+        if let Some(home) = &self.home {
+            rules = rules.with_home(home);
+        }
+        Ok(rules)
     }
 
     /// The session's command hooks.

@@ -525,6 +525,10 @@ impl CodingAgentBuilder {
         for server in self.mcp_servers {
             tools.add_source(Arc::new(server));
         }
+        // Every rule must name a tool there is: a misspelt one (`Bsah(rm:*)`) would silently
+        // forbid nothing. MCP tools (`mcp__…`) come and go with their servers: any passes.
+        policies.permissions().validate(&tools.names())?;
+        warnings.extend(inert_rule_warnings(policies.permissions()));
 
         let store: Arc<dyn SessionStore> = match self.session_store {
             Some(store) => store,
@@ -574,6 +578,28 @@ impl CodingAgentBuilder {
             snapshots,
         }))
     }
+}
+
+/// One warning for each rule naming a tool of Claude Code's that keel does not have
+/// (`WebFetch(domain:x.com)`): understood, but it matches nothing.
+fn inert_rule_warnings(rules: &PermissionRules) -> Vec<String> {
+    let lists = [
+        ("deny", &rules.deny, "it forbids nothing"),
+        ("ask", &rules.ask, "it asks about nothing"),
+        ("allow", &rules.allow, "it allows nothing"),
+    ];
+    lists
+        .into_iter()
+        .flat_map(|(kind, list, effect)| {
+            list.iter().filter(|rule| rule.is_inert()).map(move |rule| {
+                format!(
+                    "permission {kind} rule {rule} names {}, a Claude Code tool keel does \
+                     not have: it matches nothing ({effect}); remove it or name a keel tool",
+                    rule.tool
+                )
+            })
+        })
+        .collect()
 }
 
 /// The snapshot store of `cwd` under `home` (`None` when snapshots are off), or the warning

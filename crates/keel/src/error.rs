@@ -29,6 +29,10 @@ pub enum BuildError {
         /// Why.
         reason: String,
     },
+    /// A permission rule is invalid or names a tool the agent does not have (`Bsah(rm:*)`,
+    /// `run_comand`): a misspelt rule would silently match nothing.
+    #[error("permission rules: {0}")]
+    Permissions(#[from] keel_engine::PermissionError),
     /// The hooks' configuration is invalid.
     #[error("hooks: {0}")]
     Hooks(#[from] keel_engine::HookConfigError),
