@@ -436,7 +436,7 @@ impl Setup {
         };
         let (rules, hook_configs): (PermissionRules, Vec<HookConfig>) = match &self.task {
             Some(task) => (
-                PermissionRules::parse(&task.allow_rules, &task.deny_rules)
+                task.permission_rules()
                     .map_err(|err| CliError::Run(format!("the task's rules: {err}")))?,
                 task.hooks.clone(),
             ),
@@ -512,7 +512,10 @@ impl Setup {
             builder = builder.cost_budget_usd(budget_usd);
         }
         builder.build().map_err(|err| match err {
-            keel::BuildError::Hooks(err) => usage(format!("{}: [[hooks]]: {err}", config_file())),
+            keel::BuildError::Hooks(err) => usage(format!("{}: hooks: {err}", config_file())),
+            keel::BuildError::Permissions(err) => {
+                usage(format!("{}, flags: permissions: {err}", config_file()))
+            }
             keel::BuildError::WorkingDir { .. } | keel::BuildError::AllowRead { .. } => {
                 usage(err.to_string())
             }

@@ -457,3 +457,32 @@ async fn a_repository_s_memory_file_cannot_import_what_lies_outside_it() {
     let err = stderr(&output);
     assert!(err.contains("id_rsa"), "{err}");
 }
+
+#[tokio::test]
+async fn a_rule_or_matcher_naming_no_tool_stops_keel_in_one_line() {
+    let home = Home::new();
+    let server = anthropic_server(&[text("never asked")]).await;
+    for (settings, names) in [
+        (r#"{"permissions": {"deny": ["Bsah(rm:*)"]}}"#, "Bsah"),
+        (
+            r#"{"hooks": {"PreToolUse": [{"matcher": "Bash|Wrte", "hooks": [{"type": "command", "command": "true"}]}]}}"#,
+            "`Wrte`",
+        ),
+    ] {
+        let repo = TempRepo::new();
+        write(&repo.path(), ".claude/settings.json", settings);
+        let mut command = home.keel_anthropic(&server);
+        command
+            .current_dir(repo.path())
+            .args(["exec", "--trust-project", "hi"]);
+        let output = run(command).await;
+        assert_eq!(output.status.code(), Some(2), "{}", stderr(&output));
+        let err = stderr(&output);
+        assert_eq!(err.trim().lines().count(), 1, "{err}");
+        assert!(
+            err.contains(names) && err.contains("settings.json"),
+            "{err}"
+        );
+    }
+    assert!(request_bodies(&server).await.is_empty());
+}

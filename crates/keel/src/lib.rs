@@ -66,7 +66,7 @@ mod protected;
 mod tasks;
 
 pub use agent::{CodingAgent, RunEvent, TASKS_ENDED_PROMPT};
-pub use builder::CodingAgentBuilder;
+pub use builder::{CodingAgentBuilder, KEEL_TOOLS};
 pub use delegates::Delegates;
 pub use error::BuildError;
 pub use home::{Home, home_dir, home_dir_from, user_home_dir, user_memory_files};

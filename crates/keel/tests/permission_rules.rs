@@ -157,3 +157,41 @@ async fn a_claude_deny_rule_refuses_the_models_command() {
     assert!(results[0].1, "{results:?}");
     assert!(results[0].0.contains("Bash(rm:*)"), "{}", results[0].0);
 }
+
+#[test]
+fn keel_tools_names_every_tool_of_a_full_agent() {
+    let dir = tempfile::tempdir().unwrap();
+    let home = tempfile::tempdir().unwrap();
+    let provider = Arc::new(ScriptedProvider::new());
+    let agent = builder(provider, dir.path(), home.path()).build().unwrap();
+    for name in agent.agent().tools().names() {
+        assert!(keel::KEEL_TOOLS.contains(&name), "{name}");
+    }
+}
+
+#[test]
+fn a_hook_matcher_naming_no_tool_stops_the_build_naming_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let home = tempfile::tempdir().unwrap();
+    let hook = |matcher: &str| keel::engine::HookConfig {
+        event: keel::engine::HookEvent::PreToolUse,
+        matcher: Some(matcher.to_owned()),
+        command: "true".to_owned(),
+        timeout_secs: None,
+    };
+    let provider = Arc::new(ScriptedProvider::new());
+    let error = builder(provider.clone(), dir.path(), home.path())
+        .hook_configs(vec![hook("Bash|Wrte")])
+        .build()
+        .err()
+        .unwrap()
+        .to_string();
+    assert!(error.contains("`Wrte`"), "{error}");
+    // Claude's names, keel's, patterns and MCP tools are fine.
+    builder(provider, dir.path(), home.path())
+        .hook_configs(vec![hook(
+            "Bash|Edit|write_file|spawn_agent|mcp__gh__.*|.*",
+        )])
+        .build()
+        .unwrap();
+}
