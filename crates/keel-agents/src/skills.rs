@@ -12,10 +12,12 @@
 //! project's only when the person trusts the project), calls its `allowed-tools` rules cover
 //! run without asking for the rest of that session. Claude Code honours them "while the skill
 //! is active"; keel has no end to a skill's use, so the session is the honest equivalent (a
-//! new session, `/clear` included, starts without). Deny rules, ask rules, hooks that ask or
-//! refuse, protected paths (`.git`, configuration) and read-only modes still win, and a
-//! sub-agent's session is granted nothing by its parent's skills. An entry that is not a
-//! permission rule is ignored with a warning ([`SkillGrants::check`]).
+//! new session, `/clear` included, starts without; grants are kept in memory, so a session
+//! resumed by another process starts without too). Deny rules, ask rules, hooks that ask or
+//! refuse, protected paths (`.git`, configuration) and read-only modes still win. A
+//! sub-agent's session is granted nothing by its parent's skills, nor by the skills it uses or
+//! preloads itself (its `use_skill` records nothing). An entry that is not a permission rule
+//! is ignored with a warning ([`SkillGrants::check`]).
 //! Front matter is optional:
 //!
 //! ```markdown

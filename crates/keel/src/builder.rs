@@ -3,9 +3,9 @@
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use keel_agents::{GrantingApprover, Policies, SkillGrants, SkillIndex};
 #[cfg(feature = "delegation")]
 use keel_agents::{CodeTool, Delegation, Models};
+use keel_agents::{GrantingApprover, Policies, SkillGrants, SkillIndex};
 use keel_engine::{
     Agent, Approver, DEFAULT_MAX_ITERATIONS, DenyGated, HookConfig, Hooks, JsonlSessionStore,
     MemoryReport, MemorySources, PermissionRules, RuleContext, SessionStore, system_prompt,

@@ -120,7 +120,9 @@ impl Delegates {
             tools.register(RunTeamTool::new(self.runner.clone(), self.teams.clone()))?;
         }
         if self.skills_on {
-            tools.register(UseSkillTool::new(self.skills.clone()).with_grants(self.grants.clone()))?;
+            tools.register(
+                UseSkillTool::new(self.skills.clone()).with_grants(self.grants.clone()),
+            )?;
         }
         #[cfg(feature = "tasks")]
         if let Some(launcher) = &self.tasks {

@@ -174,7 +174,10 @@ async fn a_user_skill_grants_its_allowed_tools_to_the_session_after_it_is_used()
         .build()
         .unwrap();
     assert!(
-        agent.warnings().iter().all(|w| !w.contains("allowed-tools")),
+        agent
+            .warnings()
+            .iter()
+            .all(|w| !w.contains("allowed-tools")),
         "{:?}",
         agent.warnings()
     );
@@ -344,12 +347,8 @@ async fn an_ask_rule_still_asks_after_the_grant() {
         ..RuleTexts::default()
     })
     .unwrap();
-    let (_, loaded, after, asked) = use_then_print(
-        &setup,
-        |b| b.permissions(rules),
-        Asker::about_changes(),
-    )
-    .await;
+    let (_, loaded, after, asked) =
+        use_then_print(&setup, |b| b.permissions(rules), Asker::about_changes()).await;
     assert!(loaded.contains("run without asking"), "{loaded}");
     assert!(after.1 && after.0.contains("denied"), "{after:?}");
     assert_eq!(asked, [PRINT]);
@@ -385,8 +384,7 @@ async fn an_allowed_tools_entry_that_is_not_a_rule_is_ignored_with_a_warning() {
         "---\nname: py\ndescription: Runs Python snippets.\n\
          allowed-tools: Bash(python3:*), Bash(unclosed\n---\nRun python3.\n",
     );
-    let (warnings, loaded, after, _) =
-        use_then_print(&setup, |b| b, Asker::about_changes()).await;
+    let (warnings, loaded, after, _) = use_then_print(&setup, |b| b, Asker::about_changes()).await;
     assert!(
         warnings
             .iter()
