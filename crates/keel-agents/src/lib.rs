@@ -111,7 +111,9 @@ pub use project::STATUS_MAX_TRACKED;
 pub use project::{project_context, project_context_from, project_root};
 #[cfg(feature = "delegation")]
 pub use run::{CallRecord, RunReport, run_reporting, run_to_end};
-pub use skills::{SkillIndex, SkillSummary, UseSkillArgs, UseSkillTool};
+pub use skills::{
+    Activation, GrantingApprover, SkillGrants, SkillIndex, SkillSummary, UseSkillArgs, UseSkillTool,
+};
 #[cfg(feature = "delegation")]
 pub use subagents::{
     AgentDefinition, AgentDefinitions, ExtraTools, PermissionMode, SpawnAgentArgs, SpawnAgentTool,

@@ -5,8 +5,19 @@
 //! `<dir>/<name>.md`, in `.keel/skills/` and `.claude/skills/` of the project, in
 //! `$KEEL_HOME/skills/` and (with [`SkillIndex::standard_dirs_with_claude`]) in Claude Code's
 //! `~/.claude/skills/`, searched in that order: the first folder to define a name wins.
-//! Claude Code's `allowed-tools` is read and exposed ([`SkillSummary::allowed_tools`]), never
-//! granted by keel-agents itself.
+//! Claude Code's `allowed-tools` is read and exposed ([`SkillSummary::allowed_tools`]) and
+//! granted only as the host says: with [`SkillGrants`] given to
+//! [`UseSkillTool::with_grants`] and the host's approver wrapped in a [`GrantingApprover`],
+//! once a session has used a skill from a folder the host trusts (the user's own; the
+//! project's only when the person trusts the project), calls its `allowed-tools` rules cover
+//! run without asking for the rest of that session. Claude Code honours them "while the skill
+//! is active"; keel has no end to a skill's use, so the session is the honest equivalent (a
+//! new session, `/clear` included, starts without; grants are kept in memory, so a session
+//! resumed by another process starts without too). Deny rules, ask rules, hooks that ask or
+//! refuse, protected paths (`.git`, configuration) and read-only modes still win. A
+//! sub-agent's session is granted nothing by its parent's skills, nor by the skills it uses or
+//! preloads itself (its `use_skill` records nothing). An entry that is not a permission rule
+//! is ignored with a warning ([`SkillGrants::check`]).
 //! Front matter is optional:
 //!
 //! ```markdown
@@ -26,6 +37,7 @@
 //! checked again when it is loaded. Indexing reads only the front matter (or up to the end of the first paragraph);
 //! [`SkillIndex::load`] reads a body the first time it is asked for and keeps it.
 
+mod grants;
 mod scan;
 mod tool;
 
@@ -37,6 +49,7 @@ use std::sync::{Mutex, MutexGuard, PoisonError};
 use crate::error::AgentsError;
 use crate::frontmatter;
 
+pub use grants::{Activation, GrantingApprover, SkillGrants};
 pub use tool::{UseSkillArgs, UseSkillTool};
 
 /// What the index knows of a skill before it is used.
@@ -75,11 +88,12 @@ impl SkillSummary {
     /// Claude Code lets the skill use without asking while it is in use. `None` when the
     /// skill names none.
     ///
-    /// keel grants nothing by itself: the host decides. A skill from a project's folder (see
-    /// [`skills_dir`](Self::skills_dir)) is the repository's word, so its `allowed-tools`
-    /// should be honoured only when the person trusts the project; a user's own skills
-    /// (`$KEEL_HOME/skills`, `~/.claude/skills`) are theirs. `use_skill` reports the list in
-    /// its result's metadata (`allowed_tools`).
+    /// keel grants nothing by itself: the host decides ([`SkillGrants`]). A skill from a
+    /// project's folder (see [`skills_dir`](Self::skills_dir)) is the repository's word, so
+    /// its `allowed-tools` should be honoured only when the person trusts the project; a
+    /// user's own skills (`$KEEL_HOME/skills`, `~/.claude/skills`) are theirs. `use_skill`
+    /// reports the list in its result's metadata (`allowed_tools`), with what it granted
+    /// (`granted`) and why not (`notes`).
     pub fn allowed_tools(&self) -> Option<&[String]> {
         self.allowed_tools.as_deref()
     }

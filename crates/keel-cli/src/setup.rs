@@ -96,6 +96,9 @@ pub(crate) struct Setup {
     pub model: String,
     /// Approvals.
     pub approvals: ApprovalMode,
+    /// Whether the user trusts the project (recorded, or `--trust-project`), even one that
+    /// has no config file: its skills' `allowed-tools` grant only then.
+    pub project_trusted: bool,
     /// The approval mode sessions start in: `approvals`, or Claude Code's `defaultMode`
     /// (`acceptEdits`, `plan`) when only a settings file chose it.
     pub live_mode: LiveMode,
@@ -324,6 +327,15 @@ impl Setup {
             Some(default) if !chosen_elsewhere => default,
             _ => LiveMode::of(approvals),
         };
+        let project_trusted = options.trust_project
+            || match &config.project {
+                Some(project) => project.trust.grants(),
+                None => {
+                    let dir = config::project::locate(&cwd);
+                    let hash = config::project::config_hash(&dir);
+                    config::Trust::of(&dir, &hash, &config.projects).grants()
+                }
+            };
         let notices: Vec<String> = config
             .project
             .as_ref()
@@ -347,6 +359,7 @@ impl Setup {
             model,
             approvals,
             live_mode,
+            project_trusted,
             max_iterations,
             store,
             allow_read,
@@ -481,6 +494,8 @@ impl Setup {
             )
             .background_tasks(Some(self.background_tasks()?))
             .mcp_servers(self.mcp_servers.iter().cloned());
+        // A project's skills grant their `allowed-tools` only when the user trusts it.
+        builder = builder.trust_project_skills(self.project_trusted);
         // Claude Code's user folder: its agents and skills (`~/.claude/CLAUDE.md` is read
         // from the user's home, $HOME by default).
         if let Some(claude) = keel_agents::claude_user_dir() {

@@ -486,3 +486,49 @@ async fn a_rule_or_matcher_naming_no_tool_stops_keel_in_one_line() {
     }
     assert!(request_bodies(&server).await.is_empty());
 }
+
+#[tokio::test]
+async fn a_project_skill_s_allowed_tools_grant_only_in_a_trusted_project() {
+    for trusted in [false, true] {
+        let repo = TempRepo::new();
+        write(
+            &repo.path(),
+            ".claude/skills/zen/SKILL.md",
+            "---\nname: zen\ndescription: Print the Zen of Python\nallowed-tools: Bash(python3:*)\n---\nRun python3 -c 'import this'.\n",
+        );
+        let home = Home::new();
+        let server = anthropic_server(&[
+            tool_call("t1", "use_skill", json!({"name": "zen"})),
+            // Overwriting a file is asked about: headless, refused unless granted.
+            tool_call(
+                "t2",
+                "run_command",
+                json!({"command": "python3 -c 'import this' > zen.txt"}),
+            ),
+            text("Done."),
+        ])
+        .await;
+        write(&repo.path(), "zen.txt", "keep\n");
+        let mut command = home.keel_anthropic(&server);
+        command.current_dir(repo.path()).arg("exec");
+        if trusted {
+            command.arg("--trust-project");
+        }
+        command.arg("zen");
+        let output = run(command).await;
+        assert!(output.status.success(), "{}", stderr(&output));
+        let zen = std::fs::read_to_string(repo.path().join("zen.txt")).unwrap();
+        assert_eq!(
+            zen.contains("Beautiful is better than ugly"),
+            trusted,
+            "trusted: {trusted}: {zen}"
+        );
+        let bodies = request_bodies(&server).await;
+        let results = tool_results(&bodies[1]);
+        assert_eq!(
+            results[0].contains("are ignored: it is the project's"),
+            !trusted,
+            "{results:?}"
+        );
+    }
+}

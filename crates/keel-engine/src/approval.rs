@@ -207,6 +207,19 @@ pub trait Approver: Send + Sync {
     fn asks_about_changes(&self) -> bool {
         false
     }
+
+    /// Whether session `session_id` holds a standing grant that lets this call run without
+    /// asking (a skill's `allowed-tools` the host honours, say). The gate asks it just before
+    /// it would ask [`approve`](Self::approve), and only for a call asked about because of
+    /// what it would do (a destructive call, or any change while
+    /// [`asks_about_changes`](Self::asks_about_changes)): never for a protected call, one an
+    /// ask rule matches or one a hook asks about, which are always put to the approver; deny
+    /// rules, hooks' refusals and [`refuses_changes`](Self::refuses_changes) are decided
+    /// before. `true` runs the call: no approval event, no notification, no question.
+    /// Default `false`.
+    fn grants(&self, _session_id: &str, _request: &ApprovalRequest) -> bool {
+        false
+    }
 }
 
 /// A shared approver approves as the one it holds: a host hands the same approver to an agent
@@ -231,6 +244,10 @@ impl<A: Approver + ?Sized> Approver for Arc<A> {
 
     fn asks_about_changes(&self) -> bool {
         (**self).asks_about_changes()
+    }
+
+    fn grants(&self, session_id: &str, request: &ApprovalRequest) -> bool {
+        (**self).grants(session_id, request)
     }
 }
 

@@ -3,12 +3,12 @@
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use keel_agents::Policies;
 #[cfg(feature = "delegation")]
 use keel_agents::{CodeTool, Delegation, Models};
+use keel_agents::{GrantingApprover, Policies, SkillGrants, SkillIndex};
 use keel_engine::{
     Agent, Approver, DEFAULT_MAX_ITERATIONS, DenyGated, HookConfig, Hooks, JsonlSessionStore,
-    MemoryReport, MemorySources, PermissionRules, SessionStore, system_prompt,
+    MemoryReport, MemorySources, PermissionRules, RuleContext, SessionStore, system_prompt,
 };
 use keel_provider::Provider;
 use keel_sandbox::{PathSandbox, SandboxPolicy, default_tools};
@@ -85,6 +85,8 @@ pub struct CodingAgentBuilder {
     append_system_prompt: Option<String>,
     delegation: bool,
     skills: bool,
+    /// Whether the project's skills' `allowed-tools` are honoured.
+    trust_project_skills: bool,
     session_store: Option<Arc<dyn SessionStore>>,
     #[cfg(feature = "snapshots")]
     snapshots: Option<keel_snapshot::SnapshotLimits>,
@@ -132,6 +134,7 @@ impl CodingAgentBuilder {
             append_system_prompt: None,
             delegation: true,
             skills: true,
+            trust_project_skills: false,
             session_store: None,
             #[cfg(feature = "snapshots")]
             snapshots: Some(keel_snapshot::SnapshotLimits::default()),
@@ -319,6 +322,20 @@ impl CodingAgentBuilder {
         self
     }
 
+    /// Whether the `allowed-tools` of the project's skills (`.keel/skills`, `.claude/skills`
+    /// in the repository) are honoured: say `true` only when the person trusts the project
+    /// (default `false`). Skills grant their `allowed-tools` to the session that uses them,
+    /// for the rest of it: calls those rules cover run without asking (see
+    /// [`keel_agents::SkillGrants`]); deny and ask rules, hooks, protected paths and read-only
+    /// modes still win. The user's own skills (`$KEEL_HOME/skills`, `~/.claude/skills`) are
+    /// always honoured; an untrusted project's skills grant nothing, with a warning naming
+    /// them in [`CodingAgent::warnings`].
+    #[must_use]
+    pub fn trust_project_skills(mut self, trusted: bool) -> Self {
+        self.trust_project_skills = trusted;
+        self
+    }
+
     /// Where sessions are saved (default: JSONL files under `<home>/sessions`).
     #[must_use]
     pub fn session_store(mut self, store: Arc<dyn SessionStore>) -> Self {
@@ -436,8 +453,26 @@ impl CodingAgentBuilder {
             &self.hook_configs,
             Arc::new(keel_sandbox::ProcessGroupRunner),
         )?);
+        // Skills' allowed-tools: the user's skills folders are trusted, the project's only
+        // when the host says the project is.
+        let mut trusted_skills = vec![Home(&home).skills()];
+        trusted_skills.extend(self.claude_home.as_ref().map(|dir| dir.join("skills")));
+        if self.trust_project_skills {
+            trusted_skills.extend(SkillIndex::standard_dirs(&root, None));
+        }
+        let user_home = self.user_home.clone().or_else(crate::user_home_dir);
+        let grants = Arc::new(SkillGrants::new(
+            &trusted_skills,
+            RuleContext {
+                cwd: cwd.clone(),
+                project_root: root.clone(),
+                home: user_home.clone(),
+            },
+        ));
+        let approver: Arc<dyn Approver> =
+            Arc::new(GrantingApprover::new(self.approver, grants.clone()));
         let policies = Policies::new(policy)
-            .with_approver(self.approver)
+            .with_approver(approver)
             .with_permissions(self.permissions)
             .with_hooks(hooks)
             .with_allow_read(allow_read);
@@ -455,7 +490,6 @@ impl CodingAgentBuilder {
             None
         });
 
-        let user_home = self.user_home.clone().or_else(crate::user_home_dir);
         let user_memory = crate::user_memory_files(&home, user_home.as_deref());
         let context = keel_agents::project_context_from(&MemorySources {
             user_files: user_memory.clone(),
@@ -491,6 +525,7 @@ impl CodingAgentBuilder {
                 &home,
                 self.claude_home.as_deref(),
                 skills,
+                grants,
                 &mut warnings,
             );
             (delegates.register(base)?, Some(Arc::new(delegates)))
@@ -517,6 +552,7 @@ impl CodingAgentBuilder {
                 &base,
                 delegation,
                 skills,
+                grants,
                 #[cfg(feature = "tasks")]
                 tasks,
                 self.agents,

@@ -10,7 +10,7 @@ use keel_agents::{
     AgentDefinitions, CodeTool, Delegation, RunTeamTool, SpawnAgentTool, SubAgentLimits,
     SubAgentRunner, TeamDefinitions,
 };
-use keel_agents::{SkillIndex, UseSkillTool};
+use keel_agents::{SkillGrants, SkillIndex, UseSkillTool};
 use keel_tool::{RegistryError, ToolRegistry};
 
 #[cfg(feature = "tasks")]
@@ -26,14 +26,16 @@ pub struct Delegates {
     teams: Arc<TeamDefinitions>,
     skills: Arc<SkillIndex>,
     skills_on: bool,
+    grants: Arc<SkillGrants>,
     #[cfg(feature = "tasks")]
     tasks: Option<TaskLauncher>,
 }
 
 impl Delegates {
     /// Finds the definitions of the project at `root` and of the user (`keel_home`); sub-agents
-    /// get at most `base`, the main agent's own tools. Definitions skipped are added to
-    /// `warnings`, each naming its file and the problem.
+    /// get at most `base`, the main agent's own tools; `use_skill` records the skills' grants
+    /// in `grants`. Definitions skipped, and skills' `allowed-tools` not honoured, are added
+    /// to `warnings`, each naming its file or skill and the problem.
     // Each argument is one of the builder's settings, several only with some features.
     #[allow(clippy::too_many_arguments)]
     pub(crate) fn discover(
@@ -43,6 +45,7 @@ impl Delegates {
         #[cfg(feature = "delegation")] base: &ToolRegistry,
         #[cfg(feature = "delegation")] delegation: Delegation,
         skills: bool,
+        grants: Arc<SkillGrants>,
         #[cfg(feature = "tasks")] tasks: Option<(TaskLauncher, Vec<String>)>,
         #[cfg(feature = "delegation")] extra_agents: Vec<keel_agents::AgentDefinition>,
         warnings: &mut Vec<String>,
@@ -68,6 +71,7 @@ impl Delegates {
                 claude_home,
             ));
             warnings.extend(more);
+            warnings.extend(grants.check(&skills));
             skills
         } else {
             SkillIndex::default()
@@ -96,6 +100,7 @@ impl Delegates {
             teams: Arc::new(teams),
             skills,
             skills_on,
+            grants,
             #[cfg(feature = "tasks")]
             tasks,
         }
@@ -115,7 +120,9 @@ impl Delegates {
             tools.register(RunTeamTool::new(self.runner.clone(), self.teams.clone()))?;
         }
         if self.skills_on {
-            tools.register(UseSkillTool::new(self.skills.clone()))?;
+            tools.register(
+                UseSkillTool::new(self.skills.clone()).with_grants(self.grants.clone()),
+            )?;
         }
         #[cfg(feature = "tasks")]
         if let Some(launcher) = &self.tasks {
@@ -139,6 +146,11 @@ impl Delegates {
     /// The skills.
     pub fn skills(&self) -> &Arc<SkillIndex> {
         &self.skills
+    }
+
+    /// The rules each session was granted by the skills it used (their `allowed-tools`).
+    pub fn skill_grants(&self) -> &Arc<SkillGrants> {
+        &self.grants
     }
 
     /// The background tasks, when they are on.

@@ -8,7 +8,7 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::json;
 
-use super::SkillIndex;
+use super::{SkillGrants, SkillIndex};
 
 /// The tool's description: nothing in it depends on which skills exist, so the tool
 /// definitions stay the same from session to session (and cacheable).
@@ -26,15 +26,32 @@ pub struct UseSkillArgs {
 
 /// `use_skill { name }`: returns a skill's instructions, under a `# Skill: <name>` line. An
 /// unknown name is an error result listing the skills there are. Read-only.
+///
+/// With [`SkillGrants`] ([`with_grants`](Self::with_grants)), using a skill grants its
+/// `allowed-tools` to the session for the rest of it ([`SkillGrants::activate`]); the result
+/// says what was granted, or why nothing was.
 #[derive(Debug, Clone)]
 pub struct UseSkillTool {
     index: Arc<SkillIndex>,
+    grants: Option<Arc<SkillGrants>>,
 }
 
 impl UseSkillTool {
-    /// The tool over `index`.
+    /// The tool over `index`; it grants nothing.
     pub fn new(index: Arc<SkillIndex>) -> Self {
-        Self { index }
+        Self {
+            index,
+            grants: None,
+        }
+    }
+
+    /// Records the `allowed-tools` of each skill used in `grants`, for the session that used
+    /// it (the skill as `index` read it from its file, looked up by name: nothing the model
+    /// writes is a rule).
+    #[must_use]
+    pub fn with_grants(mut self, grants: Arc<SkillGrants>) -> Self {
+        self.grants = Some(grants);
+        self
     }
 
     /// The skills it serves.
@@ -78,7 +95,7 @@ impl Tool for UseSkillTool {
         Effect::ReadOnly
     }
 
-    async fn call(&self, args: UseSkillArgs, _ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
+    async fn call(&self, args: UseSkillArgs, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
         let name = self.resolve(&args.name);
         let index = Arc::clone(&self.index);
         let body = if index.is_loaded(&name) {
@@ -102,6 +119,21 @@ impl Tool for UseSkillTool {
                 folder.display()
             );
         }
+        let activation = self
+            .grants
+            .as_ref()
+            .map(|grants| grants.activate(ctx.session_id(), skill))
+            .unwrap_or_default();
+        if !activation.granted.is_empty() {
+            let _ = writeln!(
+                content,
+                "(For the rest of this session these run without asking for approval: {}.)",
+                activation.granted.join(", ")
+            );
+        }
+        for note in &activation.notes {
+            let _ = writeln!(content, "(Note: {note}.)");
+        }
         content.push('\n');
         if body.is_empty() {
             content.push_str("(This skill has no instructions beyond its description.)\n");
@@ -113,6 +145,8 @@ impl Tool for UseSkillTool {
             "skill": name,
             "path": skill.path.display().to_string(),
             "allowed_tools": skill.allowed_tools(),
+            "granted": activation.granted,
+            "notes": activation.notes,
         })))
     }
 }

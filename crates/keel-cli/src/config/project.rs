@@ -48,17 +48,22 @@ pub(crate) fn locate(cwd: &Path) -> PathBuf {
 }
 
 /// The hash the trust of the project in `dir` is pinned to, as `sha256:<hex>`: SHA-256 over
-/// each power file's name and content (or its absence), and over the content of every file
+/// each power file's name and content (or its absence), over the content of every file
 /// inside the project its hooks and task runners name (so a pull that changes a trusted
-/// hook's script makes the project untrusted again, like an edit of its config).
+/// hook's script makes the project untrusted again, like an edit of its config), and over its
+/// skill files (whose `allowed-tools` a trusted project's skills grant).
 pub(crate) fn config_hash(dir: &Path) -> String {
     let mut hasher = Sha256::new();
     let scripts = referenced_files(dir, &[dir], &commands_in_config(dir));
-    let names = POWER_FILES.iter().map(|name| PathBuf::from(*name)).chain(
-        scripts
-            .iter()
-            .filter_map(|path| path.strip_prefix(dir).ok().map(Path::to_path_buf)),
-    );
+    let names = POWER_FILES
+        .iter()
+        .map(|name| PathBuf::from(*name))
+        .chain(
+            scripts
+                .iter()
+                .filter_map(|path| path.strip_prefix(dir).ok().map(Path::to_path_buf)),
+        )
+        .chain(skill_files(dir));
     for name in names {
         hasher.update(name.as_os_str().as_encoded_bytes());
         hasher.update([0]);
@@ -78,6 +83,34 @@ pub(crate) fn config_hash(dir: &Path) -> String {
     let digest = hasher.finalize();
     let hex: String = digest.iter().map(|byte| format!("{byte:02x}")).collect();
     format!("sha256:{hex}")
+}
+
+/// The project's skill files (`.keel/skills/<name>.md`, `<dir>/<name>/SKILL.md` under
+/// `.keel/skills` and `.claude/skills`), relative to `dir`, sorted: a trusted project's skills
+/// may grant tools (their `allowed-tools`), so an edit of one, by the model too, makes the
+/// project untrusted again like an edit of its config.
+fn skill_files(dir: &Path) -> Vec<PathBuf> {
+    let mut files = Vec::new();
+    for folder in [".keel/skills", ".claude/skills"] {
+        let Ok(entries) = std::fs::read_dir(dir.join(folder)) else {
+            continue;
+        };
+        for entry in entries.flatten() {
+            let name = PathBuf::from(folder).join(entry.file_name());
+            let Ok(kind) = entry.file_type() else { continue };
+            if kind.is_dir() {
+                for skill in ["SKILL.md", "skill.md"] {
+                    if dir.join(&name).join(skill).is_file() {
+                        files.push(name.join(skill));
+                    }
+                }
+            } else if name.extension().is_some_and(|ext| ext == "md") {
+                files.push(name);
+            }
+        }
+    }
+    files.sort();
+    files
 }
 
 /// The file's bytes, `None` when it does not exist.
@@ -294,6 +327,30 @@ mod tests {
             "the hook's script changed"
         );
         assert!(two.starts_with("sha256:") && two.len() == 7 + 64, "{two}");
+        // So does a skill (its allowed-tools grant tools), by the model too, and a new one.
+        let skill = dir.path().join(".claude/skills/py/SKILL.md");
+        std::fs::create_dir_all(skill.parent().unwrap()).unwrap();
+        let before = config_hash(dir.path());
+        std::fs::write(&skill, "---
+name: py
+allowed-tools: Read
+---
+x
+").unwrap();
+        let with_skill = config_hash(dir.path());
+        assert_ne!(before, with_skill, "a new skill");
+        std::fs::write(&skill, "---
+name: py
+allowed-tools: Bash
+---
+x
+").unwrap();
+        assert_ne!(with_skill, config_hash(dir.path()), "an edited skill");
+        let before = config_hash(dir.path());
+        std::fs::create_dir_all(dir.path().join(".keel/skills")).unwrap();
+        std::fs::write(dir.path().join(".keel/skills/release.md"), "x
+").unwrap();
+        assert_ne!(before, config_hash(dir.path()), "a file skill");
     }
 
     #[test]

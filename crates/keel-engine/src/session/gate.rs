@@ -53,10 +53,14 @@ pub(super) enum GateDecision {
     /// Do not run it: answer the model with this error text.
     Refuse(String),
     /// Ask the approver, for this reason; an "always" answer covers `scope` if `remember`.
+    /// `grantable`: the question comes only from what the call would do (not a protected
+    /// call, an ask rule or a hook), so a standing grant
+    /// ([`Approver::grants`](crate::Approver::grants)) may answer it.
     Ask {
         reason: String,
         scope: ApprovalScope,
         remember: bool,
+        grantable: bool,
     },
 }
 
@@ -69,7 +73,8 @@ pub(super) enum GateDecision {
 /// so is a call an ask rule matches ([`Verdict::AskRule`]). Otherwise a hook's `allow` or an allow rule (unless a hook asks) runs the call; a
 /// destructive call, or one a hook asks about (or, when the approver asks about changes, any
 /// call that is not read-only), is asked about unless its scope was answered "always";
-/// anything else runs.
+/// anything else runs. A question that comes only from the call's effect (no protected call,
+/// ask rule or hook behind it) is `grantable`: a standing grant of the session may answer it.
 pub(super) fn decide(gate: GateInput<'_>) -> GateDecision {
     let read_only = gate.effect.is_read_only();
     let protected = matches!(gate.effect, Effect::Protected { .. });
@@ -136,6 +141,7 @@ pub(super) fn decide(gate: GateInput<'_>) -> GateDecision {
         reason,
         scope,
         remember: !always_ask,
+        grantable: !always_ask && !must_ask,
     }
 }
 
@@ -200,7 +206,7 @@ impl Session {
             refuses_changes: refuses_changes.as_deref(),
             asks_about_changes: self.config.approver().asks_about_changes(),
         });
-        let (reason, scope, remember) = match decision {
+        let (reason, scope, remember, grantable) = match decision {
             GateDecision::Run { read_only } => return Plan::Run { read_only },
             GateDecision::Refuse(text) => {
                 return self.answer(call, ToolOutput::error(text), sink);
@@ -209,8 +215,22 @@ impl Session {
                 reason,
                 scope,
                 remember,
-            } => (reason, scope, remember),
+                grantable,
+            } => (reason, scope, remember, grantable),
         };
+        let request = ApprovalRequest {
+            call_id: call.id.clone(),
+            tool: call.name.clone(),
+            input: call.input.clone(),
+            effect,
+            reason,
+            scope,
+        };
+        // A standing grant of this session (a skill's allowed tools) answers for the person.
+        if grantable && self.config.approver().grants(&self.id, &request) {
+            tracing::debug!(call = %call.id, tool = %call.name, "run by a standing grant");
+            return Plan::Run { read_only: false };
+        }
         if self.config.hooks().handles(HookEvent::Notification) {
             let tool = keel_tool::claude::claude_name(&call.name).unwrap_or(&call.name);
             let input = HookInput::notification(
@@ -231,17 +251,9 @@ impl Session {
                 id: call.id.clone(),
                 name: call.name.clone(),
                 input: call.input.clone(),
-                reason: reason.clone(),
+                reason: request.reason.clone(),
             },
         );
-        let request = ApprovalRequest {
-            call_id: call.id.clone(),
-            tool: call.name.clone(),
-            input: call.input.clone(),
-            effect,
-            reason,
-            scope,
-        };
         let decision = tokio::select! {
             biased;
             () = cancel.cancelled() => Decision::Cancel,
@@ -334,11 +346,24 @@ mod tests {
         GateDecision::Refuse(text.into())
     }
 
+    /// A question; one that may be remembered comes from the call's effect alone, so a
+    /// standing grant may answer it too.
     fn ask(reason: &str, remember: bool) -> GateDecision {
         GateDecision::Ask {
             reason: reason.into(),
             scope: ApprovalScope::of("run_command", &input()),
             remember,
+            grantable: remember,
+        }
+    }
+
+    /// A question a hook asks: remembered if answered "always", never answered by a grant.
+    fn hook_ask(reason: &str) -> GateDecision {
+        GateDecision::Ask {
+            reason: reason.into(),
+            scope: ApprovalScope::of("run_command", &input()),
+            remember: true,
+            grantable: false,
         }
     }
 
@@ -417,7 +442,14 @@ mod tests {
                 allow_rule(),
                 Some(hook(Ask)),
                 false,
-                ask("a hook asks for approval", true),
+                hook_ask("a hook asks for approval"),
+            ),
+            (
+                destructive(),
+                Verdict::Ask,
+                Some(hook(Ask)),
+                false,
+                hook_ask("deletes files"),
             ),
             (
                 Effect::Mutating,
