@@ -97,7 +97,9 @@ fn skill_files(dir: &Path) -> Vec<PathBuf> {
         };
         for entry in entries.flatten() {
             let name = PathBuf::from(folder).join(entry.file_name());
-            let Ok(kind) = entry.file_type() else { continue };
+            let Ok(kind) = entry.file_type() else {
+                continue;
+            };
             if kind.is_dir() {
                 for skill in ["SKILL.md", "skill.md"] {
                     if dir.join(&name).join(skill).is_file() {
@@ -331,25 +333,14 @@ mod tests {
         let skill = dir.path().join(".claude/skills/py/SKILL.md");
         std::fs::create_dir_all(skill.parent().unwrap()).unwrap();
         let before = config_hash(dir.path());
-        std::fs::write(&skill, "---
-name: py
-allowed-tools: Read
----
-x
-").unwrap();
+        std::fs::write(&skill, "---\nname: py\nallowed-tools: Read\n---\nx\n").unwrap();
         let with_skill = config_hash(dir.path());
         assert_ne!(before, with_skill, "a new skill");
-        std::fs::write(&skill, "---
-name: py
-allowed-tools: Bash
----
-x
-").unwrap();
+        std::fs::write(&skill, "---\nname: py\nallowed-tools: Bash\n---\nx\n").unwrap();
         assert_ne!(with_skill, config_hash(dir.path()), "an edited skill");
         let before = config_hash(dir.path());
         std::fs::create_dir_all(dir.path().join(".keel/skills")).unwrap();
-        std::fs::write(dir.path().join(".keel/skills/release.md"), "x
-").unwrap();
+        std::fs::write(dir.path().join(".keel/skills/release.md"), "x\n").unwrap();
         assert_ne!(before, config_hash(dir.path()), "a file skill");
     }
 
