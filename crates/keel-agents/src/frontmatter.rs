@@ -142,6 +142,24 @@ pub fn project_dirs(project_root: &Path, names: &[&str]) -> Vec<PathBuf> {
         .collect()
 }
 
+/// The folders definitions of `kind` (`agents`, `skills`) are read from, first wins: the
+/// project's `.keel/<kind>` and `.claude/<kind>` ([`project_dirs`]), then `<keel_home>/<kind>`,
+/// then `<claude_home>/<kind>`.
+pub fn standard_dirs(
+    kind: &str,
+    project_root: &Path,
+    keel_home: Option<&Path>,
+    claude_home: Option<&Path>,
+) -> Vec<PathBuf> {
+    let mut dirs = project_dirs(
+        project_root,
+        &[&format!(".keel/{kind}"), &format!(".claude/{kind}")],
+    );
+    dirs.extend(keel_home.map(|home| home.join(kind)));
+    dirs.extend(claude_home.map(|home| home.join(kind)));
+    dirs
+}
+
 /// Claude Code's user folder, whose `agents`, `skills` and `commands` keel reads after its
 /// own: `$CLAUDE_CONFIG_DIR` when set (as Claude Code takes it), else `~/.claude` (`$HOME`);
 /// `None` when neither is set. The user's own folder: trusted as `$KEEL_HOME` is.

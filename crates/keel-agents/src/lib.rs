@@ -97,6 +97,7 @@ mod subagents;
 #[cfg(feature = "delegation")]
 mod teams;
 mod tool_names;
+pub use tool_names::KEEL_TOOLS;
 
 #[cfg(feature = "delegation")]
 pub use code::{CodeArgs, CodeModel, CodeTool};

@@ -157,15 +157,7 @@ impl SkillIndex {
         keel_home: Option<&Path>,
         claude_home: Option<&Path>,
     ) -> Vec<PathBuf> {
-        let mut dirs =
-            crate::frontmatter::project_dirs(project_root, &[".keel/skills", ".claude/skills"]);
-        if let Some(home) = keel_home {
-            dirs.push(home.join("skills"));
-        }
-        if let Some(home) = claude_home {
-            dirs.push(home.join("skills"));
-        }
-        dirs
+        crate::frontmatter::standard_dirs("skills", project_root, keel_home, claude_home)
     }
 
     /// Finds the skills in `dirs` (missing folders have none) and reads each one's front

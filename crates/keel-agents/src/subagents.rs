@@ -349,10 +349,7 @@ impl AgentDefinitions {
         keel_home: Option<&Path>,
         claude_home: Option<&Path>,
     ) -> Vec<PathBuf> {
-        let mut dirs = frontmatter::project_dirs(project_root, &[".keel/agents", ".claude/agents"]);
-        dirs.extend(keel_home.map(|home| home.join("agents")));
-        dirs.extend(claude_home.map(|home| home.join("agents")));
-        dirs
+        frontmatter::standard_dirs("agents", project_root, keel_home, claude_home)
     }
 
     /// Reads every `<dir>/<name>.md` (not `drafts/`, not README and the like). A file that

@@ -6,10 +6,9 @@
 
 use keel_tool::claude::{self, ClaudeName};
 
-/// keel's own tools, as its crates name them: a list naming one of these needs no
-/// translation.
-#[cfg_attr(not(feature = "delegation"), allow(dead_code))]
-pub(crate) const KEEL_TOOLS: &[&str] = &[
+/// keel's own tools, as its crates name them, whatever a build's features or an agent's
+/// options leave out: a list, rule or hook matcher naming one of these names a tool keel has.
+pub const KEEL_TOOLS: &[&str] = &[
     "read_file",
     "write_file",
     "patch_file",

@@ -22,30 +22,6 @@ use crate::{BuildError, protected};
 #[cfg(feature = "tasks")]
 use crate::tasks::BackgroundTasks;
 
-/// Every tool keel itself can offer, whatever the build's features or an agent's options leave
-/// out: a rule or hook matcher naming one is valid even where the tool is not offered.
-pub const KEEL_TOOLS: [&str; 19] = [
-    "read_file",
-    "write_file",
-    "patch_file",
-    "list_directory",
-    "glob",
-    "grep",
-    "run_command",
-    "git_status",
-    "git_diff",
-    "git_commit",
-    "code",
-    "spawn_agent",
-    "run_team",
-    "use_skill",
-    "start_task",
-    "task_status",
-    "wait_task",
-    "cancel_task",
-    "list_tasks",
-];
-
 /// Builds a [`CodingAgent`]: the agent `keel exec` runs, for any host.
 ///
 /// Defaults: the working directory is the current one; keel's home is `$KEEL_HOME` or
@@ -589,7 +565,7 @@ impl CodingAgentBuilder {
         // would silently forbid nothing. MCP tools (`mcp__…`) come and go with their servers:
         // any passes; so do keel's own tools this agent leaves out (`--no-delegation`).
         let mut known = tools.names();
-        known.extend(KEEL_TOOLS);
+        known.extend(keel_agents::KEEL_TOOLS);
         policies.permissions().validate(&known)?;
         for config in &self.hook_configs {
             config.check_tools(&known)?;

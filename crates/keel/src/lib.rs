@@ -66,10 +66,11 @@ mod protected;
 mod tasks;
 
 pub use agent::{CodingAgent, RunEvent, TASKS_ENDED_PROMPT};
-pub use builder::{CodingAgentBuilder, KEEL_TOOLS};
+pub use builder::CodingAgentBuilder;
 pub use delegates::Delegates;
 pub use error::BuildError;
 pub use home::{Home, home_dir, home_dir_from, user_home_dir, user_memory_files};
+pub use keel_agents::KEEL_TOOLS;
 #[cfg(feature = "tasks")]
 pub use tasks::{BackgroundTasks, TaskLauncher, TaskNotifier, open_task_store};
 

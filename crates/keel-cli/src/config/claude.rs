@@ -97,15 +97,9 @@ struct HookEntry {
 
 /// Reads the settings file at `path`; `None` when there is none.
 pub(crate) fn read(path: &Path) -> Result<Option<ClaudeSettings>, ConfigError> {
-    match std::fs::read_to_string(path) {
-        Ok(text) => parse(path, &text).map(Some),
-        Err(err) if err.kind() == std::io::ErrorKind::NotFound => Ok(None),
-        Err(err) => Err(ConfigError {
-            file: path.to_path_buf(),
-            line: None,
-            message: format!("cannot read it: {err}"),
-        }),
-    }
+    super::parse::read_text(path)?
+        .map(|text| parse(path, &text))
+        .transpose()
 }
 
 /// `--settings`: a file, or JSON text when the argument starts with `{`.

@@ -155,8 +155,13 @@ impl std::error::Error for ConfigError {}
 
 /// Reads and parses `path`; `None` when it does not exist.
 pub(super) fn read(path: &Path) -> Result<Option<ConfigFile>, ConfigError> {
+    read_text(path)?.map(|text| parse(path, &text)).transpose()
+}
+
+/// The text of the config file at `path`, `None` when there is none.
+pub(super) fn read_text(path: &Path) -> Result<Option<String>, ConfigError> {
     match std::fs::read_to_string(path) {
-        Ok(text) => parse(path, &text).map(Some),
+        Ok(text) => Ok(Some(text)),
         Err(err) if err.kind() == std::io::ErrorKind::NotFound => Ok(None),
         Err(err) => Err(ConfigError {
             file: path.to_path_buf(),
