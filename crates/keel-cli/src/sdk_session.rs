@@ -16,8 +16,8 @@ use std::sync::{Arc, Mutex, OnceLock};
 
 use keel::mcp::{ChannelServer, McpChannel, McpServerConfig, McpTransport};
 use keel_engine::{
-    ApprovalRequest, Approver, CancelHandle, Decision, Hook, HookEvent, HookInput, HookOutcome,
-    Hooks, Stop, outcome_from_json,
+    ApprovalRequest, Approver, CancelHandle, Decision, Hook, HookAnswer, HookEvent, HookInput,
+    HookOutcome, Hooks, Stop, answer_from_json,
 };
 use keel_provider::{ContentBlock, ImageData};
 use serde_json::{Value, json};
@@ -146,6 +146,12 @@ struct ProgramHook {
 #[async_trait::async_trait]
 impl Hook for ProgramHook {
     async fn run(&self, input: &HookInput) -> Result<HookOutcome, String> {
+        self.answer(input).await.map(|answer| answer.outcome)
+    }
+
+    /// The program's whole answer: its decision, context, `systemMessage` and
+    /// `updatedInput`.
+    async fn answer(&self, input: &HookInput) -> Result<HookAnswer, String> {
         let mut input_json = serde_json::to_value(input).map_err(|err| err.to_string())?;
         // The mode as it is now (the program may have switched it during the turn).
         input_json["permission_mode"] = json!(PermissionMode::claude_name(self.mode.get()));
@@ -162,7 +168,7 @@ impl Hook for ProgramHook {
                 "tool_use_id": input.tool_use_id,
             }))
             .await?;
-        outcome_from_json(input.hook_event_name, &answer)
+        answer_from_json(input.hook_event_name, &answer)
     }
 
     fn name(&self) -> &str {

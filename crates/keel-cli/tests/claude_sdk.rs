@@ -326,6 +326,7 @@ async fn a_pre_tool_use_hook_callback_of_the_program_blocks_a_command_through(wh
     let server = anthropic_server(&[
         tool_call("t1", "run_command", json!({"command": "rm notes.txt"})),
         tool_call("t2", "read_file", json!({"path": "notes.txt"})),
+        tool_call("t3", "run_command", json!({"command": "echo hi"})),
         text("The notes stay."),
     ])
     .await;
@@ -338,7 +339,7 @@ async fn a_pre_tool_use_hook_callback_of_the_program_blocks_a_command_through(wh
     // The hook ran for the command (Claude's `Bash` matcher is keel's run_command, and the
     // program reads it as Bash), not for the read.
     let calls: Vec<&Value> = lines.iter().filter(|l| l["kind"] == "hook").collect();
-    assert_eq!(calls.len(), 1, "{lines:#?}");
+    assert_eq!(calls.len(), 2, "{lines:#?}");
     assert_eq!(calls[0]["event"], "PreToolUse");
     assert_eq!(calls[0]["tool"], "Bash");
     assert_eq!(calls[0]["input"]["command"], "rm notes.txt");
@@ -360,6 +361,13 @@ async fn a_pre_tool_use_hook_callback_of_the_program_blocks_a_command_through(wh
         bodies[1].to_string().contains("the program forbids rm"),
         "{}",
         bodies[1]
+    );
+    // The program's updatedInput replaced the command the model gave.
+    assert_eq!(calls[1]["input"]["command"], "echo hi");
+    assert!(
+        bodies[3].to_string().contains("rewritten by the program"),
+        "{which:?}: {}",
+        bodies[3]
     );
     assert_eq!(of(&lines, "ResultMessage")[0]["result"], "The notes stay.");
 }

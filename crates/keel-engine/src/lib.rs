@@ -72,8 +72,9 @@ pub use error::EngineError;
 pub use events::{AgentEvent, Compacted, RunOutcome, Stop};
 pub use failure::{FailureKind, RunFailure};
 pub use hooks::{
-    CompactTrigger, Hook, HookConfig, HookConfigError, HookEvent, HookInput, HookOutcome,
-    HookReport, Hooks, PermissionDecision, SessionEndReason, SessionStartSource, outcome_from_json,
+    CompactTrigger, Hook, HookAnswer, HookConfig, HookConfigError, HookEvent, HookInput,
+    HookOutcome, HookReport, Hooks, PermissionDecision, SessionEndReason, SessionStartSource,
+    answer_from_json, outcome_from_json,
 };
 pub use memory::{
     LoadedMemory, Memory, MemoryReport, MemorySource, MemorySources, SkipReason, SkippedMemory,

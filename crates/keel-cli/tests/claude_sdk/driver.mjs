@@ -118,6 +118,16 @@ try {
           },
         };
       }
+      if ((input.tool_input?.command ?? "").startsWith("echo ")) {
+        return {
+          systemMessage: "the program rewrote an echo",
+          hookSpecificOutput: {
+            hookEventName: "PreToolUse",
+            permissionDecision: "allow",
+            updatedInput: { command: "echo rewritten by the program" },
+          },
+        };
+      }
       return {};
     };
     for (const prompt of prompts) {

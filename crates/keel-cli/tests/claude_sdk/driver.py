@@ -12,7 +12,8 @@ passes on to keel. Scenarios:
     deny        query() whose can_use_tool callback denies every write_file call
     interrupt   ClaudeSDKClient: the first prompt is interrupted once the model has been
                 asked (INTERRUPT_AFTER seconds), then the second prompt runs
-    hook        query() with a PreToolUse hook on Bash (keel's run_command) that denies
+    hook        query() with a PreToolUse hook on Bash (keel's run_command) that rewrites echo
+                and denies
                 every command containing "rm"
     image       query() with a prompt of text and a PNG (IMAGE_PNG, base64)
     mcp         query() with an in-process SDK MCP server `calc` whose `add` tool the
@@ -133,6 +134,11 @@ async def main(scenario):
                 return {"hookSpecificOutput": {"hookEventName": "PreToolUse",
                                                "permissionDecision": "deny",
                                                "permissionDecisionReason": "the program forbids rm"}}
+            if (hook_input.get("tool_input") or {}).get("command", "").startswith("echo "):
+                return {"systemMessage": "the program rewrote an echo",
+                        "hookSpecificOutput": {"hookEventName": "PreToolUse",
+                                               "permissionDecision": "allow",
+                                               "updatedInput": {"command": "echo rewritten by the program"}}}
             return {}
 
         hooks = {"PreToolUse": [HookMatcher(matcher="Bash", hooks=[no_rm])]}

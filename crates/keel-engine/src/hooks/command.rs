@@ -7,7 +7,7 @@ use std::time::Duration;
 use keel_tool::{ProcessOutput, ProcessRunner, ProcessSpec};
 use serde_json::Value;
 
-use super::{HookConfig, HookEvent, HookInput, HookOutcome, HookResult, PermissionDecision};
+use super::{HookConfig, HookEvent, HookInput, HookOutcome, HookAnswer, PermissionDecision};
 
 /// The most of a hook's stdout, and of its stderr, that is kept; the rest is read and dropped.
 const OUTPUT_CAP: usize = 64 * 1024;
@@ -34,7 +34,7 @@ impl CommandHook {
         &self,
         input: &HookInput,
         hidden: &[String],
-    ) -> Result<HookResult, String> {
+    ) -> Result<HookAnswer, String> {
         let event = input.hook_event_name;
         let command = &self.config.command;
         let who = format!("command hook `{command}` ({event})");
@@ -57,9 +57,9 @@ impl CommandHook {
                 } else {
                     reason.to_owned()
                 };
-                Ok(HookResult {
+                Ok(HookAnswer {
                     outcome: HookOutcome::Block { reason },
-                    ..HookResult::default()
+                    ..HookAnswer::default()
                 })
             }
             Some(code) => Err(format!(
@@ -127,12 +127,12 @@ fn quote_stderr(stderr: &str) -> String {
 
 /// Reads the stdout of a hook that exited with 0; `Err` for stdout that looks like JSON but
 /// is not valid, or that holds a decision keel does not know.
-fn parse_stdout(event: HookEvent, stdout: &str) -> Result<HookResult, String> {
+fn parse_stdout(event: HookEvent, stdout: &str) -> Result<HookAnswer, String> {
     let text = stdout.trim();
     if !text.starts_with('{') {
         // Plain text: context for the model at session start and with a prompt, a log line
         // otherwise.
-        let mut result = HookResult::default();
+        let mut result = HookAnswer::default();
         if !text.is_empty() {
             if matches!(event, HookEvent::SessionStart | HookEvent::UserPromptSubmit) {
                 result.messages.push(text.to_owned());
@@ -149,8 +149,8 @@ fn parse_stdout(event: HookEvent, stdout: &str) -> Result<HookResult, String> {
 
 /// A hook's answer in Claude Code's JSON form (`decision`, `hookSpecificOutput`,
 /// `continue`, `systemMessage`, `suppressOutput`), for `event`.
-pub(super) fn parse_json(event: HookEvent, json: &Value) -> Result<HookResult, String> {
-    let mut result = HookResult::default();
+pub(super) fn parse_json(event: HookEvent, json: &Value) -> Result<HookAnswer, String> {
+    let mut result = HookAnswer::default();
     let specific = json.get("hookSpecificOutput");
 
     if let Some(message) = json
@@ -251,7 +251,7 @@ pub(super) fn parse_json(event: HookEvent, json: &Value) -> Result<HookResult, S
 /// Records a permission decision, which only `PreToolUse` hooks may give.
 fn permission(
     event: HookEvent,
-    result: &mut HookResult,
+    result: &mut HookAnswer,
     decision: PermissionDecision,
     reason: Option<String>,
 ) {
@@ -262,7 +262,7 @@ fn permission(
     }
 }
 
-fn merge(result: &mut HookResult, outcome: HookOutcome) {
+fn merge(result: &mut HookAnswer, outcome: HookOutcome) {
     result.outcome = std::mem::take(&mut result.outcome).merge(outcome);
 }
 

@@ -681,10 +681,17 @@ impl HookOutcome {
 /// hooks print and the Claude Agent SDKs' hook callbacks return: `{"decision": "block",
 /// "reason": …}`, `{"hookSpecificOutput": {"permissionDecision": "deny", …}}`,
 /// `{"continue": false, "stopReason": …}`. For a Rust hook that forwards to such a callback;
-/// `additionalContext` is not kept (a Rust hook's outcome carries none). An unknown decision
+/// `additionalContext` is not kept (a Rust hook's outcome carries none; [`answer_from_json`] keeps it). An unknown decision
 /// is an error naming it.
 pub fn outcome_from_json(event: HookEvent, answer: &Value) -> Result<HookOutcome, String> {
     command::parse_json(event, answer).map(|result| result.outcome)
+}
+
+/// A hook's whole answer in Claude Code's JSON form, for `event`: what
+/// [`outcome_from_json`] reads, and the context, `systemMessage`, `suppressOutput` and
+/// `updatedInput` beside it.
+pub fn answer_from_json(event: HookEvent, answer: &Value) -> Result<HookAnswer, String> {
+    command::parse_json(event, answer)
 }
 
 /// A Rust hook. It reads keel's view of the input in [`HookInput`]'s fields (keel's tool
@@ -695,6 +702,13 @@ pub trait Hook: Send + Sync {
     /// Runs the hook. An `Err` is a failure: it is reported in [`HookReport::failures`] and the
     /// hook counts as [`HookOutcome::Continue`]. A panic is caught and reported the same way.
     async fn run(&self, input: &HookInput) -> Result<HookOutcome, String>;
+
+    /// The hook's whole answer: by default [`run`](Self::run)'s outcome alone. A hook that
+    /// answers as Claude Code's hooks do (a program's hook callback) gives its context,
+    /// `systemMessage` and `updatedInput` too ([`answer_from_json`]).
+    async fn answer(&self, input: &HookInput) -> Result<HookAnswer, String> {
+        self.run(input).await.map(HookAnswer::from)
+    }
 
     /// The hook's name, used in failure reports.
     fn name(&self) -> &str {
@@ -1116,24 +1130,37 @@ impl Hooks {
     }
 }
 
-/// What one successful hook said.
-#[derive(Debug, Default)]
-struct HookResult {
-    outcome: HookOutcome,
-    messages: Vec<String>,
-    system_messages: Vec<String>,
-    suppress_output: bool,
-    updated_input: Option<Value>,
+/// What one hook said: its outcome, and what Claude Code's JSON answer may add to it.
+#[derive(Debug, Clone, Default, PartialEq)]
+#[non_exhaustive]
+pub struct HookAnswer {
+    /// Whether the call (or turn) goes on, and its permission.
+    pub outcome: HookOutcome,
+    /// Context for the model (`additionalContext`, a SessionStart's or UserPromptSubmit's
+    /// plain text).
+    pub messages: Vec<String>,
+    /// Messages for the user (`systemMessage`).
+    pub system_messages: Vec<String>,
+    /// `suppressOutput`.
+    pub suppress_output: bool,
+    /// A PreToolUse hook's `updatedInput`, in Claude Code's shape for the tool.
+    pub updated_input: Option<Value>,
 }
 
-async fn run_rust(hook: &dyn Hook, input: &HookInput) -> Result<HookResult, String> {
+impl From<HookOutcome> for HookAnswer {
+    fn from(outcome: HookOutcome) -> Self {
+        Self {
+            outcome,
+            ..Self::default()
+        }
+    }
+}
+
+async fn run_rust(hook: &dyn Hook, input: &HookInput) -> Result<HookAnswer, String> {
     let name = hook.name();
     let event = input.hook_event_name;
-    match AssertUnwindSafe(hook.run(input)).catch_unwind().await {
-        Ok(Ok(outcome)) => Ok(HookResult {
-            outcome,
-            ..HookResult::default()
-        }),
+    match AssertUnwindSafe(hook.answer(input)).catch_unwind().await {
+        Ok(Ok(answer)) => Ok(answer),
         Ok(Err(error)) => Err(format!("Rust hook `{name}` ({event}) failed: {error}")),
         Err(payload) => {
             let message = payload
