@@ -7,7 +7,7 @@ use std::time::Duration;
 use keel_tool::{ProcessOutput, ProcessRunner, ProcessSpec};
 use serde_json::Value;
 
-use super::{HookConfig, HookEvent, HookInput, HookOutcome, HookAnswer, PermissionDecision};
+use super::{HookAnswer, HookConfig, HookEvent, HookInput, HookOutcome, PermissionDecision};
 
 /// The most of a hook's stdout, and of its stderr, that is kept; the rest is read and dropped.
 const OUTPUT_CAP: usize = 64 * 1024;
