@@ -312,7 +312,7 @@ impl Setup {
                 policy.network = options.network || config.network.unwrap_or(false);
                 policy.protected_paths = project_scripts(&config, &cwd);
                 policy.writable_roots = writable_roots;
-                policy.hidden_env = vec![chosen.key_var.clone()];
+                policy.hidden_env = [&[chosen.key_var.clone()][..], &chosen.secret_vars].concat();
                 policy.env = config.command_env.clone();
                 (approvals, policy, allow_read)
             }
@@ -695,6 +695,8 @@ struct Chosen {
     kind: ProviderKind,
     provider: Arc<dyn Provider>,
     key_var: String,
+    /// Other variables its secrets came from (its headers').
+    secret_vars: Vec<String>,
     origin: ProviderOrigin,
 }
 
@@ -707,6 +709,7 @@ fn unconfigured(message: String) -> Chosen {
         kind,
         provider: Arc::new(Unconfigured { message }),
         key_var: kind.key_var().into(),
+        secret_vars: Vec::new(),
         origin: ProviderOrigin {
             key_var: kind.key_var().into(),
             base_url: String::new(),
@@ -810,6 +813,7 @@ fn provider(options: &Options, config: &Config) -> Result<Chosen, CliError> {
         name: Some(name.clone()),
         base_url,
         api_key_env: table.and_then(|t| t.api_key_env.clone()),
+        headers: table.map(|t| t.headers.clone()).unwrap_or_default(),
         idle_timeout: config.idle_timeout_secs.map(secs),
         request_timeout: config.request_timeout_secs.map(secs),
     }
@@ -817,6 +821,9 @@ fn provider(options: &Options, config: &Config) -> Result<Chosen, CliError> {
     .map_err(provider_usage)?;
     // A config may keep the key in a variable of any name: the log never shows its value.
     crate::logging::redact_var(&built.key_var);
+    for var in &built.secret_vars {
+        crate::logging::redact_var(var);
+    }
     Ok(Chosen {
         origin: ProviderOrigin {
             key_var: built.key_var.clone(),
@@ -828,6 +835,7 @@ fn provider(options: &Options, config: &Config) -> Result<Chosen, CliError> {
         kind,
         provider: built.provider,
         key_var: built.key_var,
+        secret_vars: built.secret_vars,
     })
 }
 

@@ -1222,3 +1222,60 @@ async fn a_refused_call_is_a_permission_denial_in_the_result() {
         json!([{"tool_name": "git_commit", "tool_use_id": "toolu_1", "tool_input": input}])
     );
 }
+
+#[tokio::test]
+async fn a_gateway_s_token_and_headers_reach_the_provider_and_never_a_command() {
+    let repo = TempRepo::new();
+    let home = Home::new();
+    let server = anthropic_server(&[
+        tool_call("t1", "run_command", json!({"command": "env"})),
+        text("Done."),
+    ])
+    .await;
+    home.write_config(&format!(
+        "provider = \"gateway\"\n[providers.gateway]\nkind = \"anthropic\"\nbase_url = \"{}\"\n\
+         env_key = \"GATEWAY_TOKEN\"\n[providers.gateway.headers]\n\"X-Org\" = \"${{ORG_ROUTE}}\"\n",
+        server.uri()
+    ));
+    let mut command = home.keel();
+    command
+        .current_dir(repo.path())
+        .env("GATEWAY_TOKEN", "gw-token-0123456789")
+        .env("ORG_ROUTE", "org-secret-987654")
+        .args(["exec", "-y", "show the environment"]);
+    let output = run(command).await;
+    assert!(output.status.success(), "{}", stderr(&output));
+    let received = server.received_requests().await.unwrap();
+    assert_eq!(received[0].headers.get("x-org").unwrap(), "org-secret-987654");
+    assert_eq!(
+        received[0].headers.get("x-api-key").unwrap(),
+        "gw-token-0123456789"
+    );
+    // The command's environment held neither the key nor the header's variable.
+    let body = String::from_utf8_lossy(&received[1].body).into_owned();
+    assert!(body.contains("PATH="), "{body}");
+    assert!(!body.contains("gw-token-0123456789"));
+    assert!(!body.contains("org-secret-987654"));
+}
+
+#[tokio::test]
+async fn claude_code_s_auth_token_is_a_bearer_token() {
+    let repo = TempRepo::new();
+    let home = Home::new();
+    let server = anthropic_server(&[text("Hello.")]).await;
+    let mut command = home.keel();
+    command
+        .current_dir(repo.path())
+        .env("ANTHROPIC_AUTH_TOKEN", "gw-token-0123456789")
+        .env("ANTHROPIC_BASE_URL", server.uri())
+        .env("ANTHROPIC_CUSTOM_HEADERS", "X-Team: platform")
+        .args(["exec", "hi"]);
+    let output = run(command).await;
+    assert!(output.status.success(), "{}", stderr(&output));
+    let received = server.received_requests().await.unwrap();
+    assert_eq!(
+        received[0].headers.get("authorization").unwrap(),
+        "Bearer gw-token-0123456789"
+    );
+    assert_eq!(received[0].headers.get("x-team").unwrap(), "platform");
+}

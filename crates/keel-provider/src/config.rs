@@ -115,9 +115,15 @@ pub struct ProviderConfig {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub base_url: Option<String>,
     /// The environment variable holding its key; `None`: the kind's
-    /// ([`ProviderKind::key_var`]).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    /// ([`ProviderKind::key_var`]), and for Anthropic `ANTHROPIC_AUTH_TOKEN`, a bearer token,
+    /// when that is set. Codex's spelling `env_key` is read too.
+    #[serde(default, skip_serializing_if = "Option::is_none", alias = "env_key")]
     pub api_key_env: Option<String>,
+    /// Headers every request carries (a gateway's), `${VAR}` in a value read from the
+    /// environment. For Anthropic, `ANTHROPIC_CUSTOM_HEADERS` (`Name: Value` lines, as Claude
+    /// Code reads it) adds more.
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub headers: std::collections::BTreeMap<String, String>,
     /// The longest wait for the next piece of a reply; `None`: [`DEFAULT_IDLE_TIMEOUT`].
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub idle_timeout: Option<Duration>,
@@ -137,6 +143,9 @@ pub struct BuiltProvider {
     pub name: String,
     /// The variable its key was read from: a host hides it from the commands it runs.
     pub key_var: String,
+    /// Every other variable a secret came from (`${VAR}` in headers,
+    /// `ANTHROPIC_CUSTOM_HEADERS`): a host hides them too.
+    pub secret_vars: Vec<String>,
     /// The base URL requests go to (before the endpoint path).
     pub base_url: String,
 }
@@ -148,6 +157,7 @@ impl std::fmt::Debug for BuiltProvider {
             .field("kind", &self.kind)
             .field("name", &self.name)
             .field("key_var", &self.key_var)
+            .field("secret_vars", &self.secret_vars)
             .field("base_url", &self.base_url)
             .finish()
     }
@@ -181,6 +191,9 @@ fn set<F: Fn(&str) -> Option<String>>(lookup: &F, name: &str) -> Option<String> 
     lookup(name).filter(|value| !value.trim().is_empty())
 }
 
+/// Claude Code's variable for a gateway's bearer token, used instead of the API key.
+const ANTHROPIC_AUTH_TOKEN: &str = "ANTHROPIC_AUTH_TOKEN";
+
 fn config_error(message: String) -> ProviderError {
     ProviderError::Config { message }
 }
@@ -212,7 +225,9 @@ impl ProviderConfig {
                 ))
             });
         }
-        if set(&lookup, "ANTHROPIC_API_KEY").is_some() {
+        if set(&lookup, "ANTHROPIC_API_KEY").is_some()
+            || set(&lookup, ANTHROPIC_AUTH_TOKEN).is_some()
+        {
             Ok(Self::new(ProviderKind::Anthropic))
         } else if set(&lookup, "OPENAI_BASE_URL").is_some()
             || set(&lookup, "OPENAI_API_KEY").is_some()
@@ -233,6 +248,66 @@ impl ProviderConfig {
         self.api_key_env
             .as_deref()
             .unwrap_or_else(|| self.kind.key_var())
+    }
+
+    /// The variable the key is read from with the variables `lookup` gives: for Anthropic
+    /// without a configured variable, `ANTHROPIC_AUTH_TOKEN` when it is set (a gateway's bearer
+    /// token wins, as in Claude Code), else [`key_var`](Self::key_var).
+    fn key_var_with<F: Fn(&str) -> Option<String>>(&self, lookup: &F) -> &str {
+        if self.kind == ProviderKind::Anthropic
+            && self.api_key_env.is_none()
+            && set(lookup, ANTHROPIC_AUTH_TOKEN).is_some()
+        {
+            ANTHROPIC_AUTH_TOKEN
+        } else {
+            self.key_var()
+        }
+    }
+
+    /// The headers to send, `${VAR}`s read with `lookup`, and the variables they came from;
+    /// for Anthropic, `ANTHROPIC_CUSTOM_HEADERS`' too.
+    fn headers_with<F: Fn(&str) -> Option<String>>(
+        &self,
+        lookup: &F,
+    ) -> Result<(Vec<(String, String)>, Vec<String>), ProviderError> {
+        let mut headers = Vec::new();
+        let mut vars = Vec::new();
+        if self.kind == ProviderKind::Anthropic
+            && let Some(custom) = set(lookup, "ANTHROPIC_CUSTOM_HEADERS")
+        {
+            vars.push("ANTHROPIC_CUSTOM_HEADERS".to_owned());
+            for line in custom.lines().filter(|line| !line.trim().is_empty()) {
+                let (name, value) = line.split_once(':').ok_or_else(|| {
+                    config_error(
+                        "ANTHROPIC_CUSTOM_HEADERS: write one `Name: Value` per line".to_owned(),
+                    )
+                })?;
+                headers.push((name.trim().to_owned(), value.trim().to_owned()));
+            }
+        }
+        for (name, value) in &self.headers {
+            let mut text = String::new();
+            let mut rest = value.as_str();
+            while let Some(start) = rest.find("${") {
+                let Some(end) = rest[start..].find('}') else {
+                    break;
+                };
+                let var = &rest[start + 2..start + end];
+                let found = set(lookup, var).ok_or_else(|| {
+                    config_error(format!(
+                        "provider `{}`: header `{name}` takes ${{{var}}}, which is not set",
+                        self.name()
+                    ))
+                })?;
+                text.push_str(&rest[..start]);
+                text.push_str(&found);
+                vars.push(var.to_owned());
+                rest = &rest[start + end + 1..];
+            }
+            text.push_str(rest);
+            headers.push((name.clone(), text));
+        }
+        Ok((headers, vars))
     }
 
     /// Builds the provider, reading the key and the default base URL from the process
@@ -260,23 +335,29 @@ impl ProviderConfig {
                 (Arc::new(provider), url)
             }
         };
+        let (_, secret_vars) = self.headers_with(&lookup)?;
         Ok(BuiltProvider {
             provider,
             kind: self.kind,
             name: self.name().to_owned(),
-            key_var: self.key_var().to_owned(),
+            key_var: self.key_var_with(&lookup).to_owned(),
+            secret_vars,
             base_url,
         })
     }
 
     fn key_with<F: Fn(&str) -> Option<String>>(&self, lookup: &F) -> Option<ApiKey> {
-        set(lookup, self.key_var()).map(|key| ApiKey::new(key.trim()))
+        set(lookup, self.key_var_with(lookup)).map(|key| ApiKey::new(key.trim()))
     }
 
     fn base_url_with<F: Fn(&str) -> Option<String>>(&self, lookup: &F) -> Option<String> {
         self.base_url
             .clone()
             .or_else(|| set(lookup, self.kind.base_url_var()))
+    }
+
+    fn header_error(&self, err: ProviderError) -> ProviderError {
+        config_error(format!("provider `{}`: {err}", self.name()))
     }
 
     fn bad_url(&self, url: &str, err: ProviderError) -> ProviderError {
@@ -298,7 +379,15 @@ impl ProviderConfig {
                 self.key_var()
             ))
         })?;
-        let mut provider = AnthropicProvider::new(key)?
+        let provider = if self.key_var_with(lookup) == ANTHROPIC_AUTH_TOKEN {
+            AnthropicProvider::with_auth_token(key)?
+        } else {
+            AnthropicProvider::new(key)?
+        };
+        let (headers, _) = self.headers_with(lookup)?;
+        let mut provider = provider
+            .with_headers(&headers)
+            .map_err(|err| self.header_error(err))?
             .with_idle_timeout(self.idle_timeout.unwrap_or(DEFAULT_IDLE_TIMEOUT))
             .with_request_deadline(self.request_timeout.unwrap_or(DEFAULT_REQUEST_DEADLINE));
         let base_url = self.base_url_with(lookup);
@@ -329,8 +418,11 @@ impl ProviderConfig {
                 self.key_var()
             )));
         }
+        let (headers, _) = self.headers_with(lookup)?;
         let provider = OpenAiProvider::new(&url, key)
             .map_err(|err| self.bad_url(&url, err))?
+            .with_headers(&headers)
+            .map_err(|err| self.header_error(err))?
             .with_idle_timeout(self.idle_timeout.unwrap_or(DEFAULT_IDLE_TIMEOUT))
             .with_request_deadline(self.request_timeout.unwrap_or(DEFAULT_REQUEST_DEADLINE));
         Ok((provider, url))

@@ -113,6 +113,28 @@ impl Clients {
     }
 }
 
+/// `headers` as a header map of sensitive values; an invalid name or value is a
+/// [`ProviderError::Config`] naming the header (never its value).
+pub(crate) fn header_map(headers: &[(String, String)]) -> Result<HeaderMap, ProviderError> {
+    let mut map = HeaderMap::new();
+    for (name, value) in headers {
+        let header = reqwest::header::HeaderName::from_bytes(name.trim().as_bytes()).map_err(
+            |_| ProviderError::Config {
+                message: format!("`{name}` is not a valid HTTP header name"),
+            },
+        )?;
+        let mut value =
+            HeaderValue::from_str(value.trim()).map_err(|_| ProviderError::Config {
+                message: format!(
+                    "the value of header `{name}` holds characters a header cannot carry"
+                ),
+            })?;
+        value.set_sensitive(true);
+        map.insert(header, value);
+    }
+    Ok(map)
+}
+
 /// The HTTP client and its policies.
 #[derive(Clone)]
 pub(crate) struct HttpTransport {
@@ -121,6 +143,10 @@ pub(crate) struct HttpTransport {
     pub idle_timeout: Duration,
     pub request_deadline: Duration,
     pub key: Option<ApiKey>,
+    /// Headers every request carries besides the back end's own (a gateway's: a config's
+    /// `headers`, `ANTHROPIC_CUSTOM_HEADERS`); their values are marked sensitive, kept out of
+    /// `Debug` and removed from error messages. The back end's own headers win on a clash.
+    pub(crate) extra_headers: HeaderMap,
 }
 
 impl std::fmt::Debug for HttpTransport {
@@ -171,11 +197,31 @@ impl HttpTransport {
             idle_timeout: DEFAULT_IDLE_TIMEOUT,
             request_deadline: DEFAULT_REQUEST_DEADLINE,
             key,
+            extra_headers: HeaderMap::new(),
         })
     }
 
     fn redact(&self, text: &str) -> String {
-        redact_opt(self.key.as_ref(), text)
+        let mut text = redact_opt(self.key.as_ref(), text);
+        for value in self.extra_headers.values() {
+            if let Ok(secret) = value.to_str()
+                && secret.len() >= 4
+            {
+                text = text.replace(secret, "[redacted]");
+            }
+        }
+        text
+    }
+
+    /// `own` (the back end's headers) with the extra headers it does not set itself.
+    fn with_extra(&self, own: &HeaderMap) -> HeaderMap {
+        let mut headers = own.clone();
+        for (name, value) in &self.extra_headers {
+            if !headers.contains_key(name) {
+                headers.insert(name.clone(), value.clone());
+            }
+        }
+        headers
     }
 
     /// A request that failed to be sent or received, its causes on one line, the key removed.
@@ -188,10 +234,10 @@ impl HttpTransport {
     /// `error` with the key removed from its message: what a server echoes in a stream's error
     /// event goes through here before it becomes an error, an event or a log line.
     fn scrub(&self, error: ProviderError) -> ProviderError {
-        match &self.key {
-            Some(key) => error.map_message(|message| key.redact(message)),
-            None => error,
+        if self.key.is_none() && self.extra_headers.is_empty() {
+            return error;
         }
+        error.map_message(|message| self.redact(message))
     }
 
     /// Runs `fut` until the idle timeout or the attempt's `deadline`, whichever ends first.
@@ -232,7 +278,7 @@ impl HttpTransport {
         let client = self.clients.for_url(&request.url).map_err(Failure::of)?;
         let send = client
             .post(request.url.clone())
-            .headers(request.headers.clone())
+            .headers(self.with_extra(&request.headers))
             .body(request.body.clone())
             .send();
         let response = match self.bounded(deadline, send).await {
@@ -426,7 +472,7 @@ impl HttpTransport {
         let client = self.clients.for_url(url)?;
         let mut response = client
             .get(url.clone())
-            .headers(headers.clone())
+            .headers(self.with_extra(headers))
             .send()
             .await
             .map_err(|err| self.transport_error(&err))?;

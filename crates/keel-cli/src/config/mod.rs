@@ -60,8 +60,12 @@ pub(crate) struct ProviderConfig {
     pub kind: ProviderKind,
     /// Where it is served.
     pub base_url: Option<String>,
-    /// The environment variable holding its key.
+    /// The environment variable holding its key (Codex's `env_key` too).
+    #[serde(alias = "env_key")]
     pub api_key_env: Option<String>,
+    /// Headers every request carries; `${VAR}` in a value is read from the environment.
+    #[serde(default)]
+    pub headers: BTreeMap<String, String>,
 }
 
 /// The `[permissions]` table.

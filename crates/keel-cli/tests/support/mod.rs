@@ -31,6 +31,8 @@ pub(crate) const KEEL_VARS: &[&str] = &[
     "KEEL_LOG",
     "NO_COLOR",
     "CLAUDE_CONFIG_DIR",
+    "ANTHROPIC_AUTH_TOKEN",
+    "ANTHROPIC_CUSTOM_HEADERS",
 ];
 
 /// A fake key: what it looks like matters (it must never be printed), not what it opens.

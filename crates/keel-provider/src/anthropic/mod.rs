@@ -6,7 +6,7 @@ mod request;
 use std::time::Duration;
 
 use futures::stream::BoxStream;
-use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
+use reqwest::header::{AUTHORIZATION, HeaderMap, HeaderName, HeaderValue};
 use tracing::Instrument;
 
 use crate::error::ProviderError;
@@ -45,6 +45,9 @@ pub struct AnthropicProvider {
     /// `GET` here lists the served models: `models` beside `messages`.
     models_url: url::Url,
     betas: Vec<String>,
+    /// The key goes in `Authorization: Bearer` (a gateway's token, `ANTHROPIC_AUTH_TOKEN`)
+    /// instead of `x-api-key`.
+    bearer: bool,
 }
 
 impl AnthropicProvider {
@@ -55,6 +58,17 @@ impl AnthropicProvider {
             url: messages_url(DEFAULT_BASE_URL)?,
             models_url: api_url(DEFAULT_BASE_URL, "models")?,
             betas: Vec::new(),
+            bearer: false,
+        })
+    }
+
+    /// A provider that authenticates with a bearer token, as gateways (LiteLLM, OpenRouter,
+    /// corporate proxies) and Claude Code's `ANTHROPIC_AUTH_TOKEN` do: `Authorization: Bearer
+    /// <token>` instead of `x-api-key`.
+    pub fn with_auth_token(token: ApiKey) -> Result<Self, ProviderError> {
+        Ok(Self {
+            bearer: true,
+            ..Self::new(token)?
         })
     }
 
@@ -78,6 +92,14 @@ impl AnthropicProvider {
     pub fn with_retry_policy(mut self, policy: RetryPolicy) -> Self {
         self.transport.retry = policy;
         self
+    }
+
+    /// Adds `headers` to every request (a gateway's: an organisation id, a routing key), besides
+    /// the back end's own, which win on a clash. Values are marked sensitive: never in `Debug`,
+    /// removed from error messages.
+    pub fn with_headers(mut self, headers: &[(String, String)]) -> Result<Self, ProviderError> {
+        self.transport.extra_headers = crate::http::header_map(headers)?;
+        Ok(self)
     }
 
     /// Sets the longest wait for the response to start and for each next piece of a streamed
@@ -143,13 +165,16 @@ impl AnthropicProvider {
             HeaderValue::from_static(API_VERSION),
         );
         if let Some(key) = &self.transport.key {
-            let mut value =
-                HeaderValue::from_str(key.expose()).map_err(|_| ProviderError::Config {
-                    message: "the Anthropic API key contains characters a header cannot carry"
-                        .into(),
-                })?;
+            let (name, text) = if self.bearer {
+                (AUTHORIZATION, format!("Bearer {}", key.expose()))
+            } else {
+                (HeaderName::from_static("x-api-key"), key.expose().to_owned())
+            };
+            let mut value = HeaderValue::from_str(&text).map_err(|_| ProviderError::Config {
+                message: "the Anthropic API key contains characters a header cannot carry".into(),
+            })?;
             value.set_sensitive(true);
-            headers.insert(HeaderName::from_static("x-api-key"), value);
+            headers.insert(name, value);
         }
         if !self.betas.is_empty() {
             let value = HeaderValue::from_str(&self.betas.join(",")).map_err(|_| {

@@ -76,6 +76,14 @@ impl OpenAiProvider {
         self
     }
 
+    /// Adds `headers` to every request (a gateway's: an organisation id, a routing key), besides
+    /// the back end's own, which win on a clash. Values are marked sensitive: never in `Debug`,
+    /// removed from error messages.
+    pub fn with_headers(mut self, headers: &[(String, String)]) -> Result<Self, ProviderError> {
+        self.transport.extra_headers = crate::http::header_map(headers)?;
+        Ok(self)
+    }
+
     /// Sets the longest wait for the response to start and for each next piece of a streamed
     /// reply (default [`DEFAULT_IDLE_TIMEOUT`](crate::DEFAULT_IDLE_TIMEOUT), 120 s). Running
     /// out is [`ProviderError::Timeout`] with [`TimeoutLimit::Idle`](crate::TimeoutLimit).
