@@ -19,16 +19,20 @@ Environment:
   ANTHROPIC_BASE_URL, OPENAI_BASE_URL   where the provider is served
   KEEL_PROVIDER, KEEL_MODEL             like --provider and --model
   ANTHROPIC_MODEL, ANTHROPIC_SMALL_FAST_MODEL  the models, as Claude Code reads them
+  ANTHROPIC_AUTH_TOKEN                  a gateway's bearer token (instead of the API key)
+  ANTHROPIC_CUSTOM_HEADERS              more request headers, one `Name: Value` a line
   KEEL_HOME                             config, sessions and history (default ~/.keel)
   KEEL_LOG                              log to $KEEL_HOME/logs/keel.log: a filter such as
                                         debug, or keel_provider=trace (see --debug)
 
-Without --provider: Anthropic if ANTHROPIC_API_KEY is set, else an OpenAI-compatible server
-if OPENAI_BASE_URL or OPENAI_API_KEY is set.
+Without --provider: Anthropic if ANTHROPIC_API_KEY or ANTHROPIC_AUTH_TOKEN is set, else an
+OpenAI-compatible server if OPENAI_BASE_URL or OPENAI_API_KEY is set.
 
-Config: $KEEL_HOME/config.toml, then .keel/config.toml in the project (searched up to the
-repository root). A project's config may only tighten (deny rules, lower limits, the model)
-until you trust it with `keel trust`; flags win over both.
+Config: $KEEL_HOME/config.toml and ~/.claude/settings.json, then the project's
+.claude/settings.json, .claude/settings.local.json and .keel/config.toml (searched up to the
+repository root). A project's config may only tighten (deny and ask rules, lower limits, the
+model) until you trust it with `keel trust`; flags win over all. `keel config` shows each
+value and where it came from.
 
 Exit codes: 0 success; 1 the run failed (iteration limit, provider failure, refusal);
 2 usage or configuration error."

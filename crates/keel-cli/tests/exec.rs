@@ -274,7 +274,7 @@ async fn usage_and_config_errors_are_one_line_and_exit_2() {
             Some("[providers.local]\nkind = \"openai\"\nbase_uri = \"http://x\"\n"),
             format!(
                 "keel: {}:3: unknown key `base_uri` in `providers.local`; allowed keys: kind, \
-                 base_url, api_key_env",
+                 base_url, api_key_env, env_key, headers",
                 keel_home.join("config.toml").display()
             ),
         ),
@@ -1246,7 +1246,10 @@ async fn a_gateway_s_token_and_headers_reach_the_provider_and_never_a_command() 
     let output = run(command).await;
     assert!(output.status.success(), "{}", stderr(&output));
     let received = server.received_requests().await.unwrap();
-    assert_eq!(received[0].headers.get("x-org").unwrap(), "org-secret-987654");
+    assert_eq!(
+        received[0].headers.get("x-org").unwrap(),
+        "org-secret-987654"
+    );
     assert_eq!(
         received[0].headers.get("x-api-key").unwrap(),
         "gw-token-0123456789"

@@ -191,6 +191,9 @@ fn set<F: Fn(&str) -> Option<String>>(lookup: &F, name: &str) -> Option<String> 
     lookup(name).filter(|value| !value.trim().is_empty())
 }
 
+/// Request headers as `(name, value)` pairs.
+type Headers = Vec<(String, String)>;
+
 /// Claude Code's variable for a gateway's bearer token, used instead of the API key.
 const ANTHROPIC_AUTH_TOKEN: &str = "ANTHROPIC_AUTH_TOKEN";
 
@@ -269,7 +272,7 @@ impl ProviderConfig {
     fn headers_with<F: Fn(&str) -> Option<String>>(
         &self,
         lookup: &F,
-    ) -> Result<(Vec<(String, String)>, Vec<String>), ProviderError> {
+    ) -> Result<(Headers, Vec<String>), ProviderError> {
         let mut headers = Vec::new();
         let mut vars = Vec::new();
         if self.kind == ProviderKind::Anthropic
@@ -373,8 +376,13 @@ impl ProviderConfig {
         lookup: &F,
     ) -> Result<(AnthropicProvider, String), ProviderError> {
         let key = self.key_with(lookup).ok_or_else(|| {
+            let token = if self.api_key_env.is_none() {
+                format!(" (or {ANTHROPIC_AUTH_TOKEN} for a gateway's bearer token)")
+            } else {
+                String::new()
+            };
             config_error(format!(
-                "provider `{}` needs an API key: set {}",
+                "provider `{}` needs an API key: set {}{token}",
                 self.name(),
                 self.key_var()
             ))

@@ -118,17 +118,15 @@ impl Clients {
 pub(crate) fn header_map(headers: &[(String, String)]) -> Result<HeaderMap, ProviderError> {
     let mut map = HeaderMap::new();
     for (name, value) in headers {
-        let header = reqwest::header::HeaderName::from_bytes(name.trim().as_bytes()).map_err(
-            |_| ProviderError::Config {
-                message: format!("`{name}` is not a valid HTTP header name"),
-            },
-        )?;
-        let mut value =
-            HeaderValue::from_str(value.trim()).map_err(|_| ProviderError::Config {
-                message: format!(
-                    "the value of header `{name}` holds characters a header cannot carry"
-                ),
+        let header =
+            reqwest::header::HeaderName::from_bytes(name.trim().as_bytes()).map_err(|_| {
+                ProviderError::Config {
+                    message: format!("`{name}` is not a valid HTTP header name"),
+                }
             })?;
+        let mut value = HeaderValue::from_str(value.trim()).map_err(|_| ProviderError::Config {
+            message: format!("the value of header `{name}` holds characters a header cannot carry"),
+        })?;
         value.set_sensitive(true);
         map.insert(header, value);
     }

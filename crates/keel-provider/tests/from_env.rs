@@ -110,7 +110,8 @@ fn anthropic_needs_a_key_from_its_variable() {
     let config = ProviderConfig::new(ProviderKind::Anthropic);
     assert_eq!(
         build_error(&config, &[("OPENAI_API_KEY", "sk")]),
-        "provider `anthropic` needs an API key: set ANTHROPIC_API_KEY"
+        "provider `anthropic` needs an API key: set ANTHROPIC_API_KEY (or ANTHROPIC_AUTH_TOKEN \
+         for a gateway's bearer token)"
     );
     let custom = ProviderConfig {
         name: Some("work".into()),

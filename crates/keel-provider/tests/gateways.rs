@@ -51,7 +51,11 @@ async fn an_auth_token_is_sent_as_a_bearer_token_and_custom_headers_ride_along()
     let built = config.build_with(vars(&env)).unwrap();
     assert_eq!(built.key_var, "ANTHROPIC_AUTH_TOKEN");
     assert_eq!(built.secret_vars, ["ANTHROPIC_CUSTOM_HEADERS"]);
-    let answer = built.provider.tool_use_completion(&request()).await.unwrap();
+    let answer = built
+        .provider
+        .tool_use_completion(&request())
+        .await
+        .unwrap();
     assert_eq!(answer.text(), "via gateway");
     let received = server.received_requests().await.unwrap();
     let headers = &received[0].headers;
@@ -71,7 +75,10 @@ async fn an_auth_token_is_sent_as_a_bearer_token_and_custom_headers_ride_along()
             .starts_with("keel/")
     );
     let shown = format!("{built:?}");
-    assert!(!shown.contains("gw-token") && !shown.contains("route-secret"), "{shown}");
+    assert!(
+        !shown.contains("gw-token") && !shown.contains("route-secret"),
+        "{shown}"
+    );
 }
 
 #[tokio::test]
@@ -89,7 +96,11 @@ async fn a_provider_s_headers_read_their_values_from_the_environment() {
     let built = config.build_with(vars(&env)).unwrap();
     assert_eq!(built.key_var, "ROUTER_KEY");
     assert_eq!(built.secret_vars, ["ORG_ID"]);
-    built.provider.tool_use_completion(&request()).await.unwrap();
+    built
+        .provider
+        .tool_use_completion(&request())
+        .await
+        .unwrap();
     let received = server.received_requests().await.unwrap();
     let headers = &received[0].headers;
     assert_eq!(headers.get("x-org").unwrap(), "org-777");
@@ -111,7 +122,10 @@ fn an_unset_header_variable_or_a_bad_header_is_named_without_its_value() {
         .build_with(vars(&[("OPENAI_BASE_URL", "http://localhost:1/v1")]))
         .unwrap_err()
         .to_string();
-    assert!(error.contains("X-Org") && error.contains("ORG_ID"), "{error}");
+    assert!(
+        error.contains("X-Org") && error.contains("ORG_ID"),
+        "{error}"
+    );
     let bad = ProviderConfig {
         headers: BTreeMap::from([("X-Org".to_owned(), "line\nbreak-secret".to_owned())]),
         ..ProviderConfig::new(ProviderKind::OpenAi)
@@ -120,7 +134,10 @@ fn an_unset_header_variable_or_a_bad_header_is_named_without_its_value() {
         .build_with(vars(&[("OPENAI_BASE_URL", "http://localhost:1/v1")]))
         .unwrap_err()
         .to_string();
-    assert!(error.contains("X-Org") && !error.contains("break-secret"), "{error}");
+    assert!(
+        error.contains("X-Org") && !error.contains("break-secret"),
+        "{error}"
+    );
     let custom = ProviderConfig::new(ProviderKind::Anthropic)
         .build_with(vars(&[
             ("ANTHROPIC_API_KEY", "sk-ant-x"),

@@ -168,7 +168,10 @@ impl AnthropicProvider {
             let (name, text) = if self.bearer {
                 (AUTHORIZATION, format!("Bearer {}", key.expose()))
             } else {
-                (HeaderName::from_static("x-api-key"), key.expose().to_owned())
+                (
+                    HeaderName::from_static("x-api-key"),
+                    key.expose().to_owned(),
+                )
             };
             let mut value = HeaderValue::from_str(&text).map_err(|_| ProviderError::Config {
                 message: "the Anthropic API key contains characters a header cannot carry".into(),
