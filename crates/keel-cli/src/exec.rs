@@ -414,6 +414,9 @@ pub(crate) async fn stream_run(
             AgentEvent::HookMessage { event, message } if format == OutputFormat::Text => {
                 progress(&format!("{event} hook: {message}"));
             }
+            AgentEvent::ToolCallRepaired { repair } if format == OutputFormat::Text => {
+                progress(&format!("keel: repaired a tool call: {}", repair.describe()));
+            }
             AgentEvent::Retrying {
                 attempt,
                 max_attempts,

@@ -91,6 +91,10 @@ pub struct RunOutcome {
     pub usage: Usage,
     /// What this run cost in USD; `None` when the model's price is unknown.
     pub cost_usd: Option<f64>,
+    /// Tool calls keel mended in this run (see [`repair`](crate::repair)): each was also
+    /// reported as [`AgentEvent::ToolCallRepaired`] and noted in the reply.
+    #[serde(default)]
+    pub repaired_calls: u32,
 }
 
 /// What [`Session::compact_now`](crate::Session::compact_now) did.
@@ -258,6 +262,13 @@ pub enum AgentEvent {
         event: HookEvent,
         /// The message.
         message: String,
+    },
+    /// keel mended a call the model got almost right (see [`repair`](crate::repair)) before
+    /// running it: a call written in the reply's text, or a tool or argument name off by case
+    /// or separators. The reply in the history carries a note saying the same.
+    ToolCallRepaired {
+        /// What was mended, with the call's id.
+        repair: crate::repair::ToolCallRepair,
     },
     /// Something went wrong that does not stop the run (a hook failed, the session file
     /// could not be written, no snapshot could be taken before a call).

@@ -57,6 +57,7 @@ pub mod memory;
 mod notify;
 pub mod permissions;
 pub mod prompt;
+pub mod repair;
 mod session;
 pub mod session_store;
 

@@ -561,6 +561,10 @@ impl ClaudeStream {
         if is_error {
             line["errors"] = json!([outcome.text]);
         }
+        if outcome.repaired_calls > 0 {
+            // keel's own: calls it mended (a call written as text, a misspelt argument).
+            line["keel_repaired_tool_calls"] = json!(outcome.repaired_calls);
+        }
         self.results += 1;
         self.api_time = Duration::ZERO;
         self.last_stop_reason = None;

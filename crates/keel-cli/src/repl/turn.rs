@@ -190,6 +190,12 @@ impl Printer<'_> {
                 ));
             }
             AgentEvent::Warning { message } => view.warning(&format!("warning: {message}")),
+            AgentEvent::ToolCallRepaired { repair } => {
+                view.notice(&printable(&format!(
+                    "repaired a tool call: {}",
+                    repair.describe()
+                )));
+            }
             AgentEvent::HookMessage { event, message } => {
                 view.notice(&printable(&format!("{event} hook: {message}")));
             }

@@ -20,6 +20,8 @@ pub(super) struct RunState {
     pub(super) cut_replies: u32,
     pub(super) last_text: String,
     pub(super) failed_tools: Vec<String>,
+    /// Calls mended by [`crate::repair`].
+    pub(super) repaired_calls: u32,
 }
 
 impl Session {

@@ -76,6 +76,7 @@ impl Session {
                 iterations: state.iterations,
                 usage: state.usage,
                 cost_usd: state.cost_usd,
+                repaired_calls: state.repaired_calls,
             };
             self.log_record(&SessionRecord::Outcome {
                 stop: outcome.stop.name().to_owned(),
@@ -267,8 +268,21 @@ impl Session {
                 },
             );
             self.last_report = Some((response.usage, prompt_messages));
+            // Calls the model got almost right are mended, and said to be, before anything
+            // runs or is saved.
+            let mut repairs = if response.stop_reason == StopReason::MaxTokens {
+                Vec::new()
+            } else {
+                crate::repair::repair_reply(&mut response.content, &request.tools)
+            };
+            if !repairs.is_empty() && response.stop_reason != StopReason::ToolUse {
+                response.stop_reason = StopReason::ToolUse;
+            }
             let text = response.text();
-            if !text.trim().is_empty() {
+            let call_in_text = repairs
+                .iter()
+                .any(|repair| repair.kinds.contains(&crate::repair::RepairKind::CallFromText));
+            if !text.trim().is_empty() && !call_in_text {
                 state.last_text = text.clone();
             }
             if !response.content.is_empty() {
@@ -281,6 +295,16 @@ impl Session {
                 unique_ids_from(&mut self.history, start);
                 if let Some(reply) = self.history.pop() {
                     response.content = reply.content;
+                }
+                for mut repair in repairs.drain(..) {
+                    if let Some(ContentBlock::ToolUse { id, .. }) =
+                        response.content.get(repair.block)
+                    {
+                        repair.call_id.clone_from(id);
+                    }
+                    state.repaired_calls += 1;
+                    tracing::info!(tool = %repair.tool, "repaired a tool call: {}", repair.describe());
+                    emit(sink, AgentEvent::ToolCallRepaired { repair });
                 }
                 // Write-ahead: the reply and its calls are in the session file before the
                 // first call runs.
