@@ -415,7 +415,10 @@ pub(crate) async fn stream_run(
                 progress(&format!("{event} hook: {message}"));
             }
             AgentEvent::ToolCallRepaired { repair } if format == OutputFormat::Text => {
-                progress(&format!("keel: repaired a tool call: {}", repair.describe()));
+                progress(&format!(
+                    "keel: repaired a tool call: {}",
+                    repair.describe()
+                ));
             }
             AgentEvent::Retrying {
                 attempt,

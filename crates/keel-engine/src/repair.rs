@@ -127,7 +127,10 @@ impl ToolCallRepair {
 /// Mends the calls in a reply's `content` against the offered `tools`, as the module says,
 /// and adds a note to the reply for each change. Returns what was mended; empty when nothing
 /// was (and then `content` is unchanged).
-pub fn repair_reply(content: &mut Vec<ContentBlock>, tools: &[ToolDefinition]) -> Vec<ToolCallRepair> {
+pub fn repair_reply(
+    content: &mut Vec<ContentBlock>,
+    tools: &[ToolDefinition],
+) -> Vec<ToolCallRepair> {
     if tools.is_empty() {
         return Vec::new();
     }
@@ -389,7 +392,9 @@ fn rename_arguments(input: &mut Value, schema: &Value) -> Vec<(String, String)> 
         .filter(|key| !properties.contains_key(*key))
         .filter_map(|key| {
             let folded = fold(key);
-            let mut candidates = properties.keys().filter(|property| fold(property) == folded);
+            let mut candidates = properties
+                .keys()
+                .filter(|property| fold(property) == folded);
             match (candidates.next(), candidates.next()) {
                 (Some(target), None) => Some((key.clone(), target.clone())),
                 _ => None,

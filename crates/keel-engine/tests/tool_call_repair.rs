@@ -39,8 +39,11 @@ fn tools() -> Vec<ToolDefinition> {
     ]
 }
 
-/// The calls in `content`, as `(name, input)`.
-fn calls(content: &[ContentBlock]) -> Vec<(String, Value)> {
+/// Calls as `(name, input)`.
+type Calls = Vec<(String, Value)>;
+
+/// The calls in `content`.
+fn calls(content: &[ContentBlock]) -> Calls {
     content
         .iter()
         .filter_map(|block| match block {
@@ -58,7 +61,7 @@ fn text_reply(text: &str) -> Vec<ContentBlock> {
 fn calls_written_as_text_become_calls() {
     let read = || ("read_file".to_owned(), json!({"path": "src/lib.rs"}));
     let ls = || ("run_command".to_owned(), json!({"command": "ls"}));
-    let cases: Vec<(&str, String, Vec<(String, Value)>)> = vec![
+    let cases: Vec<(&str, String, Calls)> = vec![
         (
             "bare JSON",
             r#"{"name": "read_file", "arguments": {"path": "src/lib.rs"}}"#.into(),
@@ -246,14 +249,20 @@ fn thinking_is_kept_beside_a_call_read_from_text() {
     let repairs = repair_reply(&mut content, &tools());
     assert_eq!(repairs.len(), 1);
     assert!(matches!(content[0], ContentBlock::Thinking { .. }));
-    assert_eq!(calls(&content), [("read_file".into(), json!({"path": "a"}))]);
+    assert_eq!(
+        calls(&content),
+        [("read_file".into(), json!({"path": "a"}))]
+    );
 }
 
 #[test]
 fn tool_names_off_by_case_or_separators_are_mapped_when_unambiguous() {
     let mut content = text_reply(r#"{"name": "Read-File", "arguments": {"path": "a"}}"#);
     let repairs = repair_reply(&mut content, &tools());
-    assert_eq!(calls(&content), [("read_file".into(), json!({"path": "a"}))]);
+    assert_eq!(
+        calls(&content),
+        [("read_file".into(), json!({"path": "a"}))]
+    );
     assert_eq!(
         repairs[0].kinds,
         [
@@ -304,7 +313,9 @@ fn argument_names_off_by_case_or_separators_are_mapped_when_unambiguous() {
         ]
     );
     // The note comes before the call.
-    assert!(matches!(&content[0], ContentBlock::Text { text } if text.contains("\"filePath\" as \"file_path\"")));
+    assert!(
+        matches!(&content[0], ContentBlock::Text { text } if text.contains("\"filePath\" as \"file_path\""))
+    );
     assert_eq!(repairs[0].block, 1);
 
     let untouched: Vec<(&str, Value)> = vec![
@@ -410,13 +421,9 @@ async fn a_session_runs_a_repaired_call_and_says_so() {
         .collect();
     assert_eq!(repaired.len(), 1);
     assert_eq!(repaired[0].tool, "count");
-    assert!(
-        repaired[0]
-            .kinds
-            .contains(&RepairKind::ArgumentNames {
-                renamed: vec![("N".into(), "n".into())]
-            })
-    );
+    assert!(repaired[0].kinds.contains(&RepairKind::ArgumentNames {
+        renamed: vec![("N".into(), "n".into())]
+    }));
 
     // The history holds the model's text, the note and the call under the id the event
     // names; the result answers that id, and the second request is well formed.

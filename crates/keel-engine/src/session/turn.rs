@@ -279,9 +279,11 @@ impl Session {
                 response.stop_reason = StopReason::ToolUse;
             }
             let text = response.text();
-            let call_in_text = repairs
-                .iter()
-                .any(|repair| repair.kinds.contains(&crate::repair::RepairKind::CallFromText));
+            let call_in_text = repairs.iter().any(|repair| {
+                repair
+                    .kinds
+                    .contains(&crate::repair::RepairKind::CallFromText)
+            });
             if !text.trim().is_empty() && !call_in_text {
                 state.last_text = text.clone();
             }
