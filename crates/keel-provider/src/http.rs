@@ -540,10 +540,13 @@ pub(crate) fn error_details(body: &str) -> (Option<String>, String) {
     if let Some(text) = error.as_str() {
         return (None, truncate(text));
     }
+    // LiteLLM writes Python's `None` for a missing type, and a status as the code ("429").
     let kind = ["type", "code"]
         .iter()
         .filter_map(|key| error.get(*key).and_then(Value::as_str))
-        .find(|kind| *kind != "error")
+        .find(|kind| {
+            *kind != "error" && *kind != "None" && !kind.bytes().all(|b| b.is_ascii_digit())
+        })
         .map(str::to_owned);
     let message = error
         .get("message")
@@ -609,6 +612,21 @@ pub(crate) fn error_from_status(
     }
 }
 
+/// The HTTP status an error body names as its `code`: OpenRouter's number (`"code": 502`),
+/// LiteLLM's text (`"code": "429"`).
+fn status_in_body(body: &str) -> Option<u16> {
+    let json: Value = serde_json::from_str(body).ok()?;
+    let code = json.get("error")?.get("code")?;
+    let status = match code {
+        Value::Number(number) => number.as_u64()?,
+        Value::String(text) => text.parse().ok()?,
+        _ => return None,
+    };
+    u16::try_from(status)
+        .ok()
+        .filter(|status| (400..=599).contains(status))
+}
+
 /// The error for an error event inside a stream that began with HTTP 200.
 pub(crate) fn error_from_stream_payload(body: &str) -> ProviderError {
     let (kind, message) = error_details(body);
@@ -633,8 +651,13 @@ pub(crate) fn error_from_stream_payload(body: &str) -> ProviderError {
         Some("invalid_request_error" | "not_found_error" | "request_too_large") => {
             ProviderError::InvalidRequest { message }
         }
-        _ => ProviderError::Stream {
-            message: format!("the server reported an error mid-stream: {message}"),
+        // A kind keel does not know, or none: a gateway's error names the status the request
+        // would have had.
+        _ => match status_in_body(body) {
+            Some(status) => error_from_status(status, None, body),
+            None => ProviderError::Stream {
+                message: format!("the server reported an error mid-stream: {message}"),
+            },
         },
     }
 }

@@ -73,36 +73,56 @@ struct FunctionFragment {
     arguments: Option<Value>,
 }
 
+/// A usage object as OpenAI sends it, with what gateways add: OpenRouter's
+/// `prompt_tokens_details.cache_write_tokens`, LiteLLM's `cache_creation_input_tokens` and
+/// `cache_read_input_tokens` beside `prompt_tokens` (for Anthropic models behind it). Any
+/// field may be missing or `null`.
 #[derive(Deserialize)]
 struct WireUsage {
     #[serde(default)]
-    prompt_tokens: u64,
+    prompt_tokens: Option<u64>,
     #[serde(default)]
-    completion_tokens: u64,
+    completion_tokens: Option<u64>,
     #[serde(default)]
     prompt_tokens_details: Option<PromptDetails>,
+    #[serde(default)]
+    cache_creation_input_tokens: Option<u64>,
+    #[serde(default)]
+    cache_read_input_tokens: Option<u64>,
 }
 
 #[derive(Deserialize)]
 struct PromptDetails {
     #[serde(default)]
     cached_tokens: Option<u64>,
+    #[serde(default)]
+    cache_write_tokens: Option<u64>,
 }
 
 impl WireUsage {
-    /// OpenAI counts cached tokens inside `prompt_tokens`; keel counts them apart.
+    /// OpenAI, OpenRouter and LiteLLM all count cached and cache-written tokens inside
+    /// `prompt_tokens`; keel counts the three apart. A count larger than the prompt (a server
+    /// that does not include it) is capped, never wrapped.
     fn to_usage(&self) -> Usage {
-        let cached = self
-            .prompt_tokens_details
-            .as_ref()
+        let prompt = self.prompt_tokens.unwrap_or(0);
+        let details = self.prompt_tokens_details.as_ref();
+        let read = details
             .and_then(|d| d.cached_tokens)
+            .filter(|n| *n > 0)
+            .or(self.cache_read_input_tokens)
             .unwrap_or(0)
-            .min(self.prompt_tokens);
+            .min(prompt);
+        let written = details
+            .and_then(|d| d.cache_write_tokens)
+            .filter(|n| *n > 0)
+            .or(self.cache_creation_input_tokens)
+            .unwrap_or(0)
+            .min(prompt - read);
         Usage {
-            input_tokens: self.prompt_tokens - cached,
-            output_tokens: self.completion_tokens,
-            cache_creation_input_tokens: 0,
-            cache_read_input_tokens: cached,
+            input_tokens: prompt - read - written,
+            output_tokens: self.completion_tokens.unwrap_or(0),
+            cache_creation_input_tokens: written,
+            cache_read_input_tokens: read,
         }
     }
 }
@@ -225,9 +245,21 @@ impl SseHandler for OpenAiEvents {
                 self.delta(delta, out);
             }
             if let Some(reason) = choice.finish_reason {
+                if reason == "error" {
+                    // OpenRouter: the upstream model failed mid-reply (with no `error`
+                    // object, which is handled above).
+                    return Err(ProviderError::Server {
+                        status: 502,
+                        message: "the model failed mid-reply (finish_reason \"error\")".into(),
+                    });
+                }
                 self.close_calls(out);
                 self.stop_reason = Some(if self.refused {
                     StopReason::Refusal
+                } else if !self.calls.is_empty() && matches!(&*reason, "stop" | "end_turn") {
+                    // Servers that say `stop` after tool calls (Ollama, some gateways): the
+                    // calls are what the reply asks for.
+                    StopReason::ToolUse
                 } else {
                     stop_reason(&reason)
                 });
