@@ -151,11 +151,14 @@ async fn stop_after_tool_calls_means_the_calls_are_wanted() {
     assert_eq!(reply.tool_calls().len(), 1);
 }
 
+/// What an error must be.
+type Expected = fn(&ProviderError) -> bool;
+
 #[tokio::test]
 async fn errors_mid_stream_are_typed_by_their_code() {
     let started =
         chunk(json!({"id": "gen-4", "choices": [{"index": 0, "delta": {"content": "Partial"}}]}));
-    let cases: Vec<(&str, String, fn(&ProviderError) -> bool)> = vec![
+    let cases: Vec<(&str, String, Expected)> = vec![
         (
             "OpenRouter: an error object with a named code and finish_reason error",
             chunk(json!({"id": "gen-4", "object": "chat.completion.chunk",
