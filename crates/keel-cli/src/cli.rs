@@ -70,8 +70,9 @@ pub(crate) struct Options {
     #[arg(short = 'C', long = "cwd", value_name = "DIR")]
     pub cwd: Option<PathBuf>,
 
-    /// The model provider: anthropic, openai (or any OpenAI-compatible server), or a name
-    /// defined as [providers.NAME] in the config.
+    /// The model provider: anthropic, openai (or any OpenAI-compatible server; OpenAI's
+    /// Codex models go to its Responses API), openai-responses (the Responses API for every
+    /// model), or a name defined as [providers.NAME] in the config.
     #[arg(long, value_name = "NAME")]
     pub provider: Option<String>,
 

@@ -772,7 +772,10 @@ fn provider(options: &Options, config: &Config) -> Result<Chosen, CliError> {
             (Some(kind), table) => (name, table.map_or(kind, |t| t.kind), table),
             (None, Some(table)) => (name.clone(), table.kind, Some(table)),
             (None, None) => {
-                let mut known = vec!["anthropic".to_owned(), "openai".to_owned()];
+                let mut known: Vec<String> = ProviderKind::ALL
+                    .iter()
+                    .map(|kind| kind.name().to_owned())
+                    .collect();
                 known.extend(config.providers.keys().cloned());
                 return Err(CliError::Usage(format!(
                     "unknown provider `{name}`: use one of {}, or define [providers.{name}] in \

@@ -290,7 +290,7 @@ async fn usage_and_config_errors_are_one_line_and_exit_2() {
         (
             vec!["exec", "--provider", "mistral", "Hi"],
             None,
-            "keel: unknown provider `mistral`: use one of anthropic, openai, or define \
+            "keel: unknown provider `mistral`: use one of anthropic, openai, openai-responses, or define \
              [providers.mistral] in the config"
                 .into(),
         ),

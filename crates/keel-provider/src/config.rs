@@ -5,7 +5,7 @@
 //! The rules, in one place:
 //! - Without a name: Anthropic when `ANTHROPIC_API_KEY` is set, else the OpenAI-compatible
 //!   back end when `OPENAI_BASE_URL` or `OPENAI_API_KEY` is set, else an error saying so.
-//!   `KEEL_PROVIDER` (`anthropic` or `openai`) names one outright.
+//!   `KEEL_PROVIDER` (`anthropic`, `openai` or `openai-responses`) names one outright.
 //! - The key is read from the configured variable (default `ANTHROPIC_API_KEY` /
 //!   `OPENAI_API_KEY`). Anthropic needs one; OpenAI needs one only for api.openai.com.
 //! - The base URL is the configured one, else `ANTHROPIC_BASE_URL` / `OPENAI_BASE_URL`, else the
@@ -28,25 +28,31 @@ use crate::secret::ApiKey;
 pub const NO_PROVIDER: &str = "no model provider configured: set ANTHROPIC_API_KEY, or \
                                OPENAI_BASE_URL for a local server";
 
-/// The wire format a provider speaks. Written `anthropic` / `openai` in names and files.
+/// The wire format a provider speaks. Written `anthropic` / `openai` / `openai-responses` in
+/// names and files.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
+#[non_exhaustive]
 pub enum ProviderKind {
     /// Anthropic's Messages API.
     #[default]
     Anthropic,
-    /// OpenAI's Chat Completions API, or any server that speaks it.
+    /// OpenAI's Chat Completions API, or any server that speaks it; on OpenAI's own API, the
+    /// Responses API for the models only it serves ([`crate::needs_responses`]).
     OpenAi,
+    /// OpenAI's Responses API for every model (OpenAI's, Azure's, a gateway's `/responses`).
+    #[serde(rename = "openai-responses")]
+    OpenAiResponses,
 }
 
 impl ProviderKind {
-    /// The built-in provider of this name (`anthropic`, `openai`), if any.
+    /// Every kind, in the order names are listed.
+    pub const ALL: [ProviderKind; 3] = [Self::Anthropic, Self::OpenAi, Self::OpenAiResponses];
+
+    /// The built-in provider of this name (`anthropic`, `openai`, `openai-responses`), if
+    /// any.
     pub fn from_name(name: &str) -> Option<Self> {
-        match name {
-            "anthropic" => Some(Self::Anthropic),
-            "openai" => Some(Self::OpenAi),
-            _ => None,
-        }
+        Self::ALL.into_iter().find(|kind| kind.name() == name)
     }
 
     /// The name as written in flags and files.
@@ -54,14 +60,18 @@ impl ProviderKind {
         match self {
             Self::Anthropic => "anthropic",
             Self::OpenAi => "openai",
+            Self::OpenAiResponses => "openai-responses",
         }
     }
 
-    /// The model used when none is chosen: `claude-sonnet-4-5` / `gpt-4.1`.
+    /// The model used when none is chosen: `claude-sonnet-4-5` / `gpt-4.1`; for the
+    /// Responses API, the model the `codex` alias names
+    /// ([`ModelCatalog::expand_alias`](crate::ModelCatalog::expand_alias)).
     pub fn default_model(self) -> &'static str {
         match self {
             Self::Anthropic => "claude-sonnet-4-5",
             Self::OpenAi => "gpt-4.1",
+            Self::OpenAiResponses => crate::ModelCatalog::expand_alias("codex"),
         }
     }
 
@@ -69,7 +79,7 @@ impl ProviderKind {
     pub fn key_var(self) -> &'static str {
         match self {
             Self::Anthropic => "ANTHROPIC_API_KEY",
-            Self::OpenAi => "OPENAI_API_KEY",
+            Self::OpenAi | Self::OpenAiResponses => "OPENAI_API_KEY",
         }
     }
 
@@ -77,8 +87,13 @@ impl ProviderKind {
     pub fn base_url_var(self) -> &'static str {
         match self {
             Self::Anthropic => "ANTHROPIC_BASE_URL",
-            Self::OpenAi => "OPENAI_BASE_URL",
+            Self::OpenAi | Self::OpenAiResponses => "OPENAI_BASE_URL",
         }
+    }
+
+    /// The names of every kind, for messages: `anthropic, openai, openai-responses`.
+    pub fn names() -> String {
+        Self::ALL.map(Self::name).join(", ")
     }
 }
 
@@ -215,8 +230,8 @@ impl ProviderConfig {
         Self::detect_with(process_env)
     }
 
-    /// The provider the variables `lookup` gives name: `KEEL_PROVIDER` (`anthropic` or
-    /// `openai`) if set; else Anthropic when `ANTHROPIC_API_KEY` is set; else the
+    /// The provider the variables `lookup` gives name: `KEEL_PROVIDER` (a
+    /// [`ProviderKind`]'s name) if set; else Anthropic when `ANTHROPIC_API_KEY` is set; else the
     /// OpenAI-compatible back end when `OPENAI_BASE_URL` or `OPENAI_API_KEY` is set; else
     /// [`ProviderError::Config`] with [`NO_PROVIDER`]. Blank values count as unset.
     pub fn detect_with(lookup: impl Fn(&str) -> Option<String>) -> Result<Self, ProviderError> {
@@ -224,7 +239,8 @@ impl ProviderConfig {
             let name = name.trim();
             return ProviderKind::from_name(name).map(Self::new).ok_or_else(|| {
                 config_error(format!(
-                    "unknown provider `{name}` in KEEL_PROVIDER: use anthropic or openai"
+                    "unknown provider `{name}` in KEEL_PROVIDER: use one of {}",
+                    ProviderKind::names()
                 ))
             });
         }
@@ -336,6 +352,13 @@ impl ProviderConfig {
             ProviderKind::OpenAi => {
                 let (provider, url) = self.openai_with(&lookup)?;
                 (Arc::new(provider), url)
+            }
+            ProviderKind::OpenAiResponses => {
+                let (provider, url) = self.openai_with(&lookup)?;
+                (
+                    Arc::new(provider.with_api(openai::OpenAiApi::Responses)),
+                    url,
+                )
             }
         };
         let (_, secret_vars) = self.headers_with(&lookup)?;

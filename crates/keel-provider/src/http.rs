@@ -168,10 +168,15 @@ struct Failure {
 
 impl Failure {
     fn of(error: ProviderError) -> Self {
+        // A rate limit reported inside a stream may say how long to wait.
+        let server_wait = match &error {
+            ProviderError::RateLimited { retry_after, .. } => *retry_after,
+            _ => None,
+        };
         Self {
             retryable: error.is_retryable(),
             error,
-            server_wait: None,
+            server_wait,
         }
     }
 
@@ -403,7 +408,7 @@ impl HttpTransport {
                     yield Err(failure.error);
                     return;
                 }
-                let wait = self.retry.wait(retries, failure.server_wait);
+                let wait = self.retry.wait(retries, failure.server_wait.map(|wait| wait.min(self.retry.max_server_wait)));
                 retries += 1;
                 tracing::warn!(error = %failure.error, attempt = retries, wait_ms = wait.as_millis() as u64, "retrying model call");
                 yield Ok(StreamEvent::Retrying { attempt: retries, max_attempts: self.retry.max_retries, wait, error: failure.error });

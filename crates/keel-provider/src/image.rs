@@ -107,6 +107,11 @@ impl ImageData {
         &self.data
     }
 
+    /// The image as a `data:` URL (`data:image/png;base64,…`), as OpenAI's APIs take it.
+    pub(crate) fn data_url(&self) -> String {
+        format!("data:{};base64,{}", self.media_type(), self.data())
+    }
+
     /// The size of the image itself (the decoded bytes).
     pub fn decoded_len(&self) -> usize {
         let padding = self.data.bytes().rev().take_while(|&b| b == b'=').count();

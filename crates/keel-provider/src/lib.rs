@@ -99,7 +99,10 @@ pub use error::{ProviderError, TimeoutLimit};
 pub use http::{DEFAULT_IDLE_TIMEOUT, DEFAULT_REQUEST_DEADLINE, MAX_ERROR_BODY};
 pub use image::{IMAGE_MEDIA_TYPES, ImageData, ImageError, human_size};
 pub use models::{MAX_MODEL_LIST_BODY, MODEL_LIST_TIMEOUT, ModelList};
-pub use openai::{MaxTokensField, OpenAiProvider, OpenAiStreamParser};
+pub use openai::{
+    MaxTokensField, OpenAiApi, OpenAiProvider, OpenAiStreamParser, ResponsesStreamParser,
+    needs_responses,
+};
 pub use provider::Provider;
 pub use retry::RetryPolicy;
 pub use secret::ApiKey;

@@ -72,6 +72,19 @@ pub enum StreamEvent {
         /// The opaque payload.
         data: String,
     },
+    /// Block `index` is a complete reasoning item of OpenAI's Responses API (its summary
+    /// came before as [`ThinkingDelta`](Self::ThinkingDelta)s): it replaces the thinking
+    /// gathered at `index` with a [`ContentBlock::Reasoning`].
+    Reasoning {
+        /// The block.
+        index: usize,
+        /// The item's id.
+        id: String,
+        /// The summary's parts, in order.
+        summary: Vec<String>,
+        /// The encrypted reasoning, if the API sent it.
+        encrypted_content: Option<String>,
+    },
     /// Token usage so far. Each event carries the running total, not an increment.
     Usage(Usage),
     /// The request failed in a way worth retrying and is about to be sent again.
@@ -104,6 +117,7 @@ impl StreamEvent {
                 | Self::ThinkingDelta { .. }
                 | Self::ThinkingSignature { .. }
                 | Self::RedactedThinking { .. }
+                | Self::Reasoning { .. }
         )
     }
 }
@@ -166,6 +180,11 @@ enum PartialBlock {
         signature: String,
     },
     Redacted(String),
+    Reasoning {
+        id: String,
+        summary: Vec<String>,
+        encrypted_content: Option<String>,
+    },
 }
 
 /// Folds [`StreamEvent`]s into a [`ToolUseResponse`].
@@ -273,6 +292,20 @@ impl ResponseAssembler {
             StreamEvent::RedactedThinking { index, data } => {
                 self.block(index, || PartialBlock::Redacted(data));
             }
+            StreamEvent::Reasoning {
+                index,
+                id,
+                summary,
+                encrypted_content,
+            } => {
+                // The summary streamed as thinking at this index: the whole item replaces it.
+                *self.block(index, || PartialBlock::Text(String::new())) =
+                    PartialBlock::Reasoning {
+                        id,
+                        summary,
+                        encrypted_content,
+                    };
+            }
             StreamEvent::Usage(usage) => self.usage = usage,
             StreamEvent::Retrying { .. } => {}
             StreamEvent::MessageEnd { stop_reason } => self.stop_reason = Some(stop_reason),
@@ -320,6 +353,15 @@ impl ResponseAssembler {
                     signature,
                 }),
                 PartialBlock::Redacted(data) => Some(ContentBlock::RedactedThinking { data }),
+                PartialBlock::Reasoning {
+                    id,
+                    summary,
+                    encrypted_content,
+                } => Some(ContentBlock::Reasoning {
+                    id,
+                    summary,
+                    encrypted_content,
+                }),
             })
             .collect();
         Ok(ToolUseResponse {

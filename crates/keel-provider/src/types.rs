@@ -125,6 +125,23 @@ pub enum ContentBlock {
         /// The opaque payload.
         data: String,
     },
+    /// A reasoning item of OpenAI's Responses API: the summary the model wrote of its
+    /// reasoning (shown as thinking) and the reasoning itself, encrypted, which the API needs
+    /// back unchanged in later requests (keel asks with `store: false`, so the server keeps
+    /// nothing). Only the Responses back end sends it back; the other back ends leave it out,
+    /// as the Responses back end leaves out Anthropic's thinking blocks.
+    Reasoning {
+        /// The item's id (`rs_…`), kept for the record. Never sent back: with `store: false`
+        /// the API knows no item ids.
+        id: String,
+        /// The summary's parts, in order.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        summary: Vec<String>,
+        /// The encrypted reasoning, sent back unchanged; `None` when the API sent none (it
+        /// was not asked for), and then the item is not sent back.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        encrypted_content: Option<String>,
+    },
 }
 
 impl ContentBlock {

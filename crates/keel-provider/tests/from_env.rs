@@ -86,7 +86,7 @@ fn nothing_set_or_only_blanks_is_the_no_provider_message() {
 fn an_unknown_keel_provider_is_named() {
     assert_eq!(
         detected(&[("KEEL_PROVIDER", "gemini"), ("ANTHROPIC_API_KEY", "sk-ant")]),
-        Err("unknown provider `gemini` in KEEL_PROVIDER: use anthropic or openai".to_owned())
+        Err("unknown provider `gemini` in KEEL_PROVIDER: use one of anthropic, openai, openai-responses".to_owned())
     );
 }
 

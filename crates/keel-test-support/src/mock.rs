@@ -76,3 +76,13 @@ pub async fn serve_openai_replies(replies: &[keel_provider::ToolUseResponse]) ->
     )
     .await
 }
+
+/// Starts a server that answers successive OpenAI Responses API requests (`POST
+/// /v1/responses`) with `replies`, rendered as Responses event streams.
+pub async fn serve_responses_replies(replies: &[keel_provider::ToolUseResponse]) -> MockServer {
+    serve_turns(
+        "/v1/responses",
+        replies.iter().map(crate::render::responses_sse).collect(),
+    )
+    .await
+}

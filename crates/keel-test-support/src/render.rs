@@ -164,6 +164,153 @@ pub fn openai_sse(reply: &ToolUseResponse) -> String {
     out
 }
 
+/// `reply` as an OpenAI Responses API event stream, shaped like the recordings in
+/// `shared/wire/openai-responses/`: `response.created`, each block an output item at its
+/// position (reasoning with its summary parts and encrypted content, a message with its text
+/// deltas, a function call with its argument deltas naming the item by its `fc_` id), then
+/// `response.completed` with usage (cached tokens inside `input_tokens`), or
+/// `response.incomplete` for a reply cut at the output limit. Every event has its
+/// `sequence_number`, and deltas their `obfuscation` padding.
+pub fn responses_sse(reply: &ToolUseResponse) -> String {
+    let model = reply
+        .model
+        .clone()
+        .unwrap_or_else(|| "gpt-5.3-codex".into());
+    let mut out = String::new();
+    let mut sequence = 0;
+    let mut emit = |out: &mut String, mut data: Value| {
+        let name = data["type"].as_str().unwrap_or_default().to_owned();
+        data["sequence_number"] = json!(sequence);
+        sequence += 1;
+        event(out, &name, data);
+    };
+    let response = |status: &str, output: Value, usage: Value| json!({"id": "resp_rendered", "object": "response", "created_at": 1764777657, "status": status, "error": null, "incomplete_details": null, "model": model, "output": output, "store": false, "usage": usage});
+    emit(
+        &mut out,
+        json!({"type": "response.created", "response": response("in_progress", json!([]), Value::Null)}),
+    );
+    emit(
+        &mut out,
+        json!({"type": "response.in_progress", "response": response("in_progress", json!([]), Value::Null)}),
+    );
+    let mut output = Vec::new();
+    for (index, block) in reply.content.iter().enumerate() {
+        let item = match block {
+            ContentBlock::Reasoning {
+                id,
+                summary,
+                encrypted_content,
+            } => {
+                emit(
+                    &mut out,
+                    json!({"type": "response.output_item.added", "output_index": index, "item": {"id": id, "type": "reasoning", "summary": []}}),
+                );
+                for (part, text) in summary.iter().enumerate() {
+                    emit(
+                        &mut out,
+                        json!({"type": "response.reasoning_summary_part.added", "item_id": id, "output_index": index, "summary_index": part, "part": {"type": "summary_text", "text": ""}}),
+                    );
+                    for piece in pieces(text, 24) {
+                        emit(
+                            &mut out,
+                            json!({"type": "response.reasoning_summary_text.delta", "item_id": id, "output_index": index, "summary_index": part, "delta": piece, "obfuscation": "Xq3"}),
+                        );
+                    }
+                    emit(
+                        &mut out,
+                        json!({"type": "response.reasoning_summary_text.done", "item_id": id, "output_index": index, "summary_index": part, "text": text}),
+                    );
+                    emit(
+                        &mut out,
+                        json!({"type": "response.reasoning_summary_part.done", "item_id": id, "output_index": index, "summary_index": part, "part": {"type": "summary_text", "text": text}}),
+                    );
+                }
+                let mut item = json!({"id": id, "type": "reasoning", "summary": summary.iter().map(|text| json!({"type": "summary_text", "text": text})).collect::<Vec<_>>()});
+                if let Some(encrypted) = encrypted_content {
+                    item["encrypted_content"] = json!(encrypted);
+                }
+                item
+            }
+            ContentBlock::Text { text } => {
+                let id = format!("msg_rendered_{index}");
+                emit(
+                    &mut out,
+                    json!({"type": "response.output_item.added", "output_index": index, "item": {"id": id, "type": "message", "status": "in_progress", "content": [], "role": "assistant"}}),
+                );
+                emit(
+                    &mut out,
+                    json!({"type": "response.content_part.added", "item_id": id, "output_index": index, "content_index": 0, "part": {"type": "output_text", "annotations": [], "logprobs": [], "text": ""}}),
+                );
+                for piece in pieces(text, 24) {
+                    emit(
+                        &mut out,
+                        json!({"type": "response.output_text.delta", "item_id": id, "output_index": index, "content_index": 0, "delta": piece, "logprobs": [], "obfuscation": "mg9mj4"}),
+                    );
+                }
+                emit(
+                    &mut out,
+                    json!({"type": "response.output_text.done", "item_id": id, "output_index": index, "content_index": 0, "text": text, "logprobs": []}),
+                );
+                let part =
+                    json!({"type": "output_text", "annotations": [], "logprobs": [], "text": text});
+                emit(
+                    &mut out,
+                    json!({"type": "response.content_part.done", "item_id": id, "output_index": index, "content_index": 0, "part": part}),
+                );
+                json!({"id": id, "type": "message", "status": "completed", "content": [part], "role": "assistant"})
+            }
+            ContentBlock::ToolUse {
+                id, name, input, ..
+            } => {
+                let item_id = format!("fc_rendered_{index}");
+                let arguments = input.to_string();
+                emit(
+                    &mut out,
+                    json!({"type": "response.output_item.added", "output_index": index, "item": {"id": item_id, "type": "function_call", "status": "in_progress", "arguments": "", "call_id": id, "name": name}}),
+                );
+                for piece in pieces(&arguments, 7) {
+                    emit(
+                        &mut out,
+                        json!({"type": "response.function_call_arguments.delta", "item_id": item_id, "output_index": index, "delta": piece, "obfuscation": "glOt23"}),
+                    );
+                }
+                emit(
+                    &mut out,
+                    json!({"type": "response.function_call_arguments.done", "item_id": item_id, "output_index": index, "arguments": arguments}),
+                );
+                json!({"id": item_id, "type": "function_call", "status": "completed", "arguments": arguments, "call_id": id, "name": name})
+            }
+            _ => continue,
+        };
+        emit(
+            &mut out,
+            json!({"type": "response.output_item.done", "output_index": index, "item": item}),
+        );
+        output.push(item);
+    }
+    let usage = json!({
+        "input_tokens": reply.usage.input_tokens + reply.usage.cache_read_input_tokens,
+        "input_tokens_details": {"cached_tokens": reply.usage.cache_read_input_tokens},
+        "output_tokens": reply.usage.output_tokens,
+        "output_tokens_details": {"reasoning_tokens": 0},
+        "total_tokens": reply.usage.input_tokens + reply.usage.cache_read_input_tokens + reply.usage.output_tokens,
+    });
+    if reply.stop_reason == StopReason::MaxTokens {
+        let mut response = response("incomplete", json!(output), usage);
+        response["incomplete_details"] = json!({"reason": "max_output_tokens"});
+        emit(
+            &mut out,
+            json!({"type": "response.incomplete", "response": response}),
+        );
+    } else {
+        emit(
+            &mut out,
+            json!({"type": "response.completed", "response": response("completed", json!(output), usage)}),
+        );
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -200,6 +347,35 @@ mod tests {
         let mut assembler = ResponseAssembler::new();
         events.into_iter().for_each(|e| assembler.push(e));
         assert_eq!(assembler.finish().unwrap().content, reply.content);
+    }
+
+    #[test]
+    fn rendered_responses_parse_back_to_the_reply() {
+        let mut reply = crate::scripted::reply(
+            vec![
+                ContentBlock::Reasoning {
+                    id: "rs_1".into(),
+                    summary: vec!["Read the file.".into(), "Then fix it.".into()],
+                    encrypted_content: Some("gAAAAB-opaque".into()),
+                },
+                ContentBlock::text("Let me look at the file first."),
+                ContentBlock::tool_use("call_1", "read_file", json!({"path": "src/lib.rs"})),
+            ],
+            StopReason::ToolUse,
+        );
+        reply.usage.cache_read_input_tokens = 4;
+        let mut events = Vec::new();
+        let mut parser = keel_provider::ResponsesStreamParser::new();
+        parser
+            .feed(responses_sse(&reply).as_bytes(), &mut events)
+            .unwrap();
+        parser.finish(&mut events).unwrap();
+        let mut assembler = ResponseAssembler::new();
+        events.into_iter().for_each(|e| assembler.push(e));
+        let parsed = assembler.finish().unwrap();
+        assert_eq!(parsed.content, reply.content);
+        assert_eq!(parsed.usage, reply.usage);
+        assert_eq!(parsed.stop_reason, StopReason::ToolUse);
     }
 
     #[test]

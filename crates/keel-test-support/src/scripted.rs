@@ -149,6 +149,22 @@ pub fn reply_events(reply: &ToolUseResponse) -> Vec<StreamEvent> {
                     data: data.clone(),
                 });
             }
+            ContentBlock::Reasoning {
+                id,
+                summary,
+                encrypted_content,
+            } => {
+                events.push(StreamEvent::ThinkingDelta {
+                    index,
+                    thinking: summary.join("\n\n"),
+                });
+                events.push(StreamEvent::Reasoning {
+                    index,
+                    id: id.clone(),
+                    summary: summary.clone(),
+                    encrypted_content: encrypted_content.clone(),
+                });
+            }
             _ => {}
         }
     }

@@ -681,10 +681,10 @@ fn open_tasks(
     Ok((launcher, options.allowed().to_vec()))
 }
 
-/// The usual model of a provider named `name`.
+/// The usual model of a provider named `name` (a [`keel_provider::ProviderKind`]'s name;
+/// any other, Anthropic's).
 fn default_model(name: &str) -> &'static str {
-    match name {
-        "openai" => "gpt-4.1",
-        _ => "claude-sonnet-4-5",
-    }
+    keel_provider::ProviderKind::from_name(name)
+        .unwrap_or_default()
+        .default_model()
 }

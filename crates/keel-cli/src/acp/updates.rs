@@ -186,6 +186,11 @@ impl<'a> Updates<'a> {
                     (Role::Assistant, keel_provider::ContentBlock::Thinking { thinking, .. }) => {
                         SessionUpdate::AgentThoughtChunk(chunk(thinking))
                     }
+                    (Role::Assistant, keel_provider::ContentBlock::Reasoning { summary, .. })
+                        if !summary.is_empty() =>
+                    {
+                        SessionUpdate::AgentThoughtChunk(chunk(&summary.join("\n\n")))
+                    }
                     (
                         _,
                         keel_provider::ContentBlock::ToolUse {

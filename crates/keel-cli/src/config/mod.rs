@@ -359,9 +359,6 @@ impl Defaults {
     }
 }
 
-/// The provider names keel knows without a `[providers.NAME]` table.
-const BUILT_IN_PROVIDERS: [&str; 2] = ["anthropic", "openai"];
-
 impl Config {
     /// Reads the user's files (`~/.claude/settings.json`, then `$KEEL_HOME/config.toml`,
     /// whose values win), then the project's (`.claude/settings.json`,
@@ -687,7 +684,8 @@ impl Config {
                 .ignored
                 .push("projects (only your own config records trust)".into());
         }
-        for name in BUILT_IN_PROVIDERS {
+        // The provider names keel knows without a `[providers.NAME]` table.
+        for name in ProviderKind::ALL.map(ProviderKind::name) {
             if providers.remove(name).is_some() {
                 project.ignored.push(format!(
                     "providers.{name} (a built-in provider is configured only in your own \

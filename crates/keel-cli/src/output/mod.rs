@@ -638,6 +638,11 @@ fn shown_blocks(message: &Message) -> Vec<Value> {
         .content
         .iter()
         .map(|original| {
+            // OpenAI's reasoning reads as Claude's thinking (its summary); the encrypted part
+            // is for the model alone.
+            if let ContentBlock::Reasoning { summary, .. } = original {
+                return json!({"type": "thinking", "thinking": summary.join("\n\n"), "signature": ""});
+            }
             let mut block = serde_json::to_value(original).unwrap_or(Value::Null);
             if let ContentBlock::ToolResult { images, .. } = original
                 && !images.is_empty()

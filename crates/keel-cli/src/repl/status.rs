@@ -58,6 +58,7 @@ pub(super) fn provider_label(name: &str, kind: ProviderKind, base_url: &str) -> 
         .unwrap_or_default();
     let kind = match kind {
         ProviderKind::Anthropic => "anthropic",
+        ProviderKind::OpenAiResponses => "openai-responses",
         _ => "openai-compatible",
     };
     if name == kind {

@@ -193,6 +193,8 @@ fn wire_block(block: &ContentBlock) -> Option<WireBlock<'_>> {
             signature,
         },
         ContentBlock::RedactedThinking { data } => WireBlock::RedactedThinking { data },
+        // OpenAI's reasoning: Anthropic cannot read it back.
+        ContentBlock::Reasoning { .. } => return None,
     })
 }
 

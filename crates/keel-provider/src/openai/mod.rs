@@ -1,8 +1,10 @@
-//! The OpenAI Chat Completions back end (`POST {base_url}/chat/completions`, streamed), for
-//! OpenAI itself and for compatible servers: Ollama, vLLM, llama.cpp, OpenRouter.
+//! The OpenAI back end: Chat Completions (`POST {base_url}/chat/completions`, streamed), for
+//! OpenAI itself and for compatible servers (Ollama, vLLM, llama.cpp, OpenRouter), and the
+//! Responses API (`POST {base_url}/responses`) for the models only it serves.
 
 mod parse;
-mod request;
+pub(crate) mod request;
+mod responses;
 
 use std::time::Duration;
 
@@ -22,6 +24,20 @@ use crate::types::CompletionRequest;
 
 pub use parse::OpenAiStreamParser;
 pub use request::MaxTokensField;
+pub use responses::{ResponsesStreamParser, needs_responses};
+
+/// Which of OpenAI's APIs a provider speaks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum OpenAiApi {
+    /// Chat Completions for every model: what compatible servers speak.
+    ChatCompletions,
+    /// The Responses API for every model (a config's `kind = "openai-responses"`).
+    Responses,
+    /// Chat Completions, except for the models only the Responses API serves
+    /// ([`needs_responses`]): the default for OpenAI's own API.
+    Auto,
+}
 
 /// OpenAI's own API.
 pub const DEFAULT_BASE_URL: &str = "https://api.openai.com/v1";
@@ -43,22 +59,58 @@ pub const DEFAULT_BASE_URL: &str = "https://api.openai.com/v1";
 pub struct OpenAiProvider {
     transport: HttpTransport,
     url: url::Url,
+    /// `{base}/responses`, for the models the Responses API serves.
+    responses_url: url::Url,
     /// `{base}/models`, where the served models are listed.
     models_url: url::Url,
     max_tokens_field: MaxTokensField,
+    api: OpenAiApi,
 }
 
 impl OpenAiProvider {
     /// A provider for the server at `base_url` (the part before `/chat/completions`, e.g.
-    /// `https://api.openai.com/v1`). The key is optional: local servers take none.
+    /// `https://api.openai.com/v1`). The key is optional: local servers take none. OpenAI's
+    /// own API is spoken with [`OpenAiApi::Auto`] (the Responses API for the models only it
+    /// serves), every other server with [`OpenAiApi::ChatCompletions`].
     pub fn new(base_url: &str, api_key: Option<ApiKey>) -> Result<Self, ProviderError> {
         let url = endpoint(base_url, "chat/completions")?;
+        let openai = is_openai(&url);
         Ok(Self {
+            responses_url: endpoint(base_url, "responses")?,
             models_url: endpoint(base_url, "models")?,
-            max_tokens_field: default_max_tokens_field(&url),
+            max_tokens_field: if openai {
+                MaxTokensField::MaxCompletionTokens
+            } else {
+                MaxTokensField::MaxTokens
+            },
+            api: if openai {
+                OpenAiApi::Auto
+            } else {
+                OpenAiApi::ChatCompletions
+            },
             transport: HttpTransport::new(api_key)?,
             url,
         })
+    }
+
+    /// Chooses the API spoken (see [`new`](Self::new) for the default).
+    pub fn with_api(mut self, api: OpenAiApi) -> Self {
+        self.api = api;
+        self
+    }
+
+    /// The API spoken.
+    pub fn api(&self) -> OpenAiApi {
+        self.api
+    }
+
+    /// Whether a request for `model` goes to the Responses API.
+    pub fn uses_responses(&self, model: &str) -> bool {
+        match self.api {
+            OpenAiApi::ChatCompletions => false,
+            OpenAiApi::Responses => true,
+            OpenAiApi::Auto => needs_responses(model),
+        }
     }
 
     /// A provider configured from `OPENAI_BASE_URL` (default OpenAI's API) and
@@ -120,23 +172,35 @@ impl OpenAiProvider {
         self
     }
 
-    /// The endpoint requests go to.
+    /// The Chat Completions endpoint.
     pub fn url(&self) -> &url::Url {
         &self.url
     }
 
-    /// The exact JSON body sent for `req`.
+    /// The endpoint a request for `model` goes to: Chat Completions' or the Responses API's.
+    pub fn url_for(&self, model: &str) -> &url::Url {
+        if self.uses_responses(model) {
+            &self.responses_url
+        } else {
+            &self.url
+        }
+    }
+
+    /// The exact JSON body sent for `req`, in the API its model is spoken with.
     pub fn request_body(&self, req: &CompletionRequest) -> Result<Vec<u8>, ProviderError> {
-        serde_json::to_vec(&request::body(req, self.max_tokens_field)).map_err(|err| {
-            ProviderError::InvalidRequest {
-                message: format!("cannot encode the request: {err}"),
-            }
+        let encoded = if self.uses_responses(&req.model) {
+            serde_json::to_vec(&responses::request::body(req))
+        } else {
+            serde_json::to_vec(&request::body(req, self.max_tokens_field))
+        };
+        encoded.map_err(|err| ProviderError::InvalidRequest {
+            message: format!("cannot encode the request: {err}"),
         })
     }
 
     fn prepare(&self, req: &CompletionRequest) -> Result<PreparedRequest, ProviderError> {
         Ok(PreparedRequest::streamed_json(
-            self.url.clone(),
+            self.url_for(&req.model).clone(),
             self.api_headers()?,
             self.request_body(req)?,
         ))
@@ -160,27 +224,36 @@ impl OpenAiProvider {
     }
 }
 
-fn default_max_tokens_field(url: &url::Url) -> MaxTokensField {
-    if url.host_str() == Some("api.openai.com") {
-        MaxTokensField::MaxCompletionTokens
-    } else {
-        MaxTokensField::MaxTokens
-    }
+/// Whether `url` is OpenAI's own API.
+fn is_openai(url: &url::Url) -> bool {
+    url.host_str() == Some("api.openai.com")
 }
 
 #[async_trait::async_trait]
 impl Provider for OpenAiProvider {
     fn name(&self) -> &str {
-        "openai"
+        match self.api {
+            OpenAiApi::Responses => "openai-responses",
+            _ => "openai",
+        }
     }
 
     fn stream(&self, req: &CompletionRequest) -> BoxStream<'_, Result<StreamEvent, ProviderError>> {
-        let span = tracing::info_span!("model_call", provider = "openai", model = %req.model);
-        self.transport.stream(
-            self.prepare(req),
-            span,
-            SseDriver::<parse::OpenAiEvents>::default,
-        )
+        if self.uses_responses(&req.model) {
+            let span = tracing::info_span!("model_call", provider = "openai", api = "responses", model = %req.model);
+            self.transport.stream(
+                self.prepare(req),
+                span,
+                SseDriver::<responses::parse::ResponsesEvents>::default,
+            )
+        } else {
+            let span = tracing::info_span!("model_call", provider = "openai", model = %req.model);
+            self.transport.stream(
+                self.prepare(req),
+                span,
+                SseDriver::<parse::OpenAiEvents>::default,
+            )
+        }
     }
 
     /// `GET {base}/models` beside the chat endpoint (OpenAI, Ollama, vLLM, llama.cpp and

@@ -116,7 +116,7 @@ struct WireFunction<'a> {
 }
 
 /// The text blocks of `blocks` joined by newlines, borrowed when there is just one.
-fn joined_text(blocks: &[ContentBlock]) -> Cow<'_, str> {
+pub(crate) fn joined_text(blocks: &[ContentBlock]) -> Cow<'_, str> {
     let mut texts = blocks.iter().filter_map(|block| match block {
         ContentBlock::Text { text } if !text.is_empty() => Some(text.as_str()),
         _ => None,
@@ -138,7 +138,7 @@ fn joined_text(blocks: &[ContentBlock]) -> Cow<'_, str> {
 
 /// `content` followed by a line saying which images were left out and why, if there were any:
 /// `role: tool` messages take text only, and the model must not think it saw them.
-fn with_images_note<'a>(content: Cow<'a, str>, images: &[ImageData]) -> Cow<'a, str> {
+pub(crate) fn with_images_note<'a>(content: Cow<'a, str>, images: &[ImageData]) -> Cow<'a, str> {
     if images.is_empty() {
         return content;
     }
@@ -189,7 +189,7 @@ fn push_user<'a>(out: &mut Vec<WireMessage<'a>>, blocks: &'a [ContentBlock]) {
         .filter_map(|block| match block {
             ContentBlock::Image { image } => Some(UserPart::ImageUrl {
                 image_url: ImageUrl {
-                    url: format!("data:{};base64,{}", image.media_type(), image.data()),
+                    url: image.data_url(),
                 },
             }),
             _ => None,
