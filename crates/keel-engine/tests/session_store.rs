@@ -86,6 +86,11 @@ fn rich_history() -> Vec<Message> {
                 ContentBlock::RedactedThinking {
                     data: "opaque\u{1}payload".to_owned(),
                 },
+                ContentBlock::Reasoning {
+                    id: "rs_1".to_owned(),
+                    summary: vec!["**Reading**".to_owned(), "the test".to_owned()],
+                    encrypted_content: Some("gAAAAB-opaque==".to_owned()),
+                },
                 ContentBlock::text("Reading it."),
                 ContentBlock::tool_use("call_1", "read_file", json!({"path": "src/lib.rs"})),
                 ContentBlock::ToolUse {

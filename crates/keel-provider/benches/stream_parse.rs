@@ -1,5 +1,5 @@
-//! Stream parsing throughput: a ≥ 10 MB Anthropic stream (and a Chat Completions one) built
-//! from the recorded events, parsed and assembled into a reply; the SSE layer alone on the
+//! Stream parsing throughput: a ≥ 10 MB Anthropic stream (and a Chat Completions one, and a
+//! Responses API one) built from the recorded events, parsed and assembled into a reply; the SSE layer alone on the
 //! Anthropic one (target ≥ 300 MiB/s); and one 100 MB `data:` line fed in 16 KiB chunks, to
 //! the SSE decoder (target ≤ 1 s) and as a text delta through the whole Anthropic parser.
 //!
@@ -11,7 +11,10 @@ use std::hint::black_box;
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use keel_provider::sse::SseDecoder;
-use keel_provider::{AnthropicStreamParser, OpenAiStreamParser, ResponseAssembler, StreamEvent};
+use keel_provider::{
+    AnthropicStreamParser, OpenAiStreamParser, ResponseAssembler, ResponsesStreamParser,
+    StreamEvent,
+};
 
 const TARGET_BYTES: usize = 10 * 1024 * 1024;
 /// Network reads arrive in pieces; 16 KiB is a typical TLS record batch.
@@ -71,6 +74,27 @@ fn openai_stream() -> Vec<u8> {
         fragments.iter().for_each(|e| out.push_str(e));
     }
     events[13..].iter().for_each(|e| out.push_str(e));
+    out.into_bytes()
+}
+
+/// The Responses recording with a reasoning summary, its `output_text.delta` events (each
+/// with its `logprobs` and `obfuscation`) repeated until the stream passes 10 MiB.
+fn responses_stream() -> Vec<u8> {
+    let events = events(&recording("openai-responses/reasoning_summary.sse"));
+    let is_delta = |e: &str| e.starts_with("event: response.output_text.delta");
+    let deltas: Vec<&String> = events.iter().filter(|e| is_delta(e)).collect();
+    let mut out = String::new();
+    events
+        .iter()
+        .take_while(|e| !is_delta(e))
+        .for_each(|e| out.push_str(e));
+    while out.len() < TARGET_BYTES {
+        deltas.iter().for_each(|e| out.push_str(e));
+    }
+    events
+        .iter()
+        .skip_while(|e| !e.starts_with("event: response.output_text.done"))
+        .for_each(|e| out.push_str(e));
     out.into_bytes()
 }
 
@@ -175,7 +199,19 @@ fn bench_sse(c: &mut Criterion) {
 fn bench(c: &mut Criterion) {
     let anthropic = anthropic_stream();
     let openai = openai_stream();
+    let responses = responses_stream();
     assert!(anthropic.len() >= TARGET_BYTES && openai.len() >= TARGET_BYTES);
+    assert!(responses.len() >= TARGET_BYTES);
+    // The reasoning item and the long message.
+    assert_eq!(
+        parse(
+            &responses,
+            ResponsesStreamParser::new(),
+            |p, c, o| p.feed(c, o).unwrap(),
+            |p, o| p.finish(o).unwrap()
+        ),
+        2
+    );
     // The built streams must parse into a whole reply with its tool call intact.
     assert_eq!(
         parse(
@@ -206,6 +242,17 @@ fn bench(c: &mut Criterion) {
             parse(
                 black_box(&openai),
                 OpenAiStreamParser::new(),
+                |p, c, o| p.feed(c, o).unwrap(),
+                |p, o| p.finish(o).unwrap(),
+            )
+        })
+    });
+    group.throughput(Throughput::Bytes(responses.len() as u64));
+    group.bench_function("responses_10MiB", |b| {
+        b.iter(|| {
+            parse(
+                black_box(&responses),
+                ResponsesStreamParser::new(),
                 |p, c, o| p.feed(c, o).unwrap(),
                 |p, o| p.finish(o).unwrap(),
             )

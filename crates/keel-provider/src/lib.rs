@@ -3,7 +3,7 @@
 //! One [`Provider`] trait over the models a coding agent talks to, with two back ends that
 //! speak the real wire formats: [`AnthropicProvider`] (the Messages API) and
 //! [`OpenAiProvider`] (Chat Completions, for OpenAI and for Ollama, vLLM, llama.cpp and
-//! OpenRouter).
+//! OpenRouter; OpenAI's Responses API for the Codex models, see [`OpenAiApi`]).
 //!
 //! - **Types**: a conversation is a list of [`Message`]s made of [`ContentBlock`]s; a
 //!   [`CompletionRequest`] asks for the next reply, which comes back as a
