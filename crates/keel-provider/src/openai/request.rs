@@ -9,7 +9,7 @@ use crate::image::ImageData;
 use crate::types::{CompletionRequest, ContentBlock, Role, ToolChoice};
 
 /// Prefixed to a failed tool's output, since Chat Completions has no error flag.
-pub(crate) const TOOL_ERROR_PREFIX: &str = "ERROR: ";
+const TOOL_ERROR_PREFIX: &str = "ERROR: ";
 
 /// Which field carries the output token limit.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -138,7 +138,7 @@ pub(crate) fn joined_text(blocks: &[ContentBlock]) -> Cow<'_, str> {
 
 /// `content` followed by a line saying which images were left out and why, if there were any:
 /// `role: tool` messages take text only, and the model must not think it saw them.
-pub(crate) fn with_images_note<'a>(content: Cow<'a, str>, images: &[ImageData]) -> Cow<'a, str> {
+fn with_images_note<'a>(content: Cow<'a, str>, images: &[ImageData]) -> Cow<'a, str> {
     if images.is_empty() {
         return content;
     }
@@ -162,6 +162,16 @@ pub(crate) fn with_images_note<'a>(content: Cow<'a, str>, images: &[ImageData]) 
     Cow::Owned(out)
 }
 
+/// A tool result's text as OpenAI's APIs take it: they have no error flag, so a failure says
+/// so in its first word.
+pub(crate) fn result_text(content: &str, is_error: bool) -> Cow<'_, str> {
+    if is_error {
+        Cow::Owned(format!("{TOOL_ERROR_PREFIX}{content}"))
+    } else {
+        Cow::Borrowed(content)
+    }
+}
+
 fn push_user<'a>(out: &mut Vec<WireMessage<'a>>, blocks: &'a [ContentBlock]) {
     // Tool results must directly follow the assistant message that asked for them.
     for block in blocks {
@@ -172,11 +182,7 @@ fn push_user<'a>(out: &mut Vec<WireMessage<'a>>, blocks: &'a [ContentBlock]) {
             images,
         } = block
         {
-            let content = if *is_error {
-                Cow::Owned(format!("{TOOL_ERROR_PREFIX}{content}"))
-            } else {
-                Cow::Borrowed(content.as_str())
-            };
+            let content = result_text(content, *is_error);
             out.push(WireMessage::Tool {
                 tool_call_id: tool_use_id,
                 content: with_images_note(content, images),

@@ -10,7 +10,7 @@ use std::borrow::Cow;
 use serde::Serialize;
 use serde_json::Value;
 
-use crate::openai::request::{TOOL_ERROR_PREFIX, joined_text};
+use crate::openai::request::{joined_text, result_text};
 use crate::types::{CompletionRequest, ContentBlock, Role, ToolChoice};
 
 #[derive(Serialize)]
@@ -125,11 +125,7 @@ fn push_user<'a>(out: &mut Vec<Item<'a>>, blocks: &'a [ContentBlock]) {
             images,
         } = block
         {
-            let text = if *is_error {
-                Cow::Owned(format!("{TOOL_ERROR_PREFIX}{content}"))
-            } else {
-                Cow::Borrowed(content.as_str())
-            };
+            let text = result_text(content, *is_error);
             let output = if images.is_empty() {
                 Output::Text(text)
             } else {
