@@ -45,7 +45,14 @@ fn the_lean_prompt_is_short_and_names_only_the_lean_tools() {
         assert!(LEAN_SYSTEM_PROMPT.contains(tool), "{tool} is not mentioned");
     }
     // A tool the lean profile leaves out would be a call to nothing.
-    for tool in ["glob", "git_status", "git_diff", "git_commit", "spawn_agent", "use_skill"] {
+    for tool in [
+        "glob",
+        "git_status",
+        "git_diff",
+        "git_commit",
+        "spawn_agent",
+        "use_skill",
+    ] {
         assert!(!LEAN_TOOLS.contains(&tool));
         assert!(!LEAN_SYSTEM_PROMPT.contains(tool), "{tool} is mentioned");
     }

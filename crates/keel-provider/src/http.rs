@@ -493,7 +493,11 @@ impl HttpTransport {
         let status = response.status();
         if !status.is_success() {
             let body = self.error_body(response, None).await;
-            return Err(error_from_status(status.as_u16(), None, &self.redact(&body)));
+            return Err(error_from_status(
+                status.as_u16(),
+                None,
+                &self.redact(&body),
+            ));
         }
         let mut body = Vec::new();
         while let Some(chunk) = response

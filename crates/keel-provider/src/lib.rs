@@ -104,9 +104,7 @@ pub use openai::{MaxTokensField, OpenAiProvider, OpenAiStreamParser};
 pub use provider::Provider;
 pub use retry::RetryPolicy;
 pub use secret::ApiKey;
-pub use served::{
-    ContextSource, MAX_SERVED_CONTEXT_BODY, SERVED_CONTEXT_TIMEOUT, ServedContext,
-};
+pub use served::{ContextSource, MAX_SERVED_CONTEXT_BODY, SERVED_CONTEXT_TIMEOUT, ServedContext};
 pub use stream::{ResponseAssembler, StreamEvent, collect_response, json_kind, parse_tool_input};
 pub use types::{
     CachePolicy, CompletionRequest, ContentBlock, InvalidToolInput, Message, Role, StopReason,

@@ -193,7 +193,9 @@ fn without_latest(name: &str) -> &str {
 
 /// `tokens`, if it can be a window.
 fn plausible(tokens: u64) -> Option<u64> {
-    (1..=MAX_PLAUSIBLE_WINDOW).contains(&tokens).then_some(tokens)
+    (1..=MAX_PLAUSIBLE_WINDOW)
+        .contains(&tokens)
+        .then_some(tokens)
 }
 
 /// Asks the server whose model listing is at `models_url` (`{base}/models`) what window it
@@ -261,10 +263,16 @@ async fn ask_in_turn(
     if let Some((num_ctx, trained)) = show.as_deref().and_then(ollama_show) {
         let served = |tokens, source| Some(ServedContext { tokens, source });
         if let Some(num_ctx) = num_ctx {
-            return served(num_ctx.min(trained.unwrap_or(u64::MAX)), ContextSource::OllamaNumCtx);
+            return served(
+                num_ctx.min(trained.unwrap_or(u64::MAX)),
+                ContextSource::OllamaNumCtx,
+            );
         }
         let loaded = ask(Method::GET, at("/api/ps")?, None).await;
-        if let Some(tokens) = loaded.as_deref().and_then(|body| ollama_loaded(body, model)) {
+        if let Some(tokens) = loaded
+            .as_deref()
+            .and_then(|body| ollama_loaded(body, model))
+        {
             return served(tokens, ContextSource::OllamaLoaded);
         }
         return trained.and_then(|tokens| served(tokens, ContextSource::OllamaTrained));
@@ -304,7 +312,10 @@ pub(crate) fn may_probe(url: &url::Url) -> bool {
         Some(url::Host::Ipv4(ip)) => {
             let [a, b, ..] = ip.octets();
             // 100.64.0.0/10: carrier-grade NAT, where Tailscale's addresses are.
-            ip.is_loopback() || ip.is_private() || ip.is_link_local() || (a == 100 && b & 0xc0 == 64)
+            ip.is_loopback()
+                || ip.is_private()
+                || ip.is_link_local()
+                || (a == 100 && b & 0xc0 == 64)
         }
         Some(url::Host::Ipv6(ip)) => {
             ip.is_loopback() || ip.is_unique_local() || ip.is_unicast_link_local()

@@ -225,7 +225,8 @@ async fn hostile_servers_give_no_number() {
     let garbage = MockServer::start().await;
     Mock::given(wiremock::matchers::any())
         .respond_with(
-            ResponseTemplate::new(200).set_body_raw(b"\x00\xff<html>{\"n_ctx\":".to_vec(), "text/html"),
+            ResponseTemplate::new(200)
+                .set_body_raw(b"\x00\xff<html>{\"n_ctx\":".to_vec(), "text/html"),
         )
         .mount(&garbage)
         .await;
@@ -255,16 +256,18 @@ async fn hostile_servers_give_no_number() {
     let silly = MockServer::start().await;
     Mock::given(method("GET"))
         .and(path("/props"))
-        .respond_with(ResponseTemplate::new(200).set_body_json(
-            json!({"default_generation_settings": {"n_ctx": -4096}}),
-        ))
+        .respond_with(
+            ResponseTemplate::new(200)
+                .set_body_json(json!({"default_generation_settings": {"n_ctx": -4096}})),
+        )
         .mount(&silly)
         .await;
     Mock::given(method("GET"))
         .and(path("/v1/models"))
-        .respond_with(ResponseTemplate::new(200).set_body_json(
-            json!({"data": [{"id": "m", "max_model_len": 0}]}),
-        ))
+        .respond_with(
+            ResponseTemplate::new(200)
+                .set_body_json(json!({"data": [{"id": "m", "max_model_len": 0}]})),
+        )
         .mount(&silly)
         .await;
     assert_eq!(provider(&silly).served_context("m").await, None);

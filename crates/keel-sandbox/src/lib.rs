@@ -84,9 +84,9 @@ pub use classify::classify;
 pub use confine::{CommandSandbox, NO_NAMESPACES_VAR};
 pub use env::{is_hidden_var, is_session_var, scrub_env, scrub_std_env};
 pub use error::SandboxError;
-pub use lean::{LEAN_TOOLS, lean_tools};
 #[cfg(feature = "git")]
 pub use git::{CommitPreview, GitError, GitSession, StagedChange, UndoneCommit, commit_preview};
+pub use lean::{LEAN_TOOLS, lean_tools};
 pub use path::{Access, PathSandbox, ResolvedPath, WriteReport};
 pub use policy::{SandboxMode, SandboxPolicy};
 pub use process::{GroupChild, GroupGuard, ProcessGroupRunner, kill_group, spawn_in_group};

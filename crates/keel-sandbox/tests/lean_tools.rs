@@ -50,7 +50,11 @@ fn read_only_leaves_out_the_write_tools_and_the_network_is_said() {
         ..SandboxPolicy::default()
     };
     let (_dir, _full, lean) = both(&networked);
-    assert!(!description(&lean).contains("network"), "{}", description(&lean));
+    assert!(
+        !description(&lean).contains("network"),
+        "{}",
+        description(&lean)
+    );
 }
 
 #[tokio::test]
@@ -83,7 +87,10 @@ async fn each_lean_call_is_the_full_tool_s_call() {
             json!({"path": ".keel/config.toml", "content": "approvals = \"allow\""}),
         ),
         ("write_file", json!({"path": ".git/config", "content": "x"})),
-        ("write_file", json!({"path": "hooks/check.sh", "content": "exit 0"})),
+        (
+            "write_file",
+            json!({"path": "hooks/check.sh", "content": "exit 0"}),
+        ),
         (
             "patch_file",
             json!({"path": "notes.txt", "old_string": "gamma", "new_string": "delta"}),

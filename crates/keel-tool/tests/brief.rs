@@ -88,7 +88,10 @@ fn the_definition_is_short_and_the_schema_accepts_the_same_arguments() {
         described.as_object_mut().unwrap().remove("description");
         assert_eq!(schema, &described, "{name} lost more than its description");
     }
-    assert_eq!(brief.input_schema["required"], full.input_schema["required"]);
+    assert_eq!(
+        brief.input_schema["required"],
+        full.input_schema["required"]
+    );
     assert_eq!(brief.input_schema["additionalProperties"], json!(false));
     assert!(brief.input_schema["properties"]["times"]["maximum"] == json!(3));
     assert!(
@@ -102,7 +105,10 @@ async fn calls_effects_timeouts_and_refusals_are_the_full_tool_s() {
     let full = ToolRegistry::new().with(Touch).unwrap();
     let mut brief = ToolRegistry::new();
     brief
-        .register_dyn(std::sync::Arc::new(Brief::new(Touch, "Touch or delete a file.")))
+        .register_dyn(std::sync::Arc::new(Brief::new(
+            Touch,
+            "Touch or delete a file.",
+        )))
         .unwrap();
     let inputs = [
         json!({"path": "a.txt"}),

@@ -622,8 +622,12 @@ impl CodingAgentBuilder {
         // any passes; so do keel's own tools this agent leaves out (`--no-delegation`).
         // The first request's fixed part: system prompt and tools (the prompt's is added per
         // request, in CodingAgent::first_request_tokens).
-        let base_tokens =
-            keel_engine::compaction::estimate_tokens(Some(&prompt), &tools.definitions(), &[], None);
+        let base_tokens = keel_engine::compaction::estimate_tokens(
+            Some(&prompt),
+            &tools.definitions(),
+            &[],
+            None,
+        );
         let mut known = tools.names();
         known.extend(keel_agents::KEEL_TOOLS);
         policies.permissions().validate(&known)?;

@@ -59,9 +59,9 @@ mod builder;
 mod delegates;
 mod error;
 mod home;
-mod profile;
 #[cfg(all(feature = "mcp", feature = "delegation"))]
 pub mod mcp_host;
+mod profile;
 mod protected;
 #[cfg(feature = "tasks")]
 mod tasks;
@@ -71,11 +71,10 @@ pub use builder::CodingAgentBuilder;
 pub use delegates::Delegates;
 pub use error::BuildError;
 pub use home::{Home, home_dir, home_dir_from, user_home_dir, user_memory_files};
-pub use profile::{
-    ContextOverflow, ContextWindow, ProfileChoice, SMALL_CONTEXT_WINDOW, ToolProfile,
-    WindowOrigin,
-};
 pub use keel_agents::KEEL_TOOLS;
+pub use profile::{
+    ContextOverflow, ContextWindow, ProfileChoice, SMALL_CONTEXT_WINDOW, ToolProfile, WindowOrigin,
+};
 #[cfg(feature = "tasks")]
 pub use tasks::{BackgroundTasks, TaskLauncher, TaskNotifier, open_task_store};
 

@@ -68,7 +68,11 @@ async fn first_request(
 }
 
 fn names(request: &keel_provider::CompletionRequest) -> Vec<&str> {
-    request.tools.iter().map(|tool| tool.name.as_str()).collect()
+    request
+        .tools
+        .iter()
+        .map(|tool| tool.name.as_str())
+        .collect()
 }
 
 #[tokio::test]
@@ -89,7 +93,10 @@ async fn each_profile_s_tools() {
     assert!(names(&lean).contains(&"deploy"));
     assert!(lean_agent.delegates().is_none());
     let system = lean.system.as_deref().unwrap();
-    assert!(system.starts_with(keel::engine::LEAN_SYSTEM_PROMPT), "{system}");
+    assert!(
+        system.starts_with(keel::engine::LEAN_SYSTEM_PROMPT),
+        "{system}"
+    );
     assert!(system.contains("Run `cargo test` before you answer."));
     assert!(!system.contains("release"), "no skills index: {system}");
     let size = |request: &keel_provider::CompletionRequest| {
@@ -145,7 +152,8 @@ async fn a_small_window_chooses_lean_and_a_large_one_full() {
         (ToolProfile::Full, None)
     );
     // A profile given wins over the window.
-    let (agent, _) = first_request(|b| b.served_context(served).tool_profile(ToolProfile::Full)).await;
+    let (agent, _) =
+        first_request(|b| b.served_context(served).tool_profile(ToolProfile::Full)).await;
     assert_eq!(agent.tool_profile(), ToolProfile::Full);
     assert_eq!(agent.profile_choice(), ProfileChoice::Given);
 }
@@ -158,7 +166,9 @@ async fn a_first_request_larger_than_the_window_is_measured() {
     };
     let (agent, request) =
         first_request(|b| b.served_context(served).tool_profile(ToolProfile::Full)).await;
-    let overflow = agent.context_overflow("What does answer() return?").unwrap();
+    let overflow = agent
+        .context_overflow("What does answer() return?")
+        .unwrap();
     assert_eq!(overflow.window.tokens, 2_048);
     // The estimate is the request's size at 4 bytes a token, give or take the envelope.
     let bytes = serde_json::to_string(&request.tools).unwrap().len()

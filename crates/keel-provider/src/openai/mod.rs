@@ -188,9 +188,14 @@ impl Provider for OpenAiProvider {
     /// host (api.openai.com among them) never is.
     async fn served_context(&self, model: &str) -> Option<crate::ServedContext> {
         let span = tracing::info_span!("served_context", provider = "openai", %model);
-        crate::served::probe(&self.transport, &self.models_url, &self.api_headers().ok()?, model)
-            .instrument(span)
-            .await
+        crate::served::probe(
+            &self.transport,
+            &self.models_url,
+            &self.api_headers().ok()?,
+            model,
+        )
+        .instrument(span)
+        .await
     }
 
     /// `GET {base}/models` beside the chat endpoint (OpenAI, Ollama, vLLM, llama.cpp and
