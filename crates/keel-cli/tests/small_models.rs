@@ -27,28 +27,6 @@ use wiremock::{Mock, MockServer, ResponseTemplate};
 const PROMPT: &str = "What does answer() return?";
 const MODEL: &str = "qwen3:8b";
 
-/// A typical small project: instructions, a skill, a sub-agent and a team, a source file and
-/// some history (what the full profile's first request carries).
-fn project() -> TempRepo {
-    let repo = TempRepo::new();
-    repo.write("AGENTS.md", "Run `cargo test` before you answer.\n");
-    repo.write(
-        ".keel/skills/release/SKILL.md",
-        "---\nname: release\ndescription: How to cut a release\n---\nTag, then publish.\n",
-    );
-    repo.write(
-        ".keel/agents/reviewer.md",
-        "---\ndescription: Reviews a change\ntools: [read_file, grep]\n---\nYou review.\n",
-    );
-    repo.write(
-        ".keel/teams/ship.yaml",
-        "name: ship\ndescription: Review then ship\nagents: [reviewer]\n",
-    );
-    repo.write("src/lib.rs", "pub fn answer() -> u32 { 42 }\n");
-    repo.commit("start");
-    repo
-}
-
 /// Ollama's `/api/show` answer for `MODEL` with `parameters` (docs/openapi.yaml's shape).
 async fn ollama(server: &MockServer, parameters: &str) {
     Mock::given(method("POST"))
@@ -102,24 +80,22 @@ fn tool_names(body: &[u8]) -> Vec<String> {
         .collect()
 }
 
-const LEAN_TOOLS: [&str; 6] = [
-    "grep",
-    "list_directory",
-    "patch_file",
-    "read_file",
-    "run_command",
-    "write_file",
-];
+/// The lean tools, as offered (sorted by name).
+fn lean_tools() -> Vec<String> {
+    let mut names: Vec<String> = keel_sandbox::LEAN_TOOLS.map(str::to_owned).to_vec();
+    names.sort();
+    names
+}
 
 #[tokio::test]
 async fn the_lean_first_request_is_at_most_6_kb() {
-    let repo = project();
+    let repo = TempRepo::with_delegates();
     let home = Home::new();
     let server = openai_server(&[text("42")]).await;
     let (code, err, lean) = exec(&home, &repo, &server, &["--tools", "lean"]).await;
     assert_eq!(code, Some(0), "{err}");
     let lean = lean.unwrap();
-    assert_eq!(tool_names(&lean), LEAN_TOOLS);
+    assert_eq!(tool_names(&lean), lean_tools());
     assert!(
         lean.len() <= 6_000,
         "the lean first request is {} bytes",
@@ -143,13 +119,13 @@ async fn the_lean_first_request_is_at_most_6_kb() {
 
 #[tokio::test]
 async fn an_ollama_serving_a_small_window_gets_the_lean_tools_and_keel_says_so() {
-    let repo = project();
+    let repo = TempRepo::with_delegates();
     let home = Home::new();
     let server = openai_server(&[text("42")]).await;
     ollama(&server, "temperature 0.7\nnum_ctx 8192").await;
     let (code, err, body) = exec(&home, &repo, &server, &[]).await;
     assert_eq!(code, Some(0), "{err}");
-    assert_eq!(tool_names(&body.unwrap()), LEAN_TOOLS);
+    assert_eq!(tool_names(&body.unwrap()), lean_tools());
     assert_eq!(
         err.lines()
             .filter(|line| line.contains("context window"))
@@ -184,7 +160,7 @@ fn warning(err: &str) -> String {
 
 #[tokio::test]
 async fn the_warning_names_the_window_the_estimate_and_the_fix_for_each_server() {
-    let repo = project();
+    let repo = TempRepo::with_delegates();
     let home = Home::new();
 
     // Ollama, num_ctx 2048, the full tools asked for.
@@ -251,7 +227,7 @@ async fn the_warning_names_the_window_the_estimate_and_the_fix_for_each_server()
     ollama(&server, "num_ctx 512").await;
     let (code, err, body) = exec(&home, &repo, &server, &[]).await;
     assert_eq!(code, Some(0), "{err}");
-    assert_eq!(tool_names(&body.unwrap()), LEAN_TOOLS);
+    assert_eq!(tool_names(&body.unwrap()), lean_tools());
     assert!(
         warning(&err).ends_with(
             "the server will cut it or refuse it; raise num_ctx (PARAMETER num_ctx in a \
@@ -263,7 +239,7 @@ async fn the_warning_names_the_window_the_estimate_and_the_fix_for_each_server()
 
 #[tokio::test]
 async fn hostile_servers_invent_no_window() {
-    let repo = project();
+    let repo = TempRepo::with_delegates();
     let home = Home::new();
     let huge = format!(
         "{{\"parameters\": \"num_ctx 1024\", \"model_info\": {{}}, \"license\": \"{}\"}}",
@@ -301,7 +277,7 @@ async fn hostile_servers_invent_no_window() {
 
 #[tokio::test]
 async fn bad_tool_sets_are_one_line() {
-    let repo = project();
+    let repo = TempRepo::with_delegates();
     let home = Home::new();
     let server = openai_server(&[text("42")]).await;
     let (code, err, _) = exec(&home, &repo, &server, &["--tools", "tiny"]).await;
@@ -335,42 +311,48 @@ async fn bad_tool_sets_are_one_line() {
     assert!(request_bodies(&server).await.is_empty());
 }
 
+/// `keel -p --tools TOOLS` on a fresh server: the exit code, stderr and the model requests.
+async fn print_mode(
+    home: &Home,
+    repo: &TempRepo,
+    tools: &str,
+) -> (Option<i32>, String, Vec<Value>) {
+    let server = openai_server(&[text("42")]).await;
+    let mut command = home.keel_openai(&server);
+    command
+        .current_dir(repo.path())
+        .args(["-p", "--model", MODEL, "--tools", tools, PROMPT]);
+    let output = run(command).await;
+    let bodies = request_bodies(&server).await;
+    (output.status.code(), stderr(&output), bodies)
+}
+
 #[tokio::test]
 async fn print_mode_takes_default_and_lean_and_refuses_the_rest_in_one_line() {
-    let repo = project();
+    let repo = TempRepo::with_delegates();
     let home = Home::new();
     for (value, lean) in [("lean", true), ("default", false)] {
-        let server = openai_server(&[text("42")]).await;
-        let mut command = home.keel_openai(&server);
-        command
-            .current_dir(repo.path())
-            .args(["-p", "--model", MODEL, "--tools", value, PROMPT]);
-        let output = run(command).await;
-        assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
-        let body = serde_json::to_vec(&request_bodies(&server).await[0]).unwrap();
-        assert_eq!(tool_names(&body) == LEAN_TOOLS, lean, "--tools {value}");
+        let (code, err, bodies) = print_mode(&home, &repo, value).await;
+        assert_eq!(code, Some(0), "{err}");
+        let body = serde_json::to_vec(&bodies[0]).unwrap();
+        assert_eq!(tool_names(&body) == lean_tools(), lean, "--tools {value}");
     }
     for value in ["Bash,Read", "full", ""] {
-        let server = openai_server(&[text("42")]).await;
-        let mut command = home.keel_openai(&server);
-        command
-            .current_dir(repo.path())
-            .args(["-p", "--tools", value, PROMPT]);
-        let output = run(command).await;
-        assert_eq!(output.status.code(), Some(2), "{value}");
+        let (code, err, bodies) = print_mode(&home, &repo, value).await;
+        assert_eq!(code, Some(2), "{value}");
         assert_eq!(
-            stderr(&output).trim_end(),
+            err.trim_end(),
             "keel: --tools: keel offers its whole tool set (`default`) or the lean one for \
              small models (`lean`); narrow it with --disallowedTools",
             "{value}"
         );
-        assert!(request_bodies(&server).await.is_empty());
+        assert!(bodies.is_empty());
     }
 }
 
 #[tokio::test]
 async fn a_cloned_project_may_narrow_the_tools_to_lean_and_nothing_more() {
-    let repo = project();
+    let repo = TempRepo::with_delegates();
     let home = Home::new();
 
     // Lean from the project: six tools, no notice; the model's destructive call is still
@@ -383,7 +365,7 @@ async fn a_cloned_project_may_narrow_the_tools_to_lean_and_nothing_more() {
     .await;
     let (code, err, body) = exec(&home, &repo, &server, &[]).await;
     assert_eq!(code, Some(0), "{err}");
-    assert_eq!(tool_names(&body.unwrap()), LEAN_TOOLS);
+    assert_eq!(tool_names(&body.unwrap()), lean_tools());
     assert!(!err.contains("ignored"), "{err}");
     assert!(repo.path().join("src/lib.rs").exists());
     let bodies = request_bodies(&server).await;
@@ -405,7 +387,7 @@ async fn a_cloned_project_may_narrow_the_tools_to_lean_and_nothing_more() {
     ollama(&server, "num_ctx 8192").await;
     let (code, err, body) = exec(&home, &repo, &server, &[]).await;
     assert_eq!(code, Some(0), "{err}");
-    assert_eq!(tool_names(&body.unwrap()), LEAN_TOOLS);
+    assert_eq!(tool_names(&body.unwrap()), lean_tools());
     assert!(
         err.contains("ignored tools.profile = \"full\"") && err.contains("keel trust"),
         "{err}"
@@ -414,7 +396,7 @@ async fn a_cloned_project_may_narrow_the_tools_to_lean_and_nothing_more() {
     home.write_config("[tools]\nprofile = \"lean\"\n");
     let server = openai_server(&[text("42")]).await;
     let (_, err, body) = exec(&home, &repo, &server, &[]).await;
-    assert_eq!(tool_names(&body.unwrap()), LEAN_TOOLS, "{err}");
+    assert_eq!(tool_names(&body.unwrap()), lean_tools(), "{err}");
     // Trusted (for this run), it chooses full; a flag still wins over it.
     let server = openai_server(&[text("42")]).await;
     ollama(&server, "num_ctx 8192").await;
@@ -431,12 +413,12 @@ async fn a_cloned_project_may_narrow_the_tools_to_lean_and_nothing_more() {
         &["--trust-project", "--tools", "lean"],
     )
     .await;
-    assert_eq!(tool_names(&body.unwrap()), LEAN_TOOLS, "{err}");
+    assert_eq!(tool_names(&body.unwrap()), lean_tools(), "{err}");
 }
 
 #[tokio::test]
 async fn keel_config_names_the_tool_set_and_what_chose_it() {
-    let repo = project();
+    let repo = TempRepo::with_delegates();
     let home = Home::new();
     let line = |args: &[&str]| {
         let mut command = home.keel();

@@ -123,15 +123,14 @@ pub(crate) fn ollama_show(body: &[u8]) -> Option<(Option<u64>, Option<u64>)> {
         .get("parameters")
         .and_then(Value::as_str)
         .and_then(|text| {
-            text.lines()
-                .filter_map(|line| {
-                    let mut words = line.split_whitespace();
-                    (words.next() == Some("num_ctx"))
-                        .then(|| words.next())
-                        .flatten()
-                        .and_then(|value| value.parse::<u64>().ok())
-                })
-                .last()
+            // The last `num_ctx` line is the one that counts.
+            text.lines().rev().find_map(|line| {
+                let mut words = line.split_whitespace();
+                (words.next() == Some("num_ctx"))
+                    .then(|| words.next())
+                    .flatten()
+                    .and_then(|value| value.parse::<u64>().ok())
+            })
         })
         .and_then(plausible);
     let trained = info
@@ -389,7 +388,7 @@ mod tests {
 
     #[test]
     fn random_bytes_never_panic() {
-        let mut seed = 0x9e37_79b9_7f4a_7c15_u64;
+        let mut rng = keel_test_support::rng::Rng(0x9e37_79b9_7f4a_7c15);
         let shapes: [&[u8]; 4] = [
             br#"{"parameters":"num_ctx 4096","model_info":{"general.architecture":"x","x.context_length":8192}}"#,
             br#"{"models":[{"name":"m:latest","context_length":4096}]}"#,
@@ -400,14 +399,12 @@ mod tests {
             let mut body = shapes[round % shapes.len()].to_vec();
             // Flip, cut or insert bytes at random places.
             for _ in 0..(round % 7) {
-                seed ^= seed << 13;
-                seed ^= seed >> 7;
-                seed ^= seed << 17;
-                let at = (seed as usize) % (body.len() + 1);
-                match seed % 3 {
-                    0 if at < body.len() => body[at] = (seed >> 8) as u8,
+                let at = rng.below(body.len() as u64 + 1) as usize;
+                let byte = rng.next_u64().to_le_bytes()[0];
+                match rng.below(3) {
+                    0 if at < body.len() => body[at] = byte,
                     1 => body.truncate(at),
-                    _ => body.insert(at.min(body.len()), (seed >> 16) as u8),
+                    _ => body.insert(at, byte),
                 }
             }
             let _ = ollama_show(&body);

@@ -150,19 +150,25 @@ fn normalize_node(node: &mut Value) {
     if map.contains_key("properties") && !map.contains_key("additionalProperties") {
         map.insert("additionalProperties".into(), Value::Bool(false));
     }
+    for_each_subschema(map, normalize_node);
+}
+
+/// Calls `f` on each subschema directly under `map` (`items`, `anyOf`'s options, each of
+/// `properties`, ...), not on `map` itself.
+fn for_each_subschema(map: &mut Map<String, Value>, mut f: impl FnMut(&mut Value)) {
     for key in ONE_SCHEMA {
         if let Some(child) = map.get_mut(*key) {
-            normalize_node(child);
+            f(child);
         }
     }
     for key in SCHEMA_ARRAYS {
         if let Some(Value::Array(children)) = map.get_mut(*key) {
-            children.iter_mut().for_each(normalize_node);
+            children.iter_mut().for_each(&mut f);
         }
     }
     for key in SCHEMA_MAPS {
         if let Some(Value::Object(children)) = map.get_mut(*key) {
-            children.values_mut().for_each(normalize_node);
+            children.values_mut().for_each(&mut f);
         }
     }
 }
@@ -206,21 +212,7 @@ fn strip_descriptions(node: &mut Value) {
         return;
     };
     map.remove("description");
-    for key in ONE_SCHEMA {
-        if let Some(child) = map.get_mut(*key) {
-            strip_descriptions(child);
-        }
-    }
-    for key in SCHEMA_ARRAYS {
-        if let Some(Value::Array(children)) = map.get_mut(*key) {
-            children.iter_mut().for_each(strip_descriptions);
-        }
-    }
-    for key in SCHEMA_MAPS {
-        if let Some(Value::Object(children)) = map.get_mut(*key) {
-            children.values_mut().for_each(strip_descriptions);
-        }
-    }
+    for_each_subschema(map, strip_descriptions);
 }
 
 /// Joins the lines of a wrapped doc comment into one, keeping blank-line paragraph breaks.

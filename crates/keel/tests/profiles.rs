@@ -31,27 +31,11 @@ impl Tool for Deploy {
     }
 }
 
-/// A repository with what delegation offers: a skill and a sub-agent.
-fn repository() -> TempRepo {
-    let repo = TempRepo::new();
-    repo.write("AGENTS.md", "Run `cargo test` before you answer.\n");
-    repo.write(
-        ".keel/skills/release/SKILL.md",
-        "---\nname: release\ndescription: How to cut a release\n---\nTag, then publish.\n",
-    );
-    repo.write(
-        ".keel/agents/reviewer.md",
-        "---\ndescription: Reviews a change\ntools: [read_file, grep]\n---\nYou review.\n",
-    );
-    repo.commit("start");
-    repo
-}
-
 /// The first request of an agent `configure` builds, and the agent.
 async fn first_request(
     configure: impl FnOnce(CodingAgentBuilder) -> CodingAgentBuilder,
 ) -> (CodingAgent, keel_provider::CompletionRequest) {
-    let repo = repository();
+    let repo = TempRepo::with_delegates();
     let home = tempfile::tempdir().unwrap();
     let model = Arc::new(ScriptedProvider::new().then_text("done"));
     let builder = CodingAgent::builder(model.clone())
@@ -187,35 +171,4 @@ async fn a_first_request_larger_than_the_window_is_measured() {
     // No window known: nothing to exceed.
     let (agent, _) = first_request(|b| b).await;
     assert_eq!(agent.context_overflow(&"word ".repeat(100_000)), None);
-}
-
-#[cfg(feature = "mcp")]
-#[tokio::test]
-async fn the_lean_profile_keeps_mcp_servers_tools() {
-    use keel::mcp::{ClientOptions, McpServer, McpServerConfig, McpTransport, StdioServer};
-    let Some(script) = keel_test_support::peers::mcp_server("server-everything") else {
-        return;
-    };
-    let repo = repository();
-    let config = McpServerConfig::new(
-        "everything",
-        McpTransport::Stdio(StdioServer {
-            command: "node".into(),
-            args: vec![script.display().to_string(), "stdio".into()],
-            env: Default::default(),
-            env_vars: Vec::new(),
-            cwd: None,
-        }),
-    )
-    .unwrap();
-    let server = McpServer::connect(config, ClientOptions::new(repo.path()))
-        .await
-        .unwrap();
-    let (_, request) =
-        first_request(|b| b.tool_profile(ToolProfile::Lean).mcp_servers([server])).await;
-    assert!(
-        names(&request).contains(&"mcp__everything__get-sum"),
-        "{:?}",
-        names(&request)
-    );
 }
