@@ -188,10 +188,6 @@ pub(crate) struct ClaudeArgs {
     )]
     pub disallowed_tools: Vec<String>,
 
-    /// The base tool set: only `default` (all of keel's tools) is offered.
-    #[arg(long, value_name = "TOOLS")]
-    pub tools: Option<String>,
-
     /// default, acceptEdits, plan, bypassPermissions or dontAsk.
     #[arg(long, value_enum, value_name = "MODE")]
     pub permission_mode: Option<PermissionMode>,
@@ -273,12 +269,16 @@ impl ClaudeArgs {
                 "needs the session to fork: --resume ID or --continue",
             ));
         }
-        if let Some(tools) = &self.tools
+        // `--tools` is keel's own flag (in `options`): here it takes Claude Code's `default`
+        // (keel's choice: every tool, or the lean ones for a small window) and `lean`.
+        if let Some(tools) = &self.options.tools
             && tools != "default"
+            && tools != "lean"
         {
             return Err(refused(
                 "--tools",
-                "keel offers its whole tool set (`default`); narrow it with --disallowedTools",
+                "keel offers its whole tool set (`default`) or the lean one for small models \
+                 (`lean`); narrow it with --disallowedTools",
             ));
         }
         if let Some(sources) = &self.setting_sources {
@@ -440,6 +440,9 @@ fn take_program_servers(values: &mut Vec<String>) -> Result<Vec<String>, CliErro
 /// Runs keel in print mode as `args` say; the exit code.
 pub(crate) async fn run(mut args: ClaudeArgs) -> Result<u8, CliError> {
     args.check()?;
+    if args.options.tools.as_deref() == Some("default") {
+        args.options.tools = None;
+    }
     args.options.claude_settings = ClaudeFiles {
         settings: args.settings.clone(),
         sources: match &args.setting_sources {

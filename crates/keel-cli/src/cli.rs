@@ -139,6 +139,15 @@ pub(crate) struct Options {
     #[arg(long)]
     pub no_delegation: bool,
 
+    /// The tool set: full (every tool) or lean (six tools under short descriptions, a short
+    /// prompt, no delegation: for small local models) [default: lean when the model's context
+    /// window is 32K tokens or less, else full]. `keel mcp list --tools`: also list each
+    /// server's tools.
+    // The value is optional only for `keel mcp list --tools`; anywhere else a missing one is
+    // refused (see setup::tool_profile).
+    #[arg(long, value_name = "PROFILE", num_args = 0..=1, default_missing_value = "")]
+    pub tools: Option<String>,
+
     /// In exec: do not wait for background tasks still running when the model ends its turn.
     #[arg(long)]
     pub no_wait_tasks: bool,
@@ -177,6 +186,7 @@ impl Options {
             continue_latest: self.continue_latest || later.continue_latest,
             resume: later.resume.or(self.resume),
             no_delegation: self.no_delegation || later.no_delegation,
+            tools: later.tools.or(self.tools),
             no_wait_tasks: self.no_wait_tasks || later.no_wait_tasks,
             debug: self.debug || later.debug,
             claude_settings: self.claude_settings,
@@ -409,10 +419,9 @@ pub(crate) enum TasksAction {
 #[command(defer = true)]
 pub(crate) enum McpAction {
     /// Each configured MCP server: connected or why not, how many tools, how it is reached.
+    // `--tools` (keel's tool set flag, without a value here): also list each server's tools,
+    // by the names the model sees.
     List {
-        /// Also list each server's tools, by the names the model sees.
-        #[arg(long)]
-        tools: bool,
         #[command(flatten)]
         options: Options,
     },
@@ -590,6 +599,25 @@ mod tests {
             let (_, options) = parts(args);
             assert_eq!(options.cwd, Some(PathBuf::from("/w")), "{args:?}");
         }
+    }
+
+    #[test]
+    fn the_tool_set_is_taken_before_or_after_the_subcommand() {
+        let (_, options) = parts(&["keel", "--tools", "full", "exec", "--tools", "lean", "hi"]);
+        assert_eq!(options.tools.as_deref(), Some("lean"));
+        let (command, options) = parts(&["keel", "exec", "--tools", "lean", "hi"]);
+        assert_eq!(options.tools.as_deref(), Some("lean"));
+        let Some(Command::Exec(args)) = command else {
+            panic!("not exec: {command:?}")
+        };
+        assert_eq!(
+            args.prompt.as_deref(),
+            Some("hi"),
+            "the prompt is not the value"
+        );
+        // `keel mcp list --tools` takes no value: it lists each server's tools.
+        let (_, options) = parts(&["keel", "mcp", "list", "--tools", "-C", "/w"]);
+        assert_eq!(options.tools.as_deref(), Some(""));
     }
 
     #[test]

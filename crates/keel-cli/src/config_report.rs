@@ -88,6 +88,7 @@ fn report(options: &Options, setup: &Setup) -> Vec<String> {
                 scalar_origin(config, "sandbox").unwrap_or_else(|| "default".into())
             },
         },
+        tools_line(options, setup),
     ];
     for root in &setup.policy.writable_roots {
         lines.push(Line {
@@ -124,6 +125,30 @@ fn report(options: &Options, setup: &Setup) -> Vec<String> {
         ));
     }
     out
+}
+
+/// The tool set and what chose it: `--tools`, a config file, or keel's choice by the model's
+/// window (which `keel config` does not ask the server about).
+fn tools_line(options: &Options, setup: &Setup) -> Line {
+    let (value, from) = match setup.tool_profile {
+        Some(profile) if options.tools.is_some() => (profile.name().to_owned(), "--tools".into()),
+        Some(profile) => (
+            profile.name().to_owned(),
+            scalar_origin(&setup.config, "tools.profile").unwrap_or_else(|| "default".into()),
+        ),
+        None => (
+            format!(
+                "full, or lean for a model whose context window is {} tokens or less",
+                crate::render::thousands(keel::SMALL_CONTEXT_WINDOW)
+            ),
+            "default".into(),
+        ),
+    };
+    Line {
+        key: "tools".into(),
+        value,
+        from,
+    }
 }
 
 fn line_of(origin: &Origin) -> Line {

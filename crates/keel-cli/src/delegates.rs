@@ -165,10 +165,13 @@ pub(crate) async fn command(options: &Options, command: Command) -> Result<u8, C
         Command::Agents { .. } | Command::Teams { .. } | Command::Skills { .. } => Mode::Listing,
         _ => Mode::Exec,
     };
-    let setup = Setup::resolve(options, mode, &SessionChoice::New)?;
+    let mut setup = Setup::resolve(options, mode, &SessionChoice::New)?;
     for notice in &setup.notices {
         let _ = writeln!(std::io::stderr().lock(), "keel: {notice}");
     }
+    // Sub-agents, teams and skills are the full set's, whatever profile the flags or config
+    // name for keel's own sessions.
+    setup.tool_profile = Some(keel::ToolProfile::Full);
     if !setup.delegation {
         return Err(CliError::Usage(
             "--no-delegation leaves nothing to list or run here".into(),

@@ -123,6 +123,17 @@ pub(crate) fn progress(text: &str) {
     let _ = writeln!(err, "{text}");
 }
 
+/// On stderr: the lean tools chosen for a small window, and the first request that would not
+/// fit the window (with `prompt`).
+pub(crate) fn print_context_notes(coding: &CodingAgent, prompt: &str) {
+    if let Some(note) = crate::context_notes::profile_note(coding) {
+        progress(&format!("keel: {note}"));
+    }
+    if let Some(warning) = crate::context_notes::overflow_warning(coding, prompt) {
+        progress(&format!("keel: warning: {warning}"));
+    }
+}
+
 /// Runs `keel exec`; returns the exit code.
 pub(crate) async fn run(options: &Options, args: ExecArgs) -> Result<u8, CliError> {
     let prompt = read_prompt(args.prompt)?;
@@ -179,6 +190,7 @@ pub(crate) async fn run_prompt(
         None => ModeApprover::new(setup.live_mode, ask, None),
     };
     let mode = approver.switch();
+    setup.ask_served_context().await;
     let coding = setup.agent(approver, Hooks::new())?;
     for warning in coding.warnings() {
         progress(&format!("keel: warning: {warning}"));
@@ -193,6 +205,7 @@ pub(crate) async fn run_prompt(
     } else {
         prompt
     };
+    print_context_notes(&coding, &prompt);
     let agent = coding.agent();
     let mut session = setup.session(agent, &choice)?;
     session.set_permission_mode(mode.claude_name());

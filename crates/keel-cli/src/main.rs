@@ -11,6 +11,7 @@ mod claude_cli;
 mod cli;
 mod config;
 mod config_report;
+mod context_notes;
 mod delegates;
 mod exec;
 mod logging;

@@ -86,7 +86,13 @@ fn source(config: &McpServerConfig) -> String {
 /// `keel mcp ...`.
 pub(crate) async fn run(action: McpAction, options: &Options) -> Result<u8, CliError> {
     match action {
-        McpAction::List { tools, .. } => {
+        McpAction::List { .. } => {
+            // `--tools` here asks for each server's tools: it names no tool set.
+            let tools = options.tools.is_some();
+            let options = &Options {
+                tools: None,
+                ..options.clone()
+            };
             // No provider needed: nothing is asked of a model.
             let mut setup = Setup::resolve(options, Mode::Listing, &SessionChoice::New)?;
             let mut notices = std::mem::take(&mut setup.notices);

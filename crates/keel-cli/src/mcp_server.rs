@@ -119,6 +119,9 @@ pub(crate) async fn run(options: &Options, args: McpServerArgs) -> Result<u8, Cl
     } else {
         options.approvals.or(setup.config.approvals)
     };
+    // The host is served `code` and the task tools: the full set's, whatever profile the
+    // flags or config name for keel's own sessions.
+    setup.tool_profile = Some(keel::ToolProfile::Full);
     let coding = setup.agent(HostApprover::new(asked), Hooks::new())?;
     for warning in coding.warnings() {
         progress(&format!("keel: warning: {warning}"));

@@ -570,10 +570,12 @@ pub(crate) async fn run(
         .map(|(name, status)| json!({"name": name, "status": status}))
         .collect();
     let _ = mcp_status.set(Value::Array(status));
+    setup.ask_served_context().await;
     let coding = setup.agent(approver, hooks)?;
     for warning in coding.warnings() {
         progress(&format!("keel: warning: {warning}"));
     }
+    crate::exec::print_context_notes(&coding, "");
     let mut session = setup.session(coding.agent(), &choice)?;
     let _ = cancel.set(session.cancel_handle());
     let mut failed = false;

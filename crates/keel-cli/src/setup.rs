@@ -110,6 +110,10 @@ pub(crate) struct Setup {
     pub allow_read: Vec<PathBuf>,
     /// Whether the agent gets the delegation tools.
     pub delegation: bool,
+    /// The tool profile `--tools` or the config chose; `None`: by the model's window.
+    pub tool_profile: Option<keel::ToolProfile>,
+    /// The window the server says it serves the model with ([`Setup::ask_served_context`]).
+    pub served: Option<keel_provider::ServedContext>,
     /// What commands may do: the mode, the network, the writable roots (`--add-dir`, then the
     /// config's, canonical), the protected paths and the provider's key variable hidden from
     /// commands and hooks; a task's own run takes the policy recorded with the task. Worked
@@ -348,6 +352,7 @@ impl Setup {
             _ => mcp_configs(&config, options, &policy.hidden_env, &mut notices)
                 .map_err(CliError::Usage)?,
         };
+        let tool_profile = tool_profile(options, &config)?;
         Ok(Self {
             cwd,
             keel_home,
@@ -364,6 +369,8 @@ impl Setup {
             store,
             allow_read,
             delegation: !options.no_delegation,
+            tool_profile,
+            served: None,
             policy,
             notices,
             mcp,
@@ -428,6 +435,14 @@ impl Setup {
         }
         self.mcp_servers = started.servers;
         lines
+    }
+
+    /// Asks the provider what context window its server serves the model with (a local
+    /// OpenAI-compatible server answers; elsewhere nothing is asked): it chooses the tool
+    /// profile when none is given, and measures the first request. Bounded by
+    /// [`keel_provider::SERVED_CONTEXT_TIMEOUT`].
+    pub(crate) async fn ask_served_context(&mut self) {
+        self.served = self.provider.served_context(&self.model).await;
     }
 
     /// The agent ([`CodingAgent`]): everything the flags, environment and config files say,
@@ -496,6 +511,12 @@ impl Setup {
             .mcp_servers(self.mcp_servers.iter().cloned());
         // A project's skills grant their `allowed-tools` only when the user trusts it.
         builder = builder.trust_project_skills(self.project_trusted);
+        if let Some(profile) = self.tool_profile {
+            builder = builder.tool_profile(profile);
+        }
+        if let Some(served) = self.served {
+            builder = builder.served_context(served);
+        }
         // Claude Code's user folder: its agents and skills (`~/.claude/CLAUDE.md` is read
         // from the user's home, $HOME by default).
         if let Some(claude) = keel_agents::claude_user_dir() {
@@ -610,6 +631,27 @@ impl Setup {
             SessionChoice::Resume(id) => agent.resume(id),
             SessionChoice::Latest => agent.resume_latest(&self.cwd),
         }
+    }
+}
+
+/// The tool profile `--tools` names, else the config's `[tools] profile`; `None` when neither
+/// chooses. A name that is no profile is a one-line usage error.
+pub(crate) fn tool_profile(
+    options: &Options,
+    config: &Config,
+) -> Result<Option<keel::ToolProfile>, CliError> {
+    match &options.tools {
+        Some(name) => keel::ToolProfile::from_name(name).map(Some).ok_or_else(|| {
+            let given = if name.is_empty() {
+                "--tools needs a tool set".to_owned()
+            } else {
+                format!("--tools {name}: no such tool set")
+            };
+            CliError::Usage(format!(
+                "{given}; use lean (six tools, for small models) or full (every tool)"
+            ))
+        }),
+        None => Ok(config.tools.profile.map(config::ToolsProfile::profile)),
     }
 }
 

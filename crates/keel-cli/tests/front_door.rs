@@ -17,28 +17,6 @@ use keel_test_support::scripted::text_reply;
 use serde_json::Value;
 use support::*;
 
-/// A repository with what the first request carries: instructions, a skill, a sub-agent and a
-/// team, and some git history.
-fn repository() -> TempRepo {
-    let repo = TempRepo::new();
-    repo.write("AGENTS.md", "Run `cargo test` before you answer.\n");
-    repo.write(
-        ".keel/skills/release/SKILL.md",
-        "---\nname: release\ndescription: How to cut a release\n---\nTag, then publish.\n",
-    );
-    repo.write(
-        ".keel/agents/reviewer.md",
-        "---\ndescription: Reviews a change\ntools: [read_file, grep]\n---\nYou review.\n",
-    );
-    repo.write(
-        ".keel/teams/ship.yaml",
-        "name: ship\ndescription: Review then ship\nagents: [reviewer]\n",
-    );
-    repo.write("src/lib.rs", "pub fn answer() -> u32 { 42 }\n");
-    repo.commit("start");
-    repo
-}
-
 /// `body` with what differs from run to run set aside: none today (the session id is not
 /// sent); kept as the one place to say so.
 fn stable(body: Value) -> Value {
@@ -47,7 +25,7 @@ fn stable(body: Value) -> Value {
 
 #[tokio::test]
 async fn the_facade_s_first_request_is_keel_exec_s() {
-    let repo = repository();
+    let repo = TempRepo::with_delegates();
     let home = Home::new();
     let prompt = "What does answer() return?";
 

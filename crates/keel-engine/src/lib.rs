@@ -86,8 +86,8 @@ pub use permissions::{
     PermissionError, PermissionRule, PermissionRules, RuleContext, RuleTexts, Verdict,
 };
 pub use prompt::{
-    GitSummary, InstructionFile, ProjectContext, SYSTEM_PROMPT, gather_context,
-    gather_context_from, system_prompt,
+    GitSummary, InstructionFile, LEAN_SYSTEM_PROMPT, ProjectContext, SYSTEM_PROMPT, gather_context,
+    gather_context_from, lean_system_prompt, system_prompt,
 };
 pub use session::{CancelHandle, Session};
 pub use session_store::{

@@ -5,10 +5,10 @@ use std::path::PathBuf;
 
 use keel_engine::memory::MemorySource;
 use keel_engine::prompt::{
-    GitSummary, InstructionFile, MAX_INSTRUCTION_CHARS, ProjectContext, SYSTEM_PROMPT,
-    gather_context, system_prompt,
+    GitSummary, InstructionFile, LEAN_SYSTEM_PROMPT, MAX_INSTRUCTION_CHARS, ProjectContext,
+    SYSTEM_PROMPT, gather_context, lean_system_prompt, system_prompt,
 };
-use keel_sandbox::{PathSandbox, SandboxPolicy, default_tools};
+use keel_sandbox::{LEAN_TOOLS, PathSandbox, SandboxPolicy, default_tools, lean_tools};
 use keel_test_support::git::TempRepo;
 
 #[test]
@@ -32,6 +32,43 @@ fn system_prompt_is_concise_and_names_the_builtin_tools() {
     ] {
         assert!(SYSTEM_PROMPT.contains(tool), "{tool} is not mentioned");
     }
+}
+
+#[test]
+fn the_lean_prompt_is_short_and_names_only_the_lean_tools() {
+    assert!(
+        LEAN_SYSTEM_PROMPT.len() <= 700,
+        "LEAN_SYSTEM_PROMPT is {} bytes",
+        LEAN_SYSTEM_PROMPT.len()
+    );
+    for tool in ["patch_file", "write_file", "run_command"] {
+        assert!(LEAN_SYSTEM_PROMPT.contains(tool), "{tool} is not mentioned");
+    }
+    // A tool the lean profile leaves out would be a call to nothing.
+    for tool in [
+        "glob",
+        "git_status",
+        "git_diff",
+        "git_commit",
+        "spawn_agent",
+        "use_skill",
+    ] {
+        assert!(!LEAN_TOOLS.contains(&tool));
+        assert!(!LEAN_SYSTEM_PROMPT.contains(tool), "{tool} is mentioned");
+    }
+    // The project's instructions and the environment are kept whole.
+    let context = ProjectContext {
+        instructions: vec![InstructionFile::new("AGENTS.md", "Run `make check`.")],
+        cwd: "/work/app".into(),
+        ..ProjectContext::default()
+    };
+    let lean = lean_system_prompt(&context);
+    let full = system_prompt(&context);
+    assert_eq!(
+        lean.strip_prefix(LEAN_SYSTEM_PROMPT),
+        full.strip_prefix(SYSTEM_PROMPT)
+    );
+    assert!(lean.contains("Run `make check`."), "{lean}");
 }
 
 #[test]
@@ -260,6 +297,17 @@ fn first_request_is_well_under_20_kb() {
     assert!(
         total < LIMIT,
         "first request is {total} bytes: tools {} + system prompt {}",
+        definitions.len(),
+        prompt.len()
+    );
+    // The lean profile's share: tools and prompt well under a small model's first request.
+    let tools = lean_tools(&sandbox, &SandboxPolicy::default()).unwrap();
+    let definitions = serde_json::to_string(&tools.definitions()).unwrap();
+    let prompt = lean_system_prompt(&gather_context(&repo.path(), &repo.path()));
+    let total = definitions.len() + prompt.len();
+    assert!(
+        total < 4_000,
+        "the lean first request is {total} bytes: tools {} + system prompt {}",
         definitions.len(),
         prompt.len()
     );

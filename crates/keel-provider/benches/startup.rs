@@ -6,6 +6,11 @@
 //! The requests go to a closed loopback port, so each is the client build plus one refused
 //! connection, without retries. Target for `http://`: well under a millisecond.
 //!
+//! `served_context`: what asking a local server for its context window adds to a start, on a
+//! provider whose client is already built (the first model request builds it anyway) against
+//! a loopback server: Ollama answering `/api/show` with `num_ctx` (one request), and a server
+//! answering 404 to every question (three requests: Ollama's, llama.cpp's, vLLM's).
+//!
 //! `cargo bench -p keel-provider --bench startup`
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
@@ -26,6 +31,46 @@ fn first_request(runtime: &tokio::runtime::Runtime, base_url: &str) {
         assert!(result.is_err(), "nothing listens on {base_url}");
         black_box(result).ok();
     });
+}
+
+/// A loopback server answering `/api/show` as Ollama does, or 404 to everything.
+fn server(runtime: &tokio::runtime::Runtime, ollama: bool) -> wiremock::MockServer {
+    use wiremock::matchers::{method, path};
+    use wiremock::{Mock, MockServer, ResponseTemplate};
+    runtime.block_on(async {
+        let server = MockServer::start().await;
+        if ollama {
+            Mock::given(method("POST"))
+                .and(path("/api/show"))
+                .respond_with(ResponseTemplate::new(200).set_body_json(serde_json::json!({
+                    "parameters": "num_ctx 8192",
+                    "model_info": {"general.architecture": "qwen3", "qwen3.context_length": 40960}
+                })))
+                .mount(&server)
+                .await;
+        }
+        server
+    })
+}
+
+fn served_context(c: &mut Criterion) {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
+        .unwrap();
+    let mut group = c.benchmark_group("served_context");
+    for (name, ollama) in [("ollama_num_ctx", true), ("nothing_answers", false)] {
+        let server = server(&runtime, ollama);
+        let provider = OpenAiProvider::new(&format!("{}/v1", server.uri()), None).unwrap();
+        // The client is built (and a connection open) as the first model request would.
+        let first = runtime.block_on(provider.served_context("qwen3:8b"));
+        assert_eq!(first.is_some(), ollama);
+        group.bench_function(name, |b| {
+            b.iter(|| black_box(runtime.block_on(provider.served_context("qwen3:8b"))))
+        });
+    }
+    group.finish();
 }
 
 fn startup(c: &mut Criterion) {
@@ -49,6 +94,6 @@ fn startup(c: &mut Criterion) {
 criterion_group! {
     name = benches;
     config = Criterion::default().sample_size(20);
-    targets = startup
+    targets = startup, served_context
 }
 criterion_main!(benches);

@@ -472,17 +472,37 @@ impl HttpTransport {
     /// One `GET`: the body of a success, read up to [`MAX_MODEL_LIST_BODY`], or the error its
     /// status and body mean.
     async fn get(&self, url: &url::Url, headers: &HeaderMap) -> Result<Vec<u8>, ProviderError> {
-        let client = self.clients.for_url(url)?;
-        let mut response = client
-            .get(url.clone())
-            .headers(self.with_extra(headers))
+        let request = self.request(reqwest::Method::GET, url, headers)?;
+        let too_long = format!(
+            "the model list is longer than {} MiB",
+            MAX_MODEL_LIST_BODY / (1024 * 1024)
+        );
+        self.bounded_body(request, MAX_MODEL_LIST_BODY, &too_long)
+            .await
+    }
+
+    /// Sends `request` once (no retry) and reads the body of a success up to `limit` bytes:
+    /// a longer one is the error `too_long`, and the rest of it is never received. A failure
+    /// status is the error its status and body mean (the body read up to [`MAX_ERROR_BODY`]),
+    /// scrubbed of the key and the extra headers' values, as transport errors are.
+    pub(crate) async fn bounded_body(
+        &self,
+        request: reqwest::RequestBuilder,
+        limit: usize,
+        too_long: &str,
+    ) -> Result<Vec<u8>, ProviderError> {
+        let mut response = request
             .send()
             .await
             .map_err(|err| self.transport_error(&err))?;
         let status = response.status();
         if !status.is_success() {
             let body = self.error_body(response, None).await;
-            return Err(error_from_status(status.as_u16(), None, &body));
+            return Err(error_from_status(
+                status.as_u16(),
+                None,
+                &self.redact(&body),
+            ));
         }
         let mut body = Vec::new();
         while let Some(chunk) = response
@@ -490,17 +510,27 @@ impl HttpTransport {
             .await
             .map_err(|err| self.transport_error(&err))?
         {
-            if body.len() + chunk.len() > MAX_MODEL_LIST_BODY {
+            if body.len() + chunk.len() > limit {
                 return Err(ProviderError::Stream {
-                    message: format!(
-                        "the model list is longer than {} MiB",
-                        MAX_MODEL_LIST_BODY / (1024 * 1024)
-                    ),
+                    message: too_long.to_owned(),
                 });
             }
             body.extend_from_slice(&chunk);
         }
         Ok(body)
+    }
+
+    /// The client for `url` with the extra headers beside `headers` (the back end's own win).
+    pub(crate) fn request(
+        &self,
+        method: reqwest::Method,
+        url: &url::Url,
+        headers: &HeaderMap,
+    ) -> Result<reqwest::RequestBuilder, ProviderError> {
+        let client = self.clients.for_url(url)?;
+        Ok(client
+            .request(method, url.clone())
+            .headers(self.with_extra(headers)))
     }
 }
 

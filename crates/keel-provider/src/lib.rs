@@ -88,6 +88,7 @@ pub mod openai;
 mod provider;
 mod retry;
 mod secret;
+mod served;
 pub mod sse;
 mod stream;
 mod types;
@@ -106,6 +107,7 @@ pub use openai::{
 pub use provider::Provider;
 pub use retry::RetryPolicy;
 pub use secret::ApiKey;
+pub use served::{ContextSource, MAX_SERVED_CONTEXT_BODY, SERVED_CONTEXT_TIMEOUT, ServedContext};
 pub use stream::{ResponseAssembler, StreamEvent, collect_response, json_kind, parse_tool_input};
 pub use types::{
     CachePolicy, CompletionRequest, ContentBlock, InvalidToolInput, Message, Role, StopReason,

@@ -4,6 +4,7 @@ use futures::stream::BoxStream;
 
 use crate::error::ProviderError;
 use crate::models::ModelList;
+use crate::served::ServedContext;
 use crate::stream::{StreamEvent, collect_response};
 use crate::types::{CompletionRequest, ToolUseResponse};
 
@@ -32,6 +33,15 @@ pub trait Provider: Send + Sync {
         Err(ProviderError::Unsupported {
             message: format!("{} has no model list", self.name()),
         })
+    }
+
+    /// The context window the server serves `model` with, when it says so: a local
+    /// OpenAI-compatible server (Ollama, llama.cpp, vLLM) is asked, within
+    /// [`SERVED_CONTEXT_TIMEOUT`](crate::SERVED_CONTEXT_TIMEOUT), never retried. `None` when
+    /// unknown, which is the default: a hosted API's window is the model's, in the
+    /// [catalog](crate::ModelCatalog).
+    async fn served_context(&self, _model: &str) -> Option<ServedContext> {
+        None
     }
 
     /// The whole reply to `req`, assembled from [`stream`](Self::stream).

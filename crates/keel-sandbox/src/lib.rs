@@ -23,7 +23,9 @@
 //!   `TMUX`, `SSH_AUTH_SOCK`, desktop bus or display.
 //! - [`reaper`]: no process outlives its call — keel as a child subreaper, the sweep of
 //!   escaped processes after each command, [`reaper::kill_descendants`] at exit.
-//! - The built-in tools in [`tools`], each an ordinary [`keel_tool::Tool`].
+//! - The built-in tools in [`tools`], each an ordinary [`keel_tool::Tool`]: all of them
+//!   ([`default_tools`]), or the few a small model needs under short definitions
+//!   ([`lean_tools`]).
 //!
 //! # Features
 //!
@@ -70,6 +72,7 @@ mod env;
 mod error;
 #[cfg(feature = "git")]
 pub mod git;
+mod lean;
 mod path;
 mod policy;
 pub mod process;
@@ -83,6 +86,7 @@ pub use env::{is_hidden_var, is_session_var, scrub_env, scrub_std_env};
 pub use error::SandboxError;
 #[cfg(feature = "git")]
 pub use git::{CommitPreview, GitError, GitSession, StagedChange, UndoneCommit, commit_preview};
+pub use lean::{LEAN_TOOLS, lean_tools};
 pub use path::{Access, PathSandbox, ResolvedPath, WriteReport};
 pub use policy::{SandboxMode, SandboxPolicy};
 pub use process::{GroupChild, GroupGuard, ProcessGroupRunner, kill_group, spawn_in_group};

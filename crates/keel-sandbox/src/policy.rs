@@ -83,6 +83,11 @@ impl SandboxPolicy {
         self
     }
 
+    /// Whether commands have the network: [`network`](Self::network), or full access.
+    pub fn commands_have_network(&self) -> bool {
+        self.network || self.mode == SandboxMode::FullAccess
+    }
+
     /// The default policy with another mode.
     pub fn with_mode(mode: SandboxMode) -> Self {
         Self {

@@ -83,6 +83,30 @@ impl TempRepo {
         repo
     }
 
+    /// A typical small project, committed: `AGENTS.md` (run `cargo test`), a skill
+    /// (`release`), a sub-agent (`reviewer`), a team (`ship`) and `src/lib.rs` (`answer()`
+    /// returns 42): what a full first request carries (instructions, the skills index, the
+    /// delegation tools).
+    pub fn with_delegates() -> Self {
+        let repo = Self::new();
+        repo.write("AGENTS.md", "Run `cargo test` before you answer.\n");
+        repo.write(
+            ".keel/skills/release/SKILL.md",
+            "---\nname: release\ndescription: How to cut a release\n---\nTag, then publish.\n",
+        );
+        repo.write(
+            ".keel/agents/reviewer.md",
+            "---\ndescription: Reviews a change\ntools: [read_file, grep]\n---\nYou review.\n",
+        );
+        repo.write(
+            ".keel/teams/ship.yaml",
+            "name: ship\ndescription: Review then ship\nagents: [reviewer]\n",
+        );
+        repo.write("src/lib.rs", "pub fn answer() -> u32 { 42 }\n");
+        repo.commit("start");
+        repo
+    }
+
     /// A repository with committed files and one of every kind of change on top:
     ///
     /// - committed: `README.md`, `.gitignore` (`target/`, `*.log`), `src/lib.rs`,

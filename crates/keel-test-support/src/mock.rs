@@ -29,15 +29,22 @@ pub async fn serve_sse(route: &str, body: impl Into<Vec<u8>>) -> MockServer {
     server
 }
 
-/// The JSON bodies of every `POST` request `server` received, in order (a `GET`, such as a
-/// model listing, has no body).
+/// The JSON bodies of every model request `server` received, in order: each `POST` to a
+/// path ending in `/messages`, `/chat/completions` or `/responses` (not a `GET` such as a
+/// model listing, nor a local server's `POST /api/show`, asked for its context window).
 pub async fn request_bodies(server: &MockServer) -> Vec<serde_json::Value> {
     server
         .received_requests()
         .await
         .unwrap_or_default()
         .iter()
-        .filter(|request| request.method.as_str() == "POST")
+        .filter(|request| {
+            let path = request.url.path();
+            request.method.as_str() == "POST"
+                && ["/messages", "/chat/completions", "/responses"]
+                    .iter()
+                    .any(|end| path.ends_with(end))
+        })
         .map(|request| serde_json::from_slice(&request.body).unwrap())
         .collect()
 }

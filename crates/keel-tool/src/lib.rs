@@ -67,6 +67,7 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
+mod brief;
 pub mod claude;
 mod context;
 mod editor;
@@ -80,6 +81,7 @@ mod schema;
 mod source;
 mod tool;
 
+pub use brief::Brief;
 pub use context::{Progress, ToolContext};
 pub use editor::EditorFiles;
 pub use effect::Effect;
@@ -91,7 +93,9 @@ pub use output::{
 };
 pub use process::{ProcessError, ProcessOutput, ProcessRunner, ProcessSpec};
 pub use registry::{DEFAULT_TIMEOUT, ToolRegistry};
-pub use schema::{is_valid_tool_name, normalize_schema, schema_for, validate_definition};
+pub use schema::{
+    compact_schema, is_valid_tool_name, normalize_schema, schema_for, validate_definition,
+};
 pub use source::ToolSource;
 pub use tool::{CallFailure, DynTool, Tool};
 

@@ -150,21 +150,69 @@ fn normalize_node(node: &mut Value) {
     if map.contains_key("properties") && !map.contains_key("additionalProperties") {
         map.insert("additionalProperties".into(), Value::Bool(false));
     }
+    for_each_subschema(map, normalize_node);
+}
+
+/// Calls `f` on each subschema directly under `map` (`items`, `anyOf`'s options, each of
+/// `properties`, ...), not on `map` itself.
+fn for_each_subschema(map: &mut Map<String, Value>, mut f: impl FnMut(&mut Value)) {
     for key in ONE_SCHEMA {
         if let Some(child) = map.get_mut(*key) {
-            normalize_node(child);
+            f(child);
         }
     }
     for key in SCHEMA_ARRAYS {
         if let Some(Value::Array(children)) = map.get_mut(*key) {
-            children.iter_mut().for_each(normalize_node);
+            children.iter_mut().for_each(&mut f);
         }
     }
     for key in SCHEMA_MAPS {
         if let Some(Value::Object(children)) = map.get_mut(*key) {
-            children.values_mut().for_each(normalize_node);
+            children.values_mut().for_each(&mut f);
         }
     }
+}
+
+/// `schema` without the `description` of any argument or nested schema: what a model with
+/// little context is sent (a [`Brief`](crate::Brief) tool's schema). Types, enums, ranges,
+/// defaults and required fields stay, so it accepts exactly what `schema` accepts; an
+/// argument that is itself named `description` stays too.
+///
+/// ```
+/// use serde_json::json;
+///
+/// let schema = json!({
+///     "type": "object",
+///     "properties": {
+///         "path": {"type": "string", "description": "The file, relative to the root."},
+///         "description": {"type": "string", "description": "What the change is for."}
+///     },
+///     "required": ["path"],
+///     "additionalProperties": false
+/// });
+/// assert_eq!(
+///     keel_tool::compact_schema(&schema),
+///     json!({
+///         "type": "object",
+///         "properties": {"path": {"type": "string"}, "description": {"type": "string"}},
+///         "required": ["path"],
+///         "additionalProperties": false
+///     })
+/// );
+/// ```
+pub fn compact_schema(schema: &Value) -> Value {
+    let mut compact = schema.clone();
+    strip_descriptions(&mut compact);
+    compact
+}
+
+/// Removes `description` from `node` and every subschema under it.
+fn strip_descriptions(node: &mut Value) {
+    let Value::Object(map) = node else {
+        return;
+    };
+    map.remove("description");
+    for_each_subschema(map, strip_descriptions);
 }
 
 /// Joins the lines of a wrapped doc comment into one, keeping blank-line paragraph breaks.

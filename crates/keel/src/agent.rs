@@ -10,6 +10,7 @@ use keel_engine::{Agent, AgentEvent, RunOutcome, Session};
 use keel_provider::Provider;
 
 use crate::delegates::Delegates;
+use crate::profile::{ContextOverflow, ContextWindow, ProfileChoice, ToolProfile};
 use crate::{BuildError, CodingAgentBuilder};
 
 /// The prompt of the turn after the background tasks a run started have ended.
@@ -36,6 +37,11 @@ pub(crate) struct Parts {
     pub(crate) memory: keel_engine::MemoryReport,
     #[cfg(feature = "snapshots")]
     pub(crate) snapshots: Option<Arc<keel_snapshot::ShadowSnapshots>>,
+    pub(crate) tool_profile: ToolProfile,
+    pub(crate) profile_choice: ProfileChoice,
+    pub(crate) window: Option<ContextWindow>,
+    /// The first request's estimated tokens before the prompt: system prompt and tools.
+    pub(crate) base_tokens: u64,
 }
 
 impl std::fmt::Debug for CodingAgent {
@@ -142,6 +148,42 @@ impl CodingAgent {
     /// [`CodingAgentBuilder::system_prompt`] replaced keel's prompt (and with it the files).
     pub fn memory(&self) -> &keel_engine::MemoryReport {
         &self.parts.memory
+    }
+
+    /// The tool profile the agent was built with.
+    pub fn tool_profile(&self) -> ToolProfile {
+        self.parts.tool_profile
+    }
+
+    /// How the tool profile was chosen: given, or lean for a small window (a host says so in
+    /// a line), or full by default.
+    pub fn profile_choice(&self) -> ProfileChoice {
+        self.parts.profile_choice
+    }
+
+    /// The model's context window, the smallest known (configured or the catalog's, and the
+    /// server's); `None` when none is known.
+    pub fn context_window(&self) -> Option<ContextWindow> {
+        self.parts.window
+    }
+
+    /// The estimated tokens of a new session's first request with `prompt`: the system
+    /// prompt, every tool's definition (MCP servers' as they are now) and the prompt, at 4
+    /// bytes a token as compaction estimates.
+    pub fn first_request_tokens(&self, prompt: &str) -> u64 {
+        let message = [keel_provider::Message::user(prompt)];
+        self.parts
+            .base_tokens
+            .saturating_add(keel_engine::compaction::messages_tokens(&message))
+    }
+
+    /// The first request with `prompt` and the window it exceeds, when it is estimated larger
+    /// than the model's known [`context_window`](Self::context_window): a server would cut
+    /// it or refuse it. `None` when it fits or no window is known.
+    pub fn context_overflow(&self, prompt: &str) -> Option<ContextOverflow> {
+        let window = self.parts.window?;
+        let estimate = self.first_request_tokens(prompt);
+        (estimate > window.tokens).then_some(ContextOverflow { estimate, window })
     }
 
     /// The workspace's snapshots, when on.

@@ -7,16 +7,18 @@ use std::sync::Arc;
 use keel_agents::{CodeTool, Delegation, Models};
 use keel_agents::{GrantingApprover, Policies, SkillGrants, SkillIndex};
 use keel_engine::{
-    Agent, Approver, DEFAULT_MAX_ITERATIONS, DenyGated, HookConfig, Hooks, JsonlSessionStore,
-    MemoryReport, MemorySources, PermissionRules, RuleContext, SessionStore, system_prompt,
+    Agent, Approver, CompactionPolicy, DEFAULT_MAX_ITERATIONS, DenyGated, HookConfig, Hooks,
+    JsonlSessionStore, MemoryReport, MemorySources, PermissionRules, RuleContext, SessionStore,
+    lean_system_prompt, system_prompt,
 };
-use keel_provider::Provider;
-use keel_sandbox::{PathSandbox, SandboxPolicy, default_tools};
+use keel_provider::{Provider, ServedContext};
+use keel_sandbox::{PathSandbox, SandboxPolicy, default_tools, lean_tools};
 use keel_tool::{DynTool, Tool, ToolRegistry};
 
 use crate::agent::CodingAgent;
 use crate::delegates::Delegates;
 use crate::home::Home;
+use crate::profile::{self, ToolProfile, WindowOrigin};
 use crate::{BuildError, protected};
 
 #[cfg(feature = "tasks")]
@@ -29,7 +31,9 @@ use crate::tasks::BackgroundTasks;
 /// [`SandboxPolicy::default`] (writes confined to the workspace, no network); gated calls are
 /// refused ([`DenyGated`]); delegation (`code`, `spawn_agent`, `run_team`) and skills are on;
 /// snapshots are on (with the `snapshots` feature); background tasks are off until
-/// [`background_tasks`](Self::background_tasks) says how to run them.
+/// [`background_tasks`](Self::background_tasks) says how to run them; the [`ToolProfile`] is
+/// [full](ToolProfile::Full) unless the model's known context window is small
+/// ([`tool_profile`](Self::tool_profile)).
 pub struct CodingAgentBuilder {
     provider: Arc<dyn Provider>,
     model: Option<String>,
@@ -70,6 +74,12 @@ pub struct CodingAgentBuilder {
     tasks: Option<BackgroundTasks>,
     #[cfg(feature = "mcp")]
     mcp_servers: Vec<keel_mcp::McpServer>,
+    /// The tool profile the host chose (`None`: by the model's window).
+    tool_profile: Option<ToolProfile>,
+    /// The model's window as the host knows it, over the catalog's.
+    context_window: Option<u64>,
+    /// The window the server says it serves the model with.
+    served: Option<ServedContext>,
 }
 
 impl std::fmt::Debug for CodingAgentBuilder {
@@ -118,6 +128,9 @@ impl CodingAgentBuilder {
             tasks: None,
             #[cfg(feature = "mcp")]
             mcp_servers: Vec::new(),
+            tool_profile: None,
+            context_window: None,
+            served: None,
         }
     }
 
@@ -347,6 +360,39 @@ impl CodingAgentBuilder {
         self
     }
 
+    /// Which of keel's tools, and which system prompt, the agent gets. Without it: the
+    /// [lean](ToolProfile::Lean) profile when the model's context window is known to be at
+    /// most [`SMALL_CONTEXT_WINDOW`](crate::SMALL_CONTEXT_WINDOW) tokens (from
+    /// [`context_window`](Self::context_window), the catalog, or
+    /// [`served_context`](Self::served_context)), else the full one;
+    /// [`CodingAgent::profile_choice`] says which happened.
+    #[must_use]
+    pub fn tool_profile(mut self, profile: ToolProfile) -> Self {
+        self.tool_profile = Some(profile);
+        self
+    }
+
+    /// The model's context window in tokens, over the catalog's (a model the catalog does not
+    /// know, or one served with less): with [`served_context`](Self::served_context) the
+    /// smaller counts. It chooses the tool profile when none is given, compaction works to
+    /// it, and [`CodingAgent::context_overflow`] measures the first request against it.
+    #[must_use]
+    pub fn context_window(mut self, tokens: u64) -> Self {
+        self.context_window = Some(tokens);
+        self
+    }
+
+    /// The window the server serves the model with, as
+    /// [`Provider::served_context`](keel_provider::Provider::served_context) answered (ask
+    /// it before building: a local server's answer takes a loopback round trip, an unknown
+    /// one at most [`SERVED_CONTEXT_TIMEOUT`](keel_provider::SERVED_CONTEXT_TIMEOUT)). Used
+    /// as [`context_window`](Self::context_window) is.
+    #[must_use]
+    pub fn served_context(mut self, served: ServedContext) -> Self {
+        self.served = Some(served);
+        self
+    }
+
     /// Builds the agent. Problems that leave a part out (a definition file skipped, snapshots
     /// that cannot be opened, tasks whose store cannot be opened) do not fail the build: they
     /// are in [`CodingAgent::warnings`].
@@ -413,8 +459,15 @@ impl CodingAgentBuilder {
             sandbox = sandbox.allow_read(path)?;
         }
         let user_skills = Home(&home).skills();
-        // (Without the `delegation` feature there is no switch: `delegation` stays on.)
-        let skills = self.delegation && self.skills;
+        let model = self
+            .model
+            .unwrap_or_else(|| default_model(self.provider.name()).to_owned());
+        let window = profile::known_window(&model, self.context_window, self.served);
+        let (tool_profile, profile_choice) = profile::choose(self.tool_profile, window);
+        // The lean profile has no delegation, skills or tasks. (Without the `delegation`
+        // feature there is no switch: `delegation` stays on but for the lean profile.)
+        let delegation = self.delegation && tool_profile == ToolProfile::Full;
+        let skills = delegation && self.skills;
         if skills && user_skills.is_dir() {
             sandbox = sandbox.allow_read(&user_skills)?;
         }
@@ -422,7 +475,10 @@ impl CodingAgentBuilder {
         if skills && let Some(claude_skills) = claude_skills.filter(|dir| dir.is_dir()) {
             sandbox = sandbox.allow_read(&claude_skills)?;
         }
-        let base = default_tools(&sandbox, &policy)?;
+        let base = match tool_profile {
+            ToolProfile::Lean => lean_tools(&sandbox, &policy)?,
+            _ => default_tools(&sandbox, &policy)?,
+        };
 
         let mut hooks = self.hooks;
         hooks.extend(Hooks::from_config(
@@ -453,9 +509,6 @@ impl CodingAgentBuilder {
             .with_hooks(hooks)
             .with_allow_read(allow_read);
 
-        let model = self
-            .model
-            .unwrap_or_else(|| default_model(self.provider.name()).to_owned());
         #[cfg(feature = "delegation")]
         let small = self
             .small_model
@@ -480,9 +533,12 @@ impl CodingAgentBuilder {
             None => context.memory_report(),
         };
         warnings.extend(memory.refusals());
-        let mut prompt = system_prompt(&context);
+        let mut prompt = match tool_profile {
+            ToolProfile::Lean => lean_system_prompt(&context),
+            _ => system_prompt(&context),
+        };
         #[cfg(feature = "tasks")]
-        let task_store = (self.delegation && self.tasks.is_some())
+        let task_store = (delegation && self.tasks.is_some())
             .then(|| crate::tasks::OpeningTaskStore::new(&home));
         #[cfg(feature = "tasks")]
         let tasks = match (&self.tasks, task_store) {
@@ -507,7 +563,7 @@ impl CodingAgentBuilder {
             (delegates.register(base)?, Some(Arc::new(delegates)))
         };
         #[cfg(feature = "delegation")]
-        let (tools, delegates) = if self.delegation {
+        let (tools, delegates) = if delegation {
             #[allow(unused_mut)]
             let mut delegation = Delegation::new(
                 self.provider.clone(),
@@ -564,6 +620,14 @@ impl CodingAgentBuilder {
         // Every rule and hook matcher must name a tool there is: a misspelt one (`Bsah(rm:*)`)
         // would silently forbid nothing. MCP tools (`mcp__…`) come and go with their servers:
         // any passes; so do keel's own tools this agent leaves out (`--no-delegation`).
+        // The first request's fixed part: system prompt and tools (the prompt's is added per
+        // request, in CodingAgent::first_request_tokens).
+        let base_tokens = keel_engine::compaction::estimate_tokens(
+            Some(&prompt),
+            &tools.definitions(),
+            &[],
+            None,
+        );
         let mut known = tools.names();
         known.extend(keel_agents::KEEL_TOOLS);
         policies.permissions().validate(&known)?;
@@ -595,6 +659,14 @@ impl CodingAgentBuilder {
         if let Some(model) = self.fallback_model {
             builder = builder.fallback_model(model);
         }
+        // A window the host or the server stated: compaction works to it (the catalog's the
+        // engine knows itself).
+        if let Some(window) = window.filter(|window| window.origin != WindowOrigin::Catalog) {
+            builder = builder.compaction(CompactionPolicy {
+                context_window: Some(window.tokens),
+                ..CompactionPolicy::default()
+            });
+        }
         #[cfg(feature = "snapshots")]
         if let Some(snapshots) = &snapshots {
             builder = builder.snapshots(snapshots.clone());
@@ -618,6 +690,10 @@ impl CodingAgentBuilder {
             memory,
             #[cfg(feature = "snapshots")]
             snapshots,
+            tool_profile,
+            profile_choice,
+            window,
+            base_tokens,
         }))
     }
 }

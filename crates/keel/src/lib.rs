@@ -61,6 +61,7 @@ mod error;
 mod home;
 #[cfg(all(feature = "mcp", feature = "delegation"))]
 pub mod mcp_host;
+mod profile;
 mod protected;
 #[cfg(feature = "tasks")]
 mod tasks;
@@ -71,6 +72,9 @@ pub use delegates::Delegates;
 pub use error::BuildError;
 pub use home::{Home, home_dir, home_dir_from, user_home_dir, user_memory_files};
 pub use keel_agents::KEEL_TOOLS;
+pub use profile::{
+    ContextOverflow, ContextWindow, ProfileChoice, SMALL_CONTEXT_WINDOW, ToolProfile, WindowOrigin,
+};
 #[cfg(feature = "tasks")]
 pub use tasks::{BackgroundTasks, TaskLauncher, TaskNotifier, open_task_store};
 

@@ -15,13 +15,9 @@ use keel_test_support::peers;
 use keel_test_support::scripted::ScriptedProvider;
 use serde_json::json;
 
-#[tokio::test]
-async fn an_mcp_server_s_tools_are_the_agent_s() {
-    let Some(script) = peers::mcp_server("server-everything") else {
-        return;
-    };
-    let repo = TempRepo::new();
-    let home = tempfile::tempdir().unwrap();
+/// The reference `everything` server, connected in `repo`; `None` when it is not installed.
+async fn everything(repo: &TempRepo) -> Option<McpServer> {
+    let script = peers::mcp_server("server-everything")?;
     let config = McpServerConfig::new(
         "everything",
         McpTransport::Stdio(StdioServer {
@@ -33,9 +29,20 @@ async fn an_mcp_server_s_tools_are_the_agent_s() {
         }),
     )
     .unwrap();
-    let server = McpServer::connect(config, ClientOptions::new(repo.path()))
-        .await
-        .unwrap();
+    Some(
+        McpServer::connect(config, ClientOptions::new(repo.path()))
+            .await
+            .unwrap(),
+    )
+}
+
+#[tokio::test]
+async fn an_mcp_server_s_tools_are_the_agent_s() {
+    let repo = TempRepo::new();
+    let Some(server) = everything(&repo).await else {
+        return;
+    };
+    let home = tempfile::tempdir().unwrap();
     let provider = Arc::new(
         ScriptedProvider::new()
             .then_tool_call("t1", "mcp__everything__get-sum", json!({"a": 40, "b": 2}))
@@ -66,4 +73,26 @@ async fn an_mcp_server_s_tools_are_the_agent_s() {
         })
         .unwrap();
     assert!(!result.1 && result.0.contains("42"), "{result:?}");
+}
+
+#[tokio::test]
+async fn the_lean_tool_profile_keeps_the_servers_tools() {
+    let repo = TempRepo::new();
+    let Some(server) = everything(&repo).await else {
+        return;
+    };
+    let home = tempfile::tempdir().unwrap();
+    let provider = Arc::new(ScriptedProvider::new().then_text("ok"));
+    let agent = CodingAgent::builder(provider.clone())
+        .cwd(repo.path())
+        .home(home.path())
+        .tool_profile(keel::ToolProfile::Lean)
+        .mcp_servers([server])
+        .build()
+        .unwrap();
+    agent.session().unwrap().run("add").await;
+    let requests = provider.requests();
+    let tools: Vec<&str> = requests[0].tools.iter().map(|t| t.name.as_str()).collect();
+    assert!(tools.contains(&"mcp__everything__get-sum"), "{tools:?}");
+    assert!(!tools.contains(&"spawn_agent"), "{tools:?}");
 }

@@ -226,7 +226,9 @@ async fn new_session(
     // Gated calls ask the client, in the mode the client picks (ask by default).
     let approver = ModeApprover::asking(LiveMode::Ask, Arc::new(asker));
     let mode = approver.switch();
+    setup.ask_served_context().await;
     let coding = setup.agent(approver, Hooks::new())?;
+    crate::exec::print_context_notes(&coding, "");
     let mut session = setup.session(coding.agent(), &choice)?;
     let session_id = session.id().to_owned();
     if let Ok(mut slot) = id.lock() {

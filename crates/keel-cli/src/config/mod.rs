@@ -100,6 +100,28 @@ impl PermissionsConfig {
 pub(crate) struct ToolsConfig {
     /// The longest timeout a `run_command` call may ask for.
     pub run_command_max_timeout_secs: Option<u64>,
+    /// The tool set (`--tools`): an untrusted project may choose only `lean`.
+    pub profile: Option<ToolsProfile>,
+}
+
+/// `[tools] profile`: the tool set, as [`keel::ToolProfile`] names them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub(crate) enum ToolsProfile {
+    /// Every tool.
+    Full,
+    /// Six tools under short descriptions, for small models.
+    Lean,
+}
+
+impl ToolsProfile {
+    /// The facade's profile.
+    pub(crate) fn profile(self) -> keel::ToolProfile {
+        match self {
+            Self::Full => keel::ToolProfile::Full,
+            Self::Lean => keel::ToolProfile::Lean,
+        }
+    }
 }
 
 /// A `[tasks.runners.NAME]` table.
@@ -617,6 +639,10 @@ impl Config {
             ],
         );
         self.record_lists(path, &permissions, &hooks);
+        self.record_scalars(
+            path,
+            &[("tools.profile", tools.profile.map(|p| p.profile().name()))],
+        );
         self.provider = provider.name;
         self.mcp_servers = mcp_servers;
         self.idle_timeout_secs = provider.idle_timeout_secs;
@@ -777,6 +803,14 @@ impl Config {
         }
         if take(!tasks.allowed_agents.is_empty(), "tasks.allowed_agents") {
             self.tasks.allowed_agents.extend(tasks.allowed_agents);
+        }
+        // The tool set: any project may narrow it to lean; full (every tool, delegation and
+        // tasks included, even for a small model) only a trusted one may choose.
+        if let Some(profile) = tools.profile
+            && (profile == ToolsProfile::Lean || take(true, "tools.profile = \"full\""))
+        {
+            self.record_scalars(path, &[("tools.profile", Some(profile.profile().name()))]);
+            self.tools.profile = Some(profile);
         }
         // Limits: a trusted project sets them; an untrusted one may only lower them.
         let defaults = Defaults::keel();
@@ -993,6 +1027,10 @@ command = ["claude", "-p", "{task}", "--output-format", "json"]
                 "/home/me/.keel/config.toml: [permissions]: ",
             ),
             ("model = [\n", "/home/me/.keel/config.toml:1: "),
+            (
+                "[tools]\nprofile = \"tiny\"\n",
+                "/home/me/.keel/config.toml:2: bad value `tiny` for `tools.profile`; allowed values: full, lean",
+            ),
         ];
         for (text, expected) in cases {
             let message = parse_text(text).unwrap_err();
@@ -1202,6 +1240,45 @@ config_hash = "sha256:00"
             assert!(notice.contains(key), "{key} missing from: {notice}");
         }
         assert!(!notice.contains('\n'));
+    }
+
+    #[test]
+    fn a_project_may_narrow_the_tools_to_lean_and_only_a_trusted_one_choose_full() {
+        // The user's lean holds against an untrusted project's full, which is named ignored.
+        let (home, _repo, root) = repo_with(
+            "[tools]\nprofile = \"full\"\n",
+            "[tools]\nprofile = \"lean\"\n",
+        );
+        let config = Config::load(&Sources::keel(Some(home.path()), &root, false)).unwrap();
+        assert_eq!(config.tools.profile, Some(ToolsProfile::Lean));
+        let notice = config.project.as_ref().unwrap().notice().unwrap();
+        assert!(
+            notice.contains("tools.profile = \"full\"") && notice.contains("keel trust"),
+            "{notice}"
+        );
+        // Without the user's choice, the untrusted full still chooses nothing (keel's choice by
+        // the model's window stands).
+        let (home, _repo, root) = repo_with("[tools]\nprofile = \"full\"\n", "");
+        let config = Config::load(&Sources::keel(Some(home.path()), &root, false)).unwrap();
+        assert_eq!(config.tools.profile, None);
+        // Trusted, it applies.
+        let config = Config::load(&Sources::keel(Some(home.path()), &root, true)).unwrap();
+        assert_eq!(config.tools.profile, Some(ToolsProfile::Full));
+        // Lean narrows: any project may choose it, and it is recorded as the project's.
+        let (home, _repo, root) = repo_with(
+            "[tools]\nprofile = \"lean\"\n",
+            "[tools]\nprofile = \"full\"\n",
+        );
+        let config = Config::load(&Sources::keel(Some(home.path()), &root, false)).unwrap();
+        assert_eq!(config.tools.profile, Some(ToolsProfile::Lean));
+        assert_eq!(config.project.as_ref().unwrap().notice(), None);
+        let origin = config
+            .origins
+            .iter()
+            .rev()
+            .find(|origin| origin.key == "tools.profile")
+            .unwrap();
+        assert!(origin.file.ends_with(".keel/config.toml"), "{origin:?}");
     }
 
     #[test]

@@ -133,6 +133,7 @@ pub(crate) async fn run(options: &Options, choice: SessionChoice) -> Result<u8, 
         Some(preview),
     );
     let mode = approver.switch();
+    setup.ask_served_context().await;
     let coding = setup.agent(approver, hooks)?;
     let session = setup.session(coding.agent(), &choice)?;
     let delegates = coding.delegates().cloned();
@@ -162,6 +163,12 @@ pub(crate) async fn run(options: &Options, choice: SessionChoice) -> Result<u8, 
     };
     repl.banner(choice != SessionChoice::New);
     for warning in repl.coding.warnings().iter().chain(&command_warnings) {
+        repl.view.warning(&format!("warning: {warning}"));
+    }
+    if let Some(note) = crate::context_notes::profile_note(&repl.coding) {
+        repl.view.warning(&note);
+    }
+    if let Some(warning) = crate::context_notes::overflow_warning(&repl.coding, "") {
         repl.view.warning(&format!("warning: {warning}"));
     }
     repl.read_loop().await

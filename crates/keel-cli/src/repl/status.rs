@@ -12,19 +12,7 @@ use keel_sandbox::{SandboxMode, SandboxPolicy};
 use crate::approve::LiveMode;
 use crate::exec::sandbox_name;
 use crate::render::human_duration;
-
-/// `n` with thousands separated by commas.
-pub(super) fn thousands(n: u64) -> String {
-    let digits = n.to_string();
-    let mut out = String::new();
-    for (i, c) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i).is_multiple_of(3) {
-            out.push(',');
-        }
-        out.push(c);
-    }
-    out
-}
+pub(super) use crate::render::thousands;
 
 /// A window size the short way: `200k`, `1M`, `8192`.
 fn window_size(tokens: u64) -> String {

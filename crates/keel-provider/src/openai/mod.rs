@@ -256,6 +256,21 @@ impl Provider for OpenAiProvider {
         }
     }
 
+    /// A local or private server is asked what it serves `model` with: Ollama's
+    /// `/api/show` and `/api/ps`, llama-server's `/props`, vLLM's `{base}/models`; a public
+    /// host (api.openai.com among them) never is.
+    async fn served_context(&self, model: &str) -> Option<crate::ServedContext> {
+        let span = tracing::info_span!("served_context", provider = "openai", %model);
+        crate::served::probe(
+            &self.transport,
+            &self.models_url,
+            &self.api_headers().ok()?,
+            model,
+        )
+        .instrument(span)
+        .await
+    }
+
     /// `GET {base}/models` beside the chat endpoint (OpenAI, Ollama, vLLM, llama.cpp and
     /// OpenRouter all serve it).
     async fn list_models(&self) -> Result<ModelList, ProviderError> {

@@ -149,7 +149,7 @@ fn describe(policy: &SandboxPolicy) -> String {
         SandboxMode::ReadOnly => " Sandbox: read-only; the command cannot write files.",
         SandboxMode::FullAccess => "",
     };
-    let network = if policy.network || policy.mode == SandboxMode::FullAccess {
+    let network = if policy.commands_have_network() {
         " The command has network access."
     } else {
         " Network access is blocked: the command has no network (nothing can be downloaded; \
