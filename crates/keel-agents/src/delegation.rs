@@ -38,8 +38,8 @@ impl Models {
     /// Claude Code's family aliases `haiku`, `sonnet` and `opus` (with a Claude default model,
     /// the model each names, as [`ModelCatalog::expand_alias`](keel_provider::ModelCatalog::expand_alias)
     /// says; with another provider's, the small, default and strong model: no provider but
-    /// Anthropic serves `claude-haiku-4-5`); any other text is a model id and is used as
-    /// given.
+    /// Anthropic serves `claude-haiku-5-5`); `gpt` and `codex`, OpenAI's models of those
+    /// names; any other text is a model id and is used as given.
     pub fn resolve(&self, tier_or_name: &str) -> String {
         let strong = || self.strong.clone().unwrap_or_else(|| self.default.clone());
         match tier_or_name.trim() {
@@ -52,18 +52,18 @@ impl Models {
             "haiku" => self.small.clone(),
             "sonnet" => self.default.clone(),
             "opus" => strong(),
-            name => name.to_owned(),
+            name => keel_provider::ModelCatalog::expand_alias(name).to_owned(),
         }
     }
 
-    /// A sensible cheap model for a provider's default model: Claude Haiku for Claude models,
-    /// GPT-4.1 mini for OpenAI's, else the default model itself (a local server may serve
-    /// only one).
+    /// A sensible cheap model for a provider's default model: the newest Claude Haiku for
+    /// Claude models, GPT-6 Luna for OpenAI's, else the default model itself (a local server
+    /// may serve only one).
     pub fn small_for(default: &str) -> String {
         if default.starts_with("claude") {
-            "claude-haiku-4-5".into()
+            keel_provider::ModelCatalog::expand_alias("haiku").to_owned()
         } else if default.starts_with("gpt-") || default.starts_with('o') && default.len() <= 8 {
-            "gpt-4.1-mini".into()
+            "gpt-6-luna".into()
         } else {
             default.to_owned()
         }
@@ -277,7 +277,7 @@ impl Delegation {
 
     /// The context window of `model`, if the catalog knows it.
     pub fn context_window(&self, model: &str) -> Option<u64> {
-        self.catalog.get(model).map(|info| info.context_window)
+        self.catalog.context_window(model)
     }
 
     /// An agent builder for a delegated run on `model`: this provider, the parent's policies
@@ -344,8 +344,10 @@ mod tests {
         assert_eq!(models.resolve("fast"), "claude-haiku-4-5");
         assert_eq!(models.resolve("strong"), "claude-sonnet-4-5");
         assert_eq!(models.resolve("claude-opus-4-1"), "claude-opus-4-1");
-        assert_eq!(models.resolve("haiku"), "claude-haiku-4-5");
-        assert_eq!(models.resolve(" opus "), "claude-opus-4-5");
+        assert_eq!(models.resolve("haiku"), "claude-haiku-5-5");
+        assert_eq!(models.resolve(" opus "), "claude-opus-5-5");
+        assert_eq!(models.resolve("codex"), "gpt-5.3-codex");
+        assert_eq!(models.resolve("gpt"), "gpt-6.2-astra");
         let openai = Models {
             strong: Some("o3".into()),
             ..Models::new("gpt-4.1", "gpt-4.1-mini")
@@ -353,8 +355,8 @@ mod tests {
         assert_eq!(openai.resolve("haiku"), "gpt-4.1-mini");
         assert_eq!(openai.resolve("sonnet"), "gpt-4.1");
         assert_eq!(openai.resolve("opus"), "o3");
-        assert_eq!(Models::small_for("claude-sonnet-4-5"), "claude-haiku-4-5");
-        assert_eq!(Models::small_for("gpt-4.1"), "gpt-4.1-mini");
+        assert_eq!(Models::small_for("claude-sonnet-4-5"), "claude-haiku-5-5");
+        assert_eq!(Models::small_for("gpt-4.1"), "gpt-6-luna");
         assert_eq!(Models::small_for("qwen3:8b"), "qwen3:8b");
     }
 }

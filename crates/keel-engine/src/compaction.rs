@@ -194,7 +194,7 @@ pub fn needs_compaction(
 ) -> bool {
     let window = policy
         .context_window
-        .or_else(|| catalog.get(model).map(|info| info.context_window));
+        .or_else(|| catalog.context_window(model));
     match window {
         // Token counts are far below 2^53, so the conversion is exact.
         #[allow(clippy::cast_precision_loss)]

@@ -93,7 +93,7 @@ mod stream;
 mod types;
 
 pub use anthropic::{AnthropicProvider, AnthropicStreamParser};
-pub use catalog::{ModelCatalog, ModelInfo, Pricing};
+pub use catalog::{LongPromptPricing, ModelCatalog, ModelInfo, PRICES_CHECKED, Pricing};
 pub use config::{BuiltProvider, NO_PROVIDER, ProviderConfig, ProviderKind, from_env};
 pub use error::{ProviderError, TimeoutLimit};
 pub use http::{DEFAULT_IDLE_TIMEOUT, DEFAULT_REQUEST_DEADLINE, MAX_ERROR_BODY};

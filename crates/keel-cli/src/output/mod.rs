@@ -135,8 +135,8 @@ impl ModelLimits {
         keel_provider::ModelCatalog::built_in()
             .get(model)
             .map_or_else(Self::default, |info| Self {
-                context_window: Some(info.context_window),
-                max_output_tokens: Some(info.max_output_tokens),
+                context_window: info.context_window,
+                max_output_tokens: info.max_output_tokens,
             })
     }
 }

@@ -348,12 +348,10 @@ impl Session {
     /// The context window the session compacts against, in tokens: the compaction policy's
     /// window, else the catalog's for the current model; `None` when neither knows it.
     pub fn context_window(&self) -> Option<u64> {
-        self.config.compaction().context_window.or_else(|| {
-            self.config
-                .catalog()
-                .get(self.config.model())
-                .map(|info| info.context_window)
-        })
+        self.config
+            .compaction()
+            .context_window
+            .or_else(|| self.config.catalog().context_window(self.config.model()))
     }
 
     /// The estimated size of the next request's prompt in tokens, as the loop estimates it
