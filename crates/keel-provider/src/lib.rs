@@ -22,6 +22,9 @@
 //!   [`MODEL_LIST_TIMEOUT`] and [`MAX_MODEL_LIST_BODY`] a page.
 //! - **Cost**: [`ModelCatalog`] knows context windows and prices, and says `None` for a model
 //!   it does not know; [`Usage`] totals saturate rather than wrap.
+//! - **Tiers across providers**: [`ModelRouter`] sends each request to the provider
+//!   registered for its model (a local server for the cheap tier) and the rest to the main
+//!   one; [`Provider::served_by`] names the provider of a model, so cost is told per provider.
 //! - **Secrets**: [`ApiKey`] prints as `[redacted]`, and keys are scrubbed from everything a
 //!   server sends back before it becomes an error or a retry event: HTTP error bodies and
 //!   error events inside a stream (Anthropic's `event: error`, OpenAI's error chunks) alike.
@@ -87,6 +90,7 @@ mod models;
 pub mod openai;
 mod provider;
 mod retry;
+mod router;
 mod secret;
 pub mod sse;
 mod stream;
@@ -102,6 +106,7 @@ pub use models::{MAX_MODEL_LIST_BODY, MODEL_LIST_TIMEOUT, ModelList};
 pub use openai::{MaxTokensField, OpenAiProvider, OpenAiStreamParser};
 pub use provider::Provider;
 pub use retry::RetryPolicy;
+pub use router::ModelRouter;
 pub use secret::ApiKey;
 pub use stream::{ResponseAssembler, StreamEvent, collect_response, json_kind, parse_tool_input};
 pub use types::{
