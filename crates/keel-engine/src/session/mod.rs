@@ -383,8 +383,8 @@ impl Session {
         let cancel = self.start_run();
         // Asked for outside a run: there is no run for a hook to stop.
         let _ = self.pre_compact(CompactTrigger::Manual, &None).await;
-        let compaction = self.summarize(&cancel).await?;
-        Ok(self.apply_compaction(compaction))
+        let (compaction, model) = self.summarize(&cancel, &None).await?;
+        Ok(self.apply_compaction(compaction, &model))
     }
 
     /// Appends (and logs) a message the model or the tools produced, and reports it.
