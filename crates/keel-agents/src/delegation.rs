@@ -196,6 +196,7 @@ pub struct Delegation {
     policies: Policies,
     catalog: Arc<ModelCatalog>,
     snapshots: Option<Arc<dyn Snapshots>>,
+    summary_model: Option<String>,
 }
 
 #[cfg(feature = "delegation")]
@@ -219,6 +220,7 @@ impl Delegation {
             policies,
             catalog: Arc::new(ModelCatalog::built_in()),
             snapshots: None,
+            summary_model: None,
         }
     }
 
@@ -235,9 +237,19 @@ impl Delegation {
         &self.policies
     }
 
-    /// Prices and context windows (default: the built-in catalog).
+    /// Prices and context windows (default: the built-in catalog): delegated runs price
+    /// their calls and size their windows with it, as the parent does.
     pub fn catalog(mut self, catalog: ModelCatalog) -> Self {
         self.catalog = Arc::new(catalog);
+        self
+    }
+
+    /// The model that writes delegated runs' compaction summaries (a tier or a model id, as
+    /// [`Models::resolve`] takes it), as the parent's
+    /// [`CompactionPolicy::summary_model`](keel_engine::CompactionPolicy::summary_model)
+    /// does; `None` (the default): each run's own model.
+    pub fn compaction_model(mut self, model: Option<&str>) -> Self {
+        self.summary_model = model.map(|name| self.models.resolve(name));
         self
     }
 
@@ -280,14 +292,18 @@ impl Delegation {
         self.catalog.context_window(model)
     }
 
-    /// An agent builder for a delegated run on `model`: this provider, the parent's policies
-    /// and snapshot store; no session store (the parent's session records the call).
-    /// The caller adds the tools, the system prompt and the limits.
+    /// An agent builder for a delegated run on `model`: this provider, the parent's policies,
+    /// catalog, compaction model and snapshot store; no session store (the parent's session
+    /// records the call). The caller adds the tools, the system prompt and the limits.
     pub fn agent_builder(&self, model: &str) -> AgentBuilder {
         let builder = self.policies.apply(
             keel_engine::Agent::builder(self.provider.clone())
                 .model(model)
-                .catalog((*self.catalog).clone()),
+                .catalog((*self.catalog).clone())
+                .compaction(keel_engine::CompactionPolicy {
+                    summary_model: self.summary_model.clone(),
+                    ..keel_engine::CompactionPolicy::default()
+                }),
         );
         match &self.snapshots {
             Some(snapshots) => builder.snapshots(snapshots.clone()),

@@ -7,10 +7,11 @@ use std::sync::Arc;
 use keel_agents::{CodeTool, Delegation, Models};
 use keel_agents::{GrantingApprover, Policies, SkillGrants, SkillIndex};
 use keel_engine::{
-    Agent, Approver, DEFAULT_MAX_ITERATIONS, DenyGated, HookConfig, Hooks, JsonlSessionStore,
-    MemoryReport, MemorySources, PermissionRules, RuleContext, SessionStore, system_prompt,
+    Agent, Approver, CompactionPolicy, DEFAULT_MAX_ITERATIONS, DenyGated, HookConfig, Hooks,
+    JsonlSessionStore, MemoryReport, MemorySources, PermissionRules, RuleContext, SessionStore,
+    system_prompt,
 };
-use keel_provider::Provider;
+use keel_provider::{ModelCatalog, Provider};
 use keel_sandbox::{PathSandbox, SandboxPolicy, default_tools};
 use keel_tool::{DynTool, Tool, ToolRegistry};
 
@@ -34,6 +35,10 @@ pub struct CodingAgentBuilder {
     provider: Arc<dyn Provider>,
     model: Option<String>,
     small_model: Option<String>,
+    strong_model: Option<String>,
+    catalog: Option<ModelCatalog>,
+    context_window: Option<u64>,
+    compaction_model: Option<String>,
     cwd: Option<PathBuf>,
     home: Option<PathBuf>,
     /// The user's home (`~`), for `~/.claude/CLAUDE.md` and memory imports; `None`: `$HOME`.
@@ -89,6 +94,10 @@ impl CodingAgentBuilder {
             provider,
             model: None,
             small_model: None,
+            strong_model: None,
+            catalog: None,
+            context_window: None,
+            compaction_model: None,
             cwd: None,
             home: None,
             user_home: None,
@@ -128,10 +137,48 @@ impl CodingAgentBuilder {
         self
     }
 
-    /// The cheap model delegated runs may pick (default: one of the same family).
+    /// The cheap model delegated runs may pick (`small`, `fast`; default: one of the same
+    /// family). With a [`ModelRouter`](keel_provider::ModelRouter) as the provider it may be
+    /// served by another provider (a local server).
     #[must_use]
     pub fn small_model(mut self, model: impl Into<String>) -> Self {
         self.small_model = Some(model.into());
+        self
+    }
+
+    /// The strong model delegated runs may pick (`strong`, `opus` with a provider other than
+    /// Anthropic; default: the model itself).
+    #[must_use]
+    pub fn strong_model(mut self, model: impl Into<String>) -> Self {
+        self.strong_model = Some(model.into());
+        self
+    }
+
+    /// Prices, context windows and output limits (default: the built-in catalog, see
+    /// [`keel_provider::PRICES_CHECKED`]), for the agent and every run it delegates: costs,
+    /// the cost budget and when to compact follow it.
+    #[must_use]
+    pub fn catalog(mut self, catalog: ModelCatalog) -> Self {
+        self.catalog = Some(catalog);
+        self
+    }
+
+    /// The main model's context window in tokens, for compaction
+    /// ([`CompactionPolicy::context_window`](keel_engine::CompactionPolicy::context_window);
+    /// default: the catalog's window for the model, and none for a model it does not know).
+    #[must_use]
+    pub fn context_window(mut self, tokens: u64) -> Self {
+        self.context_window = Some(tokens);
+        self
+    }
+
+    /// The model that writes compaction summaries, for the agent and its delegated runs: a
+    /// tier (`small`, `fast`, `strong`, `default`) or a model id
+    /// ([`CompactionPolicy::summary_model`](keel_engine::CompactionPolicy::summary_model);
+    /// default: each session's own model).
+    #[must_use]
+    pub fn compaction_model(mut self, tier_or_model: impl Into<String>) -> Self {
+        self.compaction_model = Some(tier_or_model.into());
         self
     }
 
@@ -457,9 +504,25 @@ impl CodingAgentBuilder {
             .model
             .unwrap_or_else(|| default_model(self.provider.name()).to_owned());
         #[cfg(feature = "delegation")]
-        let small = self
-            .small_model
-            .unwrap_or_else(|| Models::small_for(&model));
+        let models = Models {
+            strong: self.strong_model,
+            ..Models::new(
+                &model,
+                self.small_model
+                    .unwrap_or_else(|| Models::small_for(&model)),
+            )
+        };
+        #[cfg(feature = "delegation")]
+        let summary_model = self
+            .compaction_model
+            .as_deref()
+            .map(|name| models.resolve(name));
+        #[cfg(not(feature = "delegation"))]
+        let summary_model = self
+            .compaction_model
+            .as_deref()
+            .map(|name| ModelCatalog::expand_alias(name.trim()).to_owned());
+        let catalog = self.catalog.unwrap_or_else(ModelCatalog::built_in);
         #[cfg(feature = "snapshots")]
         let snapshots = open_snapshots(self.snapshots, &home, &cwd).unwrap_or_else(|warning| {
             warnings.push(warning);
@@ -509,11 +572,9 @@ impl CodingAgentBuilder {
         #[cfg(feature = "delegation")]
         let (tools, delegates) = if self.delegation {
             #[allow(unused_mut)]
-            let mut delegation = Delegation::new(
-                self.provider.clone(),
-                Models::new(&model, small),
-                policies.clone(),
-            );
+            let mut delegation = Delegation::new(self.provider.clone(), models, policies.clone())
+                .catalog(catalog.clone())
+                .compaction_model(self.compaction_model.as_deref());
             #[cfg(feature = "snapshots")]
             if let Some(snapshots) = &snapshots {
                 delegation = delegation.snapshots(snapshots.clone());
@@ -582,6 +643,12 @@ impl CodingAgentBuilder {
         #[allow(unused_mut)] // without the snapshots and tasks features nothing is added
         let mut builder = Agent::builder(self.provider.clone())
             .model(&model)
+            .catalog(catalog)
+            .compaction(CompactionPolicy {
+                context_window: self.context_window,
+                summary_model,
+                ..CompactionPolicy::default()
+            })
             .system_prompt(prompt)
             .tools(tools)
             .max_iterations(self.max_iterations)
