@@ -38,8 +38,8 @@ impl Models {
     /// Claude Code's family aliases `haiku`, `sonnet` and `opus` (with a Claude default model,
     /// the model each names, as [`ModelCatalog::expand_alias`](keel_provider::ModelCatalog::expand_alias)
     /// says; with another provider's, the small, default and strong model: no provider but
-    /// Anthropic serves `claude-haiku-4-5`); any other text is a model id and is used as
-    /// given.
+    /// Anthropic serves `claude-haiku-5-5`); `gpt` and `codex`, OpenAI's models of those
+    /// names; any other text is a model id and is used as given.
     pub fn resolve(&self, tier_or_name: &str) -> String {
         let strong = || self.strong.clone().unwrap_or_else(|| self.default.clone());
         match tier_or_name.trim() {
@@ -52,18 +52,18 @@ impl Models {
             "haiku" => self.small.clone(),
             "sonnet" => self.default.clone(),
             "opus" => strong(),
-            name => name.to_owned(),
+            name => keel_provider::ModelCatalog::expand_alias(name).to_owned(),
         }
     }
 
-    /// A sensible cheap model for a provider's default model: Claude Haiku for Claude models,
-    /// GPT-4.1 mini for OpenAI's, else the default model itself (a local server may serve
-    /// only one).
+    /// A sensible cheap model for a provider's default model: the newest Claude Haiku for
+    /// Claude models, GPT-6 Luna for OpenAI's, else the default model itself (a local server
+    /// may serve only one).
     pub fn small_for(default: &str) -> String {
         if default.starts_with("claude") {
-            "claude-haiku-4-5".into()
+            keel_provider::ModelCatalog::expand_alias("haiku").to_owned()
         } else if default.starts_with("gpt-") || default.starts_with('o') && default.len() <= 8 {
-            "gpt-4.1-mini".into()
+            "gpt-6-luna".into()
         } else {
             default.to_owned()
         }
@@ -196,6 +196,7 @@ pub struct Delegation {
     policies: Policies,
     catalog: Arc<ModelCatalog>,
     snapshots: Option<Arc<dyn Snapshots>>,
+    summary_model: Option<String>,
 }
 
 #[cfg(feature = "delegation")]
@@ -219,6 +220,7 @@ impl Delegation {
             policies,
             catalog: Arc::new(ModelCatalog::built_in()),
             snapshots: None,
+            summary_model: None,
         }
     }
 
@@ -235,9 +237,19 @@ impl Delegation {
         &self.policies
     }
 
-    /// Prices and context windows (default: the built-in catalog).
+    /// Prices and context windows (default: the built-in catalog): delegated runs price
+    /// their calls and size their windows with it, as the parent does.
     pub fn catalog(mut self, catalog: ModelCatalog) -> Self {
         self.catalog = Arc::new(catalog);
+        self
+    }
+
+    /// The model that writes delegated runs' compaction summaries (a tier or a model id, as
+    /// [`Models::resolve`] takes it), as the parent's
+    /// [`CompactionPolicy::summary_model`](keel_engine::CompactionPolicy::summary_model)
+    /// does; `None` (the default): each run's own model.
+    pub fn compaction_model(mut self, model: Option<&str>) -> Self {
+        self.summary_model = model.map(|name| self.models.resolve(name));
         self
     }
 
@@ -277,17 +289,21 @@ impl Delegation {
 
     /// The context window of `model`, if the catalog knows it.
     pub fn context_window(&self, model: &str) -> Option<u64> {
-        self.catalog.get(model).map(|info| info.context_window)
+        self.catalog.context_window(model)
     }
 
-    /// An agent builder for a delegated run on `model`: this provider, the parent's policies
-    /// and snapshot store; no session store (the parent's session records the call).
-    /// The caller adds the tools, the system prompt and the limits.
+    /// An agent builder for a delegated run on `model`: this provider, the parent's policies,
+    /// catalog, compaction model and snapshot store; no session store (the parent's session
+    /// records the call). The caller adds the tools, the system prompt and the limits.
     pub fn agent_builder(&self, model: &str) -> AgentBuilder {
         let builder = self.policies.apply(
             keel_engine::Agent::builder(self.provider.clone())
                 .model(model)
-                .catalog((*self.catalog).clone()),
+                .catalog((*self.catalog).clone())
+                .compaction(keel_engine::CompactionPolicy {
+                    summary_model: self.summary_model.clone(),
+                    ..keel_engine::CompactionPolicy::default()
+                }),
         );
         match &self.snapshots {
             Some(snapshots) => builder.snapshots(snapshots.clone()),
@@ -344,8 +360,10 @@ mod tests {
         assert_eq!(models.resolve("fast"), "claude-haiku-4-5");
         assert_eq!(models.resolve("strong"), "claude-sonnet-4-5");
         assert_eq!(models.resolve("claude-opus-4-1"), "claude-opus-4-1");
-        assert_eq!(models.resolve("haiku"), "claude-haiku-4-5");
-        assert_eq!(models.resolve(" opus "), "claude-opus-4-5");
+        assert_eq!(models.resolve("haiku"), "claude-haiku-5-5");
+        assert_eq!(models.resolve(" opus "), "claude-opus-5-5");
+        assert_eq!(models.resolve("codex"), "gpt-5.3-codex");
+        assert_eq!(models.resolve("gpt"), "gpt-6.2-astra");
         let openai = Models {
             strong: Some("o3".into()),
             ..Models::new("gpt-4.1", "gpt-4.1-mini")
@@ -353,8 +371,8 @@ mod tests {
         assert_eq!(openai.resolve("haiku"), "gpt-4.1-mini");
         assert_eq!(openai.resolve("sonnet"), "gpt-4.1");
         assert_eq!(openai.resolve("opus"), "o3");
-        assert_eq!(Models::small_for("claude-sonnet-4-5"), "claude-haiku-4-5");
-        assert_eq!(Models::small_for("gpt-4.1"), "gpt-4.1-mini");
+        assert_eq!(Models::small_for("claude-sonnet-4-5"), "claude-haiku-5-5");
+        assert_eq!(Models::small_for("gpt-4.1"), "gpt-6-luna");
         assert_eq!(Models::small_for("qwen3:8b"), "qwen3:8b");
     }
 }

@@ -50,7 +50,7 @@
 //!     name: "reviewer".into(),
 //!     description: "Reviews a change".into(),
 //!     tools: Some(vec!["grep".into()]),
-//!     model: Some("haiku".into()), // Claude Code's alias: claude-haiku-4-5
+//!     model: Some("haiku".into()), // Claude Code's alias: claude-haiku-5-5
 //!     system_prompt: "You review code.".into(),
 //!     path: "reviewer.md".into(),
 //!     ..AgentDefinition::default()
@@ -72,7 +72,7 @@
 //! assert_eq!(report.error, None);
 //! // The sub-agent saw only its own prompt and task, on the small model.
 //! let request = &model.requests()[0];
-//! assert_eq!(request.model, "claude-haiku-4-5");
+//! assert_eq!(request.model, "claude-haiku-5-5");
 //! assert_eq!(request.system.as_deref(), Some("You review code."));
 //! assert_eq!(request.messages.len(), 1);
 //! # Ok::<(), Box<dyn std::error::Error>>(())

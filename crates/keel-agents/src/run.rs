@@ -4,7 +4,7 @@
 use std::time::Duration;
 
 use futures::StreamExt;
-use keel_engine::{AgentEvent, Session, Stop};
+use keel_engine::{AgentEvent, CostByProvider, Session, Stop};
 use keel_provider::Usage;
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
@@ -33,6 +33,8 @@ pub struct RunReport {
     pub usage: Usage,
     /// What it cost in USD, when the model's price is known.
     pub cost_usd: Option<f64>,
+    /// Its usage and cost by the provider that served each call.
+    pub cost_by_provider: CostByProvider,
     /// How the run ended.
     pub stop: Stop,
     /// Why the run did not complete, if it did not.
@@ -131,6 +133,7 @@ pub async fn run_reporting(
             steps: 0,
             usage: Usage::default(),
             cost_usd: None,
+            cost_by_provider: CostByProvider::default(),
             stop: Stop::Failed(keel_engine::RunFailure::new(
                 keel_engine::FailureKind::Internal,
                 "no outcome",
@@ -156,6 +159,7 @@ pub async fn run_reporting(
         steps: outcome.iterations,
         usage: outcome.usage,
         cost_usd: outcome.cost_usd,
+        cost_by_provider: outcome.cost_by_provider,
         stop: outcome.stop,
         error,
         calls,

@@ -232,7 +232,7 @@ async fn sub_agents_ask_for_the_right_models_and_never_see_disallowed_tools() {
     let requests = model.requests();
     assert_eq!(requests.len(), 3);
     // The explorer: haiku, no Bash, no Write, but spawn_agent (depth allows it).
-    assert_eq!(requests[0].model, "claude-haiku-4-5");
+    assert_eq!(requests[0].model, "claude-haiku-5-5");
     let explorer_tools = tool_names(&requests[0]);
     assert!(
         !explorer_tools.contains(&"run_command".to_owned()),
@@ -246,7 +246,7 @@ async fn sub_agents_ask_for_the_right_models_and_never_see_disallowed_tools() {
     assert!(explorer_tools.contains(&"spawn_agent".to_owned()));
     // The reviewer it spawned: `inherit` is the explorer's model; it asked for Bash, which
     // its parent had not: it does not get it.
-    assert_eq!(requests[1].model, "claude-haiku-4-5");
+    assert_eq!(requests[1].model, "claude-haiku-5-5");
     assert_eq!(tool_names(&requests[1]), ["glob", "grep", "read_file"]);
     assert!(
         requests[1]
@@ -281,7 +281,7 @@ async fn inherit_at_the_top_is_the_parents_model_and_sonnet_is_expanded() {
         tool_names(&requests[0]),
         ["glob", "grep", "read_file", "run_command"]
     );
-    assert_eq!(requests[1].model, "claude-sonnet-4-5", "sonnet, expanded");
+    assert_eq!(requests[1].model, "claude-sonnet-5-5", "sonnet, expanded");
     assert_eq!(tool_names(&requests[1]), ["read_file"]);
 }
 

@@ -90,6 +90,20 @@ fn report(options: &Options, setup: &Setup) -> Vec<String> {
         },
         tools_line(options, setup),
     ];
+    // The main model's window and the summary model, then each `[models.NAME]` table, as
+    // each file set them (a later file wins key by key).
+    for key in ["context_window", "compaction_model"] {
+        if let Some(origin) = config.origins.iter().rev().find(|origin| origin.key == key) {
+            lines.push(line_of(origin));
+        }
+    }
+    for origin in config
+        .origins
+        .iter()
+        .filter(|origin| origin.key.starts_with("models."))
+    {
+        lines.push(line_of(origin));
+    }
     for root in &setup.policy.writable_roots {
         lines.push(Line {
             key: "writable root".into(),

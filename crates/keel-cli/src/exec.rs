@@ -210,7 +210,8 @@ pub(crate) async fn run_prompt(
     let mut session = setup.session(agent, &choice)?;
     session.set_permission_mode(mode.claude_name());
     let started = Instant::now();
-    let mut stream = ClaudeStream::new(session.id(), &setup.model, headless.partial);
+    let mut stream = ClaudeStream::new(session.id(), &setup.model, headless.partial)
+        .with_catalog(session.catalog().clone());
     if format == OutputFormat::StreamJson {
         print_json(&stream.init(&init_info(&setup, &coding)));
     }

@@ -30,6 +30,7 @@ mod signals;
 mod slash_commands;
 mod tasks;
 mod terminal;
+mod tiers;
 mod trouble;
 mod trust;
 mod usage;

@@ -581,7 +581,8 @@ pub(crate) async fn run(
     let mut failed = false;
     // One stream for the session: its results are numbered, and their totals run, across
     // the turns.
-    let mut stream = ClaudeStream::new(session.id(), session.model(), headless.partial);
+    let mut stream = ClaudeStream::new(session.id(), session.model(), headless.partial)
+        .with_catalog(session.catalog().clone());
     while let Some(prompt) = next.recv().await {
         if let Some(model) = changes.lock().ok().and_then(|mut c| c.model.take()) {
             stream.set_model(&model);

@@ -86,8 +86,15 @@ pub(crate) struct Setup {
     pub config: Config,
     /// The provider's name as chosen (`anthropic`, `openai` or a config name).
     pub provider_name: String,
-    /// The provider.
+    /// The provider: the main one, with the models `[models.NAME]` tables route elsewhere
+    /// sent to their own provider (see [`crate::tiers`]).
     pub provider: Arc<dyn Provider>,
+    /// Prices, windows and limits: the built-in catalog with the config's over it.
+    pub catalog: keel_provider::ModelCatalog,
+    /// The small tier's model a `[models.small]` (or `fast`) table sets.
+    pub small_tier: Option<String>,
+    /// The strong tier's model a `[models.strong]` table sets.
+    pub strong_tier: Option<String>,
     /// The provider's wire format and the base URL its requests go to, for the banner.
     pub provider_endpoint: (ProviderKind, String),
     /// Where its key and base URL came from, for the hint after a failed call.
@@ -247,8 +254,15 @@ impl Setup {
             })
             .or_else(|| config.model.clone())
             .unwrap_or_else(|| chosen.kind.default_model().to_owned());
-        // Claude Code's family aliases (`sonnet`, `opus`, `haiku`) name a model.
+        // The names people use (`sonnet`, `opus`, `haiku`, `gpt`, `codex`) name a model.
         let model = keel_provider::ModelCatalog::expand_alias(&model).to_owned();
+        let tiers = crate::tiers::Tiers::resolve(
+            &config,
+            &chosen.name,
+            chosen.provider.clone(),
+            &model,
+            mode == Mode::Listing,
+        )?;
         let approvals = if options.yes {
             ApprovalMode::Allow
         } else {
@@ -316,7 +330,12 @@ impl Setup {
                 policy.network = options.network || config.network.unwrap_or(false);
                 policy.protected_paths = project_scripts(&config, &cwd);
                 policy.writable_roots = writable_roots;
-                policy.hidden_env = [&[chosen.key_var.clone()][..], &chosen.secret_vars].concat();
+                policy.hidden_env = [
+                    &[chosen.key_var.clone()][..],
+                    &chosen.secret_vars,
+                    &tiers.secret_vars,
+                ]
+                .concat();
                 policy.env = config.command_env.clone();
                 (approvals, policy, allow_read)
             }
@@ -358,7 +377,10 @@ impl Setup {
             keel_home,
             config,
             provider_name: chosen.name,
-            provider: chosen.provider,
+            provider: tiers.provider,
+            catalog: tiers.catalog,
+            small_tier: tiers.small,
+            strong_tier: tiers.strong,
             provider_endpoint: (chosen.kind, chosen.origin.base_url.clone()),
             origin: chosen.origin,
             model,
@@ -490,6 +512,7 @@ impl Setup {
         let mut builder = CodingAgent::builder(self.provider.clone())
             .model(&self.model)
             .small_model(self.small_model())
+            .catalog(self.catalog.clone())
             .cwd(&self.cwd)
             .home(&self.keel_home)
             .sandbox(self.policy.clone())
@@ -528,6 +551,15 @@ impl Setup {
         if let Some(text) = &self.extras.append_system_prompt {
             builder = builder.append_system_prompt(text);
         }
+        if let Some(model) = &self.strong_tier {
+            builder = builder.strong_model(keel_provider::ModelCatalog::expand_alias(model));
+        }
+        if let Some(tokens) = self.config.context_window {
+            builder = builder.context_window(tokens);
+        }
+        if let Some(model) = &self.config.compaction_model {
+            builder = builder.compaction_model(model.trim());
+        }
         if let Some(model) = &self.extras.fallback_model {
             builder = builder.fallback_model(keel_provider::ModelCatalog::expand_alias(model));
         }
@@ -535,8 +567,10 @@ impl Setup {
             builder = builder.agents(self.extras.agents.clone());
         }
         if let Some(budget_usd) = self.extras.max_budget_usd {
-            if keel_provider::ModelCatalog::built_in()
+            if self
+                .catalog
                 .get(&self.model)
+                .and_then(|info| info.pricing)
                 .is_none()
             {
                 return Err(usage(format!(
@@ -577,13 +611,17 @@ impl Setup {
         Ok(options)
     }
 
-    /// The cheap model delegation may pick: `small_model`, or one of the same provider.
+    /// The cheap model delegation may pick: a `[models.small]` table's (which may name its
+    /// own provider), else Claude Code's `ANTHROPIC_SMALL_FAST_MODEL`, else `small_model`,
+    /// else one of the same provider.
     fn small_model(&self) -> String {
         // Claude Code's variable, for a provider speaking Anthropic's API.
         let from_env = (self.provider_endpoint.0 == ProviderKind::Anthropic)
             .then(|| env("ANTHROPIC_SMALL_FAST_MODEL"))
             .flatten();
-        from_env
+        self.small_tier
+            .clone()
+            .or(from_env)
             .or_else(|| self.config.small_model.clone())
             .map(|model| keel_provider::ModelCatalog::expand_alias(&model).to_owned())
             .unwrap_or_else(|| keel_agents::Models::small_for(&self.model))
@@ -810,22 +848,10 @@ fn provider(options: &Options, config: &Config) -> Result<Chosen, CliError> {
         .or_else(|| env("KEEL_PROVIDER"))
         .or_else(|| config.provider.clone());
     let (name, kind, table) = match named {
-        Some(name) => match (ProviderKind::from_name(&name), config.providers.get(&name)) {
-            (Some(kind), table) => (name, table.map_or(kind, |t| t.kind), table),
-            (None, Some(table)) => (name.clone(), table.kind, Some(table)),
-            (None, None) => {
-                let mut known: Vec<String> = ProviderKind::ALL
-                    .iter()
-                    .map(|kind| kind.name().to_owned())
-                    .collect();
-                known.extend(config.providers.keys().cloned());
-                return Err(CliError::Usage(format!(
-                    "unknown provider `{name}`: use one of {}, or define [providers.{name}] in \
-                     the config",
-                    known.join(", ")
-                )));
-            }
-        },
+        Some(name) => {
+            let (kind, table) = lookup_provider(&name, config)?;
+            (name, kind, table)
+        }
         None => {
             let kind = keel_provider::ProviderConfig::detect()
                 .map_err(provider_usage)?
@@ -833,42 +859,11 @@ fn provider(options: &Options, config: &Config) -> Result<Chosen, CliError> {
             (kind.name().to_owned(), kind, None)
         }
     };
-    // Each candidate base URL with what set it, for the hint after a failed call.
-    let flag_url = || {
-        options
-            .base_url
-            .clone()
-            .map(|url| (url, "--base-url".to_owned()))
-    };
-    let env_url = || env(kind.base_url_var()).map(|url| (url, kind.base_url_var().to_owned()));
-    let table_url = || {
-        table
-            .and_then(|t| t.base_url.clone())
-            .map(|url| (url, format!("base_url in [providers.{name}] of the config")))
-    };
-    let (base_url, url_from) = if ProviderKind::from_name(&name).is_some() {
-        flag_url().or_else(env_url).or_else(table_url)
-    } else {
-        flag_url().or_else(table_url).or_else(env_url)
-    }
-    .unzip();
-    let secs = std::time::Duration::from_secs;
-    let built = keel_provider::ProviderConfig {
-        kind,
-        name: Some(name.clone()),
-        base_url,
-        api_key_env: table.and_then(|t| t.api_key_env.clone()),
-        headers: table.map(|t| t.headers.clone()).unwrap_or_default(),
-        idle_timeout: config.idle_timeout_secs.map(secs),
-        request_timeout: config.request_timeout_secs.map(secs),
-    }
-    .build()
-    .map_err(provider_usage)?;
-    // A config may keep the key in a variable of any name: the log never shows its value.
-    crate::logging::redact_var(&built.key_var);
-    for var in &built.secret_vars {
-        crate::logging::redact_var(var);
-    }
+    let flag_url = options
+        .base_url
+        .clone()
+        .map(|url| (url, "--base-url".to_owned()));
+    let (built, url_from) = build_provider(&name, kind, table, flag_url, config)?;
     Ok(Chosen {
         origin: ProviderOrigin {
             key_var: built.key_var.clone(),
@@ -882,6 +877,85 @@ fn provider(options: &Options, config: &Config) -> Result<Chosen, CliError> {
         key_var: built.key_var,
         secret_vars: built.secret_vars,
     })
+}
+
+/// The wire format and the `[providers.NAME]` table (if any) of the provider called `name`: a
+/// built-in one (`anthropic`, `openai`, which the user's config may adjust) or one the config
+/// defines; else a usage error listing the names there are.
+fn lookup_provider<'c>(
+    name: &str,
+    config: &'c Config,
+) -> Result<(ProviderKind, Option<&'c config::ProviderConfig>), CliError> {
+    match (ProviderKind::from_name(name), config.providers.get(name)) {
+        (Some(kind), table) => Ok((table.map_or(kind, |t| t.kind), table)),
+        (None, Some(table)) => Ok((table.kind, Some(table))),
+        (None, None) => {
+            let mut known: Vec<String> = ProviderKind::ALL
+                .iter()
+                .map(|kind| kind.name().to_owned())
+                .collect();
+            known.extend(config.providers.keys().cloned());
+            Err(CliError::Usage(format!(
+                "unknown provider `{name}`: use one of {}, or define [providers.{name}] in the \
+                 config",
+                known.join(", ")
+            )))
+        }
+    }
+}
+
+/// Builds the provider called `name` ([`keel_provider::ProviderConfig`], the one provider
+/// detection), and says what set its base URL. The base URL is `flag_url`, else for a built-in
+/// name the environment's, then the table's; for a configured name the table's, then the
+/// environment's. The variables its secrets come from are redacted from the log.
+fn build_provider(
+    name: &str,
+    kind: ProviderKind,
+    table: Option<&config::ProviderConfig>,
+    flag_url: Option<(String, String)>,
+    config: &Config,
+) -> Result<(keel_provider::BuiltProvider, Option<String>), CliError> {
+    // Each candidate base URL with what set it, for the hint after a failed call.
+    let env_url = || env(kind.base_url_var()).map(|url| (url, kind.base_url_var().to_owned()));
+    let table_url = || {
+        table
+            .and_then(|t| t.base_url.clone())
+            .map(|url| (url, format!("base_url in [providers.{name}] of the config")))
+    };
+    let (base_url, url_from) = if ProviderKind::from_name(name).is_some() {
+        flag_url.or_else(env_url).or_else(table_url)
+    } else {
+        flag_url.or_else(table_url).or_else(env_url)
+    }
+    .unzip();
+    let secs = std::time::Duration::from_secs;
+    let built = keel_provider::ProviderConfig {
+        kind,
+        name: Some(name.to_owned()),
+        base_url,
+        api_key_env: table.and_then(|t| t.api_key_env.clone()),
+        headers: table.map(|t| t.headers.clone()).unwrap_or_default(),
+        idle_timeout: config.idle_timeout_secs.map(secs),
+        request_timeout: config.request_timeout_secs.map(secs),
+    }
+    .build()
+    .map_err(provider_usage)?;
+    // A config may keep the key in a variable of any name: the log never shows its value.
+    crate::logging::redact_var(&built.key_var);
+    for var in &built.secret_vars {
+        crate::logging::redact_var(var);
+    }
+    Ok((built, url_from))
+}
+
+/// The provider a `[models.NAME]` table names, built as the main one is (no `--base-url`: that
+/// flag moves the main provider only).
+pub(crate) fn named_provider(
+    name: &str,
+    config: &Config,
+) -> Result<keel_provider::BuiltProvider, CliError> {
+    let (kind, table) = lookup_provider(name, config)?;
+    build_provider(name, kind, table, None, config).map(|(built, _)| built)
 }
 
 /// The MCP servers the configuration and `--mcp-config` name, in that order; a later server of

@@ -137,7 +137,7 @@ async fn the_code_tool_logs_under_keel_home() {
     assert_eq!(stdout(&output), "The delegate says alpha.\n");
     let bodies = request_bodies(&server).await;
     assert_eq!(
-        bodies[1]["model"], "claude-haiku-4-5",
+        bodies[1]["model"], "claude-haiku-5-5",
         "small is the small model"
     );
     let logs: Vec<_> = std::fs::read_dir(home.keel_home().join("logs"))
@@ -147,7 +147,7 @@ async fn the_code_tool_logs_under_keel_home() {
     assert_eq!(logs.len(), 1);
     let log = std::fs::read_to_string(&logs[0]).unwrap();
     assert!(log.starts_with("# Code Session "), "{log}");
-    assert!(log.contains("- model: claude-haiku-4-5"), "{log}");
+    assert!(log.contains("- model: claude-haiku-5-5"), "{log}");
     assert!(log.contains("It says alpha."), "{log}");
     let result = bodies[3]["messages"][2]["content"][0]["content"]
         .as_str()
@@ -204,7 +204,7 @@ async fn keel_agent_runs_one_sub_agent_with_only_its_task() {
     let bodies = request_bodies(&server).await;
     assert_eq!(bodies.len(), 1);
     assert_eq!(system_text(&bodies[0]), "You plan.");
-    assert_eq!(bodies[0]["model"], "claude-haiku-4-5");
+    assert_eq!(bodies[0]["model"], "claude-haiku-5-5");
     assert_eq!(tools_of(&bodies[0]), ["grep", "read_file"]);
     assert_eq!(bodies[0]["messages"].as_array().unwrap().len(), 1);
 

@@ -932,6 +932,7 @@ const KEEL_ONLY: &[(&str, &str)] = &[
     ("system/init", "approvals"),
     ("system/init", "sandbox"),
     ("system/init", "keel_version"),
+    ("result", "keel_cost_by_provider"),
 ];
 
 /// `system/init`, `assistant`, ...: a line's kind.
@@ -943,7 +944,8 @@ fn line_kind(line: &Value) -> String {
 }
 
 /// Every key path of `value`: `a.b` for nested objects, `a[].b` in arrays of objects;
-/// `modelUsage` and `model_usage_since_last_result` are maps by model (`*.key`); content
+/// `modelUsage` and `model_usage_since_last_result` are maps by model, `keel_cost_by_provider`
+/// by provider (`*.key`); content
 /// blocks and `tool_use_result` (per tool) are compared apart.
 fn key_paths(value: &Value, prefix: &str, out: &mut std::collections::BTreeSet<String>) {
     match value {
@@ -957,7 +959,7 @@ fn key_paths(value: &Value, prefix: &str, out: &mut std::collections::BTreeSet<S
                 out.insert(path.clone());
                 match path.as_str() {
                     "message.content" | "tool_use_result" => {}
-                    "modelUsage" | "model_usage_since_last_result" => {
+                    "modelUsage" | "model_usage_since_last_result" | "keel_cost_by_provider" => {
                         for model in inner.as_object().unwrap().values() {
                             key_paths(model, "*", out);
                         }

@@ -109,7 +109,7 @@ async fn json_output_system_prompts_and_model_aliases() {
     assert_eq!(result["type"], "result");
     assert_eq!(result["result"], "Short answer.");
     let bodies = request_bodies(&server).await;
-    assert_eq!(bodies[0]["model"], "claude-haiku-4-5");
+    assert_eq!(bodies[0]["model"], "claude-haiku-5-5");
     let system = bodies[0]["system"].to_string();
     assert!(
         system.contains("You are terse.\\n\\nAnswer in English."),
@@ -483,7 +483,7 @@ async fn a_model_that_keeps_failing_gives_way_to_the_fallback_model() {
     // The main model is overloaded on every try (the provider retries at once, as told).
     wiremock::Mock::given(method("POST"))
         .and(path("/v1/messages"))
-        .and(body_string_contains("\"model\":\"claude-sonnet-4-5\""))
+        .and(body_string_contains("\"model\":\"claude-sonnet-5-5\""))
         .respond_with(
             error_response(529, "overloaded_error", "Overloaded")
                 .insert_header("retry-after-ms", "1"),
@@ -492,7 +492,7 @@ async fn a_model_that_keeps_failing_gives_way_to_the_fallback_model() {
         .await;
     wiremock::Mock::given(method("POST"))
         .and(path("/v1/messages"))
-        .and(body_string_contains("\"model\":\"claude-haiku-4-5\""))
+        .and(body_string_contains("\"model\":\"claude-haiku-5-5\""))
         .respond_with(sse_response(anthropic_sse(
             &keel_test_support::scripted::text_reply("From the fallback."),
         )))
@@ -519,8 +519,8 @@ async fn a_model_that_keeps_failing_gives_way_to_the_fallback_model() {
     let result: Value = serde_json::from_str(&stdout(&output)).unwrap();
     assert_eq!(result["result"], "From the fallback.", "{result}");
     let bodies = request_bodies(&server).await;
-    assert_eq!(bodies.first().unwrap()["model"], "claude-sonnet-4-5");
-    assert_eq!(bodies.last().unwrap()["model"], "claude-haiku-4-5");
+    assert_eq!(bodies.first().unwrap()["model"], "claude-sonnet-5-5");
+    assert_eq!(bodies.last().unwrap()["model"], "claude-haiku-5-5");
     // Without a fallback the run fails as before.
     let output = keel(
         &home,
@@ -596,6 +596,6 @@ async fn claude_code_s_model_variables_choose_the_models_below_flags_and_keel_s_
         .collect();
     assert_eq!(
         models,
-        ["claude-haiku-4-5", "claude-opus-4-5", "claude-sonnet-4-5"]
+        ["claude-haiku-5-5", "claude-opus-4-5", "claude-sonnet-4-5"]
     );
 }

@@ -52,17 +52,23 @@ pub struct CompactionPolicy {
     pub keep_recent_messages: usize,
     /// The most tokens the summary may take.
     pub summary_max_tokens: u32,
+    /// The model that writes the summary; `None`: the session's own. A cheap model (a local
+    /// server's, through a [`ModelRouter`](keel_provider::ModelRouter)) saves the hosted
+    /// model's prices; when it fails, the session's model writes the summary instead, with a
+    /// warning. The window compacted against stays the session model's.
+    pub summary_model: Option<String>,
 }
 
 impl Default for CompactionPolicy {
     /// Compacts at 85% of the catalog's window, keeps the latest 6 messages and allows a
-    /// summary of 4096 tokens.
+    /// summary of 4096 tokens, written by the session's model.
     fn default() -> Self {
         Self {
             threshold: 0.85,
             context_window: None,
             keep_recent_messages: 6,
             summary_max_tokens: 4096,
+            summary_model: None,
         }
     }
 }
@@ -194,7 +200,7 @@ pub fn needs_compaction(
 ) -> bool {
     let window = policy
         .context_window
-        .or_else(|| catalog.get(model).map(|info| info.context_window));
+        .or_else(|| catalog.context_window(model));
     match window {
         // Token counts are far below 2^53, so the conversion is exact.
         #[allow(clippy::cast_precision_loss)]

@@ -6,6 +6,7 @@ use keel_provider::{Message, ProviderError, StopReason, Usage};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use crate::cost::CostByProvider;
 use crate::failure::RunFailure;
 use crate::hooks::HookEvent;
 
@@ -91,6 +92,10 @@ pub struct RunOutcome {
     pub usage: Usage,
     /// What this run cost in USD; `None` when the model's price is unknown.
     pub cost_usd: Option<f64>,
+    /// This run's usage and cost by provider: with models on several providers (a compaction
+    /// summary on a local server's model), what each served.
+    #[serde(default)]
+    pub cost_by_provider: CostByProvider,
     /// Tool calls keel mended in this run (see [`repair`](crate::repair)): each was also
     /// reported as [`AgentEvent::ToolCallRepaired`] and noted in the reply.
     #[serde(default)]
@@ -98,7 +103,7 @@ pub struct RunOutcome {
 }
 
 /// What [`Session::compact_now`](crate::Session::compact_now) did.
-#[derive(Debug, Clone, Copy, PartialEq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct Compacted {
     /// Estimated prompt tokens before.
     pub before_tokens: u64,
@@ -108,6 +113,8 @@ pub struct Compacted {
     pub usage: Usage,
     /// What the summary call cost in USD; `None` when the model's price is unknown.
     pub cost_usd: Option<f64>,
+    /// The summary call's usage and cost under the name of the provider that served it.
+    pub cost_by_provider: CostByProvider,
 }
 
 /// What happens during a run, in order.

@@ -48,6 +48,7 @@
 mod agent;
 mod approval;
 pub mod compaction;
+mod cost;
 mod error;
 mod events;
 mod failure;
@@ -69,6 +70,7 @@ pub use approval::{
     ScopePattern,
 };
 pub use compaction::{Compaction, CompactionError, CompactionPolicy};
+pub use cost::{CostByProvider, ProviderCost};
 pub use error::EngineError;
 pub use events::{AgentEvent, Compacted, RunOutcome, Stop};
 pub use failure::{FailureKind, RunFailure};

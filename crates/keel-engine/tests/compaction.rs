@@ -458,7 +458,7 @@ fn needs_compaction_with_the_catalog() {
     let catalog = ModelCatalog::built_in();
     let policy = CompactionPolicy::default();
     let window = catalog.get("claude-sonnet-4-5").unwrap().context_window;
-    assert_eq!(window, 200_000);
+    assert_eq!(window, Some(200_000));
     assert!(!needs_compaction(
         169_999,
         "claude-sonnet-4-5",
@@ -494,18 +494,22 @@ fn needs_compaction_with_the_catalog() {
     // Models added to the catalog count.
     let mut custom = ModelCatalog::empty();
     custom.insert(ModelInfo {
-        id: "local".into(),
-        context_window: 100,
-        max_output_tokens: 10,
-        pricing: Pricing {
-            input: 0.0,
-            output: 0.0,
-            cache_write: 0.0,
-            cache_read: 0.0,
-        },
+        context_window: Some(100),
+        ..ModelInfo::new("local")
     });
     assert!(needs_compaction(85, "local", &custom, &policy));
     assert!(!needs_compaction(84, "local", &custom, &policy));
+    // A model known only by its price is never compacted ahead of time.
+    custom.insert(ModelInfo {
+        pricing: Some(Pricing {
+            input: 1.0,
+            output: 1.0,
+            cache_write: 1.0,
+            cache_read: 1.0,
+        }),
+        ..ModelInfo::new("priced")
+    });
+    assert!(!needs_compaction(u64::MAX, "priced", &custom, &policy));
 }
 
 #[test]

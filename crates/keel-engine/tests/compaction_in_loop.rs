@@ -223,3 +223,173 @@ async fn a_context_length_error_compacts_and_retries_once() {
     check_pairing(session.history()).unwrap();
     assert!(session.history()[0].text().contains(SUMMARY_HEADER));
 }
+
+/// A catalog knowing `main-model`'s window and price (1 USD per million input tokens, 2 per
+/// million output tokens), and nothing of `small-model`.
+fn priced_main_model() -> keel_provider::ModelCatalog {
+    let mut catalog = keel_provider::ModelCatalog::empty();
+    catalog.insert(keel_provider::ModelInfo {
+        context_window: Some(6_000),
+        pricing: Some(keel_provider::Pricing {
+            input: 1.0,
+            output: 2.0,
+            cache_write: 1.0,
+            cache_read: 1.0,
+        }),
+        ..keel_provider::ModelInfo::new("main-model")
+    });
+    catalog
+}
+
+/// An agent on `main-model` served by `main` (as `hosted`), with `small-model` routed to
+/// `small` (as `local`), compacting at 60% of the catalog's 6,000-token window with
+/// summaries by `small-model`.
+fn tiered_agent(
+    dir: &std::path::Path,
+    main: Arc<dyn Provider>,
+    small: Arc<dyn Provider>,
+) -> keel_engine::AgentBuilder {
+    let router =
+        keel_provider::ModelRouter::new("hosted", main).route("small-model", "local", small);
+    Agent::builder(Arc::new(router))
+        .model("main-model")
+        .catalog(priced_main_model())
+        .tools(default_tools(&PathSandbox::new(dir).unwrap(), &SandboxPolicy::default()).unwrap())
+        .compaction(CompactionPolicy {
+            threshold: 0.6,
+            keep_recent_messages: 4,
+            summary_model: Some("small-model".into()),
+            ..CompactionPolicy::default()
+        })
+}
+
+#[tokio::test]
+async fn summaries_run_on_the_summary_model_s_provider_and_cost_is_told_per_provider() {
+    let dir = workspace();
+    let main = Arc::new(SizedModel::new(reads(8), false));
+    // The small provider has no script: it can only write summaries.
+    let small = Arc::new(SizedModel::new(ScriptedProvider::new(), false));
+    let agent = tiered_agent(dir.path(), main.clone(), small.clone())
+        .build()
+        .unwrap();
+    let mut session = agent.session(dir.path()).unwrap();
+    let outcome = session.run("Read every file, one by one.").await;
+    assert_eq!(outcome.stop, Stop::Completed, "{}", outcome.text);
+
+    let summaries = *small.summaries.lock().unwrap();
+    assert!(summaries > 0, "no compaction happened");
+    assert_eq!(
+        *main.summaries.lock().unwrap(),
+        0,
+        "the main model wrote no summary"
+    );
+    let small_requests = small.requests.lock().unwrap().clone();
+    assert!(
+        small_requests
+            .iter()
+            .all(|r| r.model == "small-model" && r.tools.is_empty())
+    );
+    assert!(
+        main.requests
+            .lock()
+            .unwrap()
+            .iter()
+            .all(|r| r.model == "main-model")
+    );
+
+    let hosted = outcome.cost_by_provider.get("hosted").unwrap();
+    let local = outcome.cost_by_provider.get("local").unwrap();
+    assert_eq!(outcome.cost_by_provider.len(), 2);
+    assert_eq!(local.usage.output_tokens, 20 * u64::from(summaries));
+    assert_eq!(
+        local.cost_usd, None,
+        "small-model has no price: never a guess"
+    );
+    let expected =
+        hosted.usage.input_tokens as f64 / 1e6 + hosted.usage.output_tokens as f64 * 2.0 / 1e6;
+    assert!(
+        (hosted.cost_usd.unwrap() - expected).abs() < 1e-12,
+        "{hosted:?}"
+    );
+    assert_eq!(
+        outcome.cost_usd, None,
+        "the run's total has an unknown part"
+    );
+    let mut total = hosted.usage;
+    total.add(&local.usage);
+    assert_eq!(total, outcome.usage);
+}
+
+#[tokio::test]
+async fn an_unpriced_summary_model_leaves_the_cost_budget_on() {
+    let dir = workspace();
+    let main = Arc::new(SizedModel::new(reads(8), false));
+    let small = Arc::new(SizedModel::new(ScriptedProvider::new(), false));
+    // Each work call costs about 0.001-0.005 USD; the budget is reached after compacting.
+    let agent = tiered_agent(dir.path(), main.clone(), small.clone())
+        .cost_budget_usd(0.02)
+        .build()
+        .unwrap();
+    let mut session = agent.session(dir.path()).unwrap();
+    let outcome = session.run("Read every file, one by one.").await;
+    assert!(
+        *small.summaries.lock().unwrap() > 0,
+        "no compaction happened"
+    );
+    let Stop::CostBudget { spent_usd, .. } = outcome.stop else {
+        panic!(
+            "the budget no longer held: {:?} {}",
+            outcome.stop, outcome.text
+        )
+    };
+    let hosted = outcome.cost_by_provider.get("hosted").unwrap();
+    assert!(
+        (spent_usd - hosted.cost_usd.unwrap()).abs() < 1e-12,
+        "only priced calls count"
+    );
+}
+
+#[tokio::test]
+async fn when_the_summary_model_fails_the_session_s_model_writes_the_summary() {
+    let dir = workspace();
+    let main = Arc::new(SizedModel::new(reads(8), false));
+    let down: Arc<dyn Provider> = Arc::new((0..8).fold(ScriptedProvider::new(), |p, _| {
+        p.then_error(ProviderError::InvalidRequest {
+            message: "model \"small-model\" not found".into(),
+        })
+    }));
+    let agent = tiered_agent(dir.path(), main.clone(), down)
+        .build()
+        .unwrap();
+    let mut session = agent.session(dir.path()).unwrap();
+    let events: Vec<AgentEvent> = session
+        .run_streaming("Read every file, one by one.")
+        .collect()
+        .await;
+    let AgentEvent::Finished(outcome) = events.last().unwrap() else {
+        panic!()
+    };
+    assert_eq!(outcome.stop, Stop::Completed, "{}", outcome.text);
+    assert!(
+        *main.summaries.lock().unwrap() > 0,
+        "the main model wrote the summary"
+    );
+    assert!(
+        events
+            .iter()
+            .any(|e| matches!(e, AgentEvent::Warning { message }
+            if message.contains("compaction summary on small-model failed")
+                && message.contains("main-model writes it"))),
+        "no warning"
+    );
+    assert!(
+        events
+            .iter()
+            .any(|e| matches!(e, AgentEvent::Compacted { .. }))
+    );
+    assert_eq!(
+        outcome.cost_by_provider.names().collect::<Vec<_>>(),
+        ["hosted"]
+    );
+    assert!(session.history()[0].text().contains(SUMMARY_HEADER));
+}

@@ -22,6 +22,9 @@
 //!   [`MODEL_LIST_TIMEOUT`] and [`MAX_MODEL_LIST_BODY`] a page.
 //! - **Cost**: [`ModelCatalog`] knows context windows and prices, and says `None` for a model
 //!   it does not know; [`Usage`] totals saturate rather than wrap.
+//! - **Tiers across providers**: [`ModelRouter`] sends each request to the provider
+//!   registered for its model (a local server for the cheap tier) and the rest to the main
+//!   one; [`Provider::served_by`] names the provider of a model, so cost is told per provider.
 //! - **Secrets**: [`ApiKey`] prints as `[redacted]`, and keys are scrubbed from everything a
 //!   server sends back before it becomes an error or a retry event: HTTP error bodies and
 //!   error events inside a stream (Anthropic's `event: error`, OpenAI's error chunks) alike.
@@ -87,6 +90,7 @@ mod models;
 pub mod openai;
 mod provider;
 mod retry;
+mod router;
 mod secret;
 mod served;
 pub mod sse;
@@ -94,7 +98,7 @@ mod stream;
 mod types;
 
 pub use anthropic::{AnthropicProvider, AnthropicStreamParser};
-pub use catalog::{ModelCatalog, ModelInfo, Pricing};
+pub use catalog::{LongPromptPricing, ModelCatalog, ModelInfo, PRICES_CHECKED, Pricing};
 pub use config::{BuiltProvider, NO_PROVIDER, ProviderConfig, ProviderKind, from_env};
 pub use error::{ProviderError, TimeoutLimit};
 pub use http::{DEFAULT_IDLE_TIMEOUT, DEFAULT_REQUEST_DEADLINE, MAX_ERROR_BODY};
@@ -106,6 +110,7 @@ pub use openai::{
 };
 pub use provider::Provider;
 pub use retry::RetryPolicy;
+pub use router::ModelRouter;
 pub use secret::ApiKey;
 pub use served::{ContextSource, MAX_SERVED_CONTEXT_BODY, SERVED_CONTEXT_TIMEOUT, ServedContext};
 pub use stream::{ResponseAssembler, StreamEvent, collect_response, json_kind, parse_tool_input};

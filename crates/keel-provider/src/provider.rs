@@ -44,6 +44,15 @@ pub trait Provider: Send + Sync {
         None
     }
 
+    /// The name of the provider that serves `model`, for telling usage and cost apart per
+    /// provider: this provider's [`name`](Self::name), unless it routes models to others (a
+    /// [`ModelRouter`](crate::ModelRouter) gives the name each was registered under). A
+    /// provider wrapping another forwards this as it forwards [`stream`](Self::stream).
+    fn served_by(&self, model: &str) -> &str {
+        let _ = model;
+        self.name()
+    }
+
     /// The whole reply to `req`, assembled from [`stream`](Self::stream).
     async fn tool_use_completion(
         &self,

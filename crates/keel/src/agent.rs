@@ -305,7 +305,7 @@ fn active_tasks(
     Ok(active.into_iter().map(|task| task.id).collect())
 }
 
-/// `last` with the iterations, usage and cost of `first` added.
+/// `last` with the iterations, usage and cost (per provider too) of `first` added.
 #[cfg(feature = "tasks")]
 fn combine(first: &RunOutcome, mut last: RunOutcome) -> RunOutcome {
     last.iterations += first.iterations;
@@ -313,5 +313,8 @@ fn combine(first: &RunOutcome, mut last: RunOutcome) -> RunOutcome {
     usage.add(&last.usage);
     last.usage = usage;
     last.cost_usd = first.cost_usd.zip(last.cost_usd).map(|(a, b)| a + b);
+    let mut by_provider = first.cost_by_provider.clone();
+    by_provider.merge(&last.cost_by_provider);
+    last.cost_by_provider = by_provider;
     last
 }

@@ -11,7 +11,7 @@ use keel_engine::{
     JsonlSessionStore, MemoryReport, MemorySources, PermissionRules, RuleContext, SessionStore,
     lean_system_prompt, system_prompt,
 };
-use keel_provider::{Provider, ServedContext};
+use keel_provider::{ModelCatalog, Provider, ServedContext};
 use keel_sandbox::{PathSandbox, SandboxPolicy, default_tools, lean_tools};
 use keel_tool::{DynTool, Tool, ToolRegistry};
 
@@ -38,6 +38,10 @@ pub struct CodingAgentBuilder {
     provider: Arc<dyn Provider>,
     model: Option<String>,
     small_model: Option<String>,
+    strong_model: Option<String>,
+    catalog: Option<ModelCatalog>,
+    context_window: Option<u64>,
+    compaction_model: Option<String>,
     cwd: Option<PathBuf>,
     home: Option<PathBuf>,
     /// The user's home (`~`), for `~/.claude/CLAUDE.md` and memory imports; `None`: `$HOME`.
@@ -76,8 +80,6 @@ pub struct CodingAgentBuilder {
     mcp_servers: Vec<keel_mcp::McpServer>,
     /// The tool profile the host chose (`None`: by the model's window).
     tool_profile: Option<ToolProfile>,
-    /// The model's window as the host knows it, over the catalog's.
-    context_window: Option<u64>,
     /// The window the server says it serves the model with.
     served: Option<ServedContext>,
 }
@@ -99,6 +101,10 @@ impl CodingAgentBuilder {
             provider,
             model: None,
             small_model: None,
+            strong_model: None,
+            catalog: None,
+            context_window: None,
+            compaction_model: None,
             cwd: None,
             home: None,
             user_home: None,
@@ -129,7 +135,6 @@ impl CodingAgentBuilder {
             #[cfg(feature = "mcp")]
             mcp_servers: Vec::new(),
             tool_profile: None,
-            context_window: None,
             served: None,
         }
     }
@@ -141,10 +146,52 @@ impl CodingAgentBuilder {
         self
     }
 
-    /// The cheap model delegated runs may pick (default: one of the same family).
+    /// The cheap model delegated runs may pick (`small`, `fast`; default: one of the same
+    /// family). With a [`ModelRouter`](keel_provider::ModelRouter) as the provider it may be
+    /// served by another provider (a local server).
     #[must_use]
     pub fn small_model(mut self, model: impl Into<String>) -> Self {
         self.small_model = Some(model.into());
+        self
+    }
+
+    /// The strong model delegated runs may pick (`strong`, `opus` with a provider other than
+    /// Anthropic; default: the model itself).
+    #[must_use]
+    pub fn strong_model(mut self, model: impl Into<String>) -> Self {
+        self.strong_model = Some(model.into());
+        self
+    }
+
+    /// Prices, context windows and output limits (default: the built-in catalog, see
+    /// [`keel_provider::PRICES_CHECKED`]), for the agent and every run it delegates: costs,
+    /// the cost budget and when to compact follow it.
+    #[must_use]
+    pub fn catalog(mut self, catalog: ModelCatalog) -> Self {
+        self.catalog = Some(catalog);
+        self
+    }
+
+    /// The main model's context window in tokens, over the catalog's (a model the catalog
+    /// does not know, or one served with less; default: the catalog's window for the model,
+    /// and none for a model it does not know). With
+    /// [`served_context`](Self::served_context) the smaller counts. Compaction works to it
+    /// ([`CompactionPolicy::context_window`](keel_engine::CompactionPolicy::context_window)),
+    /// it chooses the tool profile when none is given, and
+    /// [`CodingAgent::context_overflow`] measures the first request against it.
+    #[must_use]
+    pub fn context_window(mut self, tokens: u64) -> Self {
+        self.context_window = Some(tokens);
+        self
+    }
+
+    /// The model that writes compaction summaries, for the agent and its delegated runs: a
+    /// tier (`small`, `fast`, `strong`, `default`) or a model id
+    /// ([`CompactionPolicy::summary_model`](keel_engine::CompactionPolicy::summary_model);
+    /// default: each session's own model).
+    #[must_use]
+    pub fn compaction_model(mut self, tier_or_model: impl Into<String>) -> Self {
+        self.compaction_model = Some(tier_or_model.into());
         self
     }
 
@@ -372,16 +419,6 @@ impl CodingAgentBuilder {
         self
     }
 
-    /// The model's context window in tokens, over the catalog's (a model the catalog does not
-    /// know, or one served with less): with [`served_context`](Self::served_context) the
-    /// smaller counts. It chooses the tool profile when none is given, compaction works to
-    /// it, and [`CodingAgent::context_overflow`] measures the first request against it.
-    #[must_use]
-    pub fn context_window(mut self, tokens: u64) -> Self {
-        self.context_window = Some(tokens);
-        self
-    }
-
     /// The window the server serves the model with, as
     /// [`Provider::served_context`](keel_provider::Provider::served_context) answered (ask
     /// it before building: a local server's answer takes a loopback round trip, an unknown
@@ -462,7 +499,8 @@ impl CodingAgentBuilder {
         let model = self
             .model
             .unwrap_or_else(|| default_model(self.provider.name()).to_owned());
-        let window = profile::known_window(&model, self.context_window, self.served);
+        let catalog = self.catalog.unwrap_or_else(ModelCatalog::built_in);
+        let window = profile::known_window(&catalog, &model, self.context_window, self.served);
         let (tool_profile, profile_choice) = profile::choose(self.tool_profile, window);
         // The lean profile has no delegation, skills or tasks. (Without the `delegation`
         // feature there is no switch: `delegation` stays on but for the lean profile.)
@@ -510,9 +548,24 @@ impl CodingAgentBuilder {
             .with_allow_read(allow_read);
 
         #[cfg(feature = "delegation")]
-        let small = self
-            .small_model
-            .unwrap_or_else(|| Models::small_for(&model));
+        let models = Models {
+            strong: self.strong_model,
+            ..Models::new(
+                &model,
+                self.small_model
+                    .unwrap_or_else(|| Models::small_for(&model)),
+            )
+        };
+        #[cfg(feature = "delegation")]
+        let summary_model = self
+            .compaction_model
+            .as_deref()
+            .map(|name| models.resolve(name));
+        #[cfg(not(feature = "delegation"))]
+        let summary_model = self
+            .compaction_model
+            .as_deref()
+            .map(|name| ModelCatalog::expand_alias(name.trim()).to_owned());
         #[cfg(feature = "snapshots")]
         let snapshots = open_snapshots(self.snapshots, &home, &cwd).unwrap_or_else(|warning| {
             warnings.push(warning);
@@ -565,11 +618,9 @@ impl CodingAgentBuilder {
         #[cfg(feature = "delegation")]
         let (tools, delegates) = if delegation {
             #[allow(unused_mut)]
-            let mut delegation = Delegation::new(
-                self.provider.clone(),
-                Models::new(&model, small),
-                policies.clone(),
-            );
+            let mut delegation = Delegation::new(self.provider.clone(), models, policies.clone())
+                .catalog(catalog.clone())
+                .compaction_model(self.compaction_model.as_deref());
             #[cfg(feature = "snapshots")]
             if let Some(snapshots) = &snapshots {
                 delegation = delegation.snapshots(snapshots.clone());
@@ -646,6 +697,16 @@ impl CodingAgentBuilder {
         #[allow(unused_mut)] // without the snapshots and tasks features nothing is added
         let mut builder = Agent::builder(self.provider.clone())
             .model(&model)
+            .catalog(catalog)
+            .compaction(CompactionPolicy {
+                // A window the host or the server stated (the catalog's the engine knows
+                // itself).
+                context_window: window
+                    .filter(|window| window.origin != WindowOrigin::Catalog)
+                    .map(|window| window.tokens),
+                summary_model,
+                ..CompactionPolicy::default()
+            })
             .system_prompt(prompt)
             .tools(tools)
             .max_iterations(self.max_iterations)
@@ -658,14 +719,6 @@ impl CodingAgentBuilder {
         }
         if let Some(model) = self.fallback_model {
             builder = builder.fallback_model(model);
-        }
-        // A window the host or the server stated: compaction works to it (the catalog's the
-        // engine knows itself).
-        if let Some(window) = window.filter(|window| window.origin != WindowOrigin::Catalog) {
-            builder = builder.compaction(CompactionPolicy {
-                context_window: Some(window.tokens),
-                ..CompactionPolicy::default()
-            });
         }
         #[cfg(feature = "snapshots")]
         if let Some(snapshots) = &snapshots {

@@ -107,6 +107,7 @@ pub struct ContextOverflow {
 /// The smallest window known for `model`: the configured one (else the catalog's), and the
 /// one the server serves; the server's on a tie, its fix being the one to name.
 pub(crate) fn known_window(
+    catalog: &ModelCatalog,
     model: &str,
     configured: Option<u64>,
     served: Option<ServedContext>,
@@ -116,12 +117,10 @@ pub(crate) fn known_window(
             tokens,
             origin: WindowOrigin::Configured,
         }),
-        None => ModelCatalog::built_in()
-            .get(model)
-            .map(|info| ContextWindow {
-                tokens: info.context_window,
-                origin: WindowOrigin::Catalog,
-            }),
+        None => catalog.context_window(model).map(|tokens| ContextWindow {
+            tokens,
+            origin: WindowOrigin::Catalog,
+        }),
     };
     let served = served.map(|served| ContextWindow {
         tokens: served.tokens,
@@ -161,28 +160,60 @@ mod tests {
     #[test]
     fn the_smallest_window_known_counts() {
         // Unknown model, nothing said: nothing known.
-        assert_eq!(known_window("qwen3:8b", None, None), None);
+        assert_eq!(
+            known_window(&ModelCatalog::built_in(), "qwen3:8b", None, None),
+            None
+        );
         // The server's window below the configured one wins, and the other way round.
-        let window = known_window("qwen3:8b", Some(65_536), served(8_192)).unwrap();
+        let window = known_window(
+            &ModelCatalog::built_in(),
+            "qwen3:8b",
+            Some(65_536),
+            served(8_192),
+        )
+        .unwrap();
         assert_eq!(window.tokens, 8_192);
         assert_eq!(
             window.origin,
             WindowOrigin::Server(ContextSource::OllamaNumCtx)
         );
-        let window = known_window("qwen3:8b", Some(4_096), served(8_192)).unwrap();
+        let window = known_window(
+            &ModelCatalog::built_in(),
+            "qwen3:8b",
+            Some(4_096),
+            served(8_192),
+        )
+        .unwrap();
         assert_eq!(window.origin, WindowOrigin::Configured);
         // The catalog's window of a model it knows, unless configured.
-        let window = known_window("claude-sonnet-4-5", None, None).unwrap();
+        let window =
+            known_window(&ModelCatalog::built_in(), "claude-sonnet-4-5", None, None).unwrap();
         assert_eq!(window.origin, WindowOrigin::Catalog);
         assert!(window.tokens > SMALL_CONTEXT_WINDOW);
-        let window = known_window("claude-sonnet-4-5", Some(16_000), None).unwrap();
+        let window = known_window(
+            &ModelCatalog::built_in(),
+            "claude-sonnet-4-5",
+            Some(16_000),
+            None,
+        )
+        .unwrap();
         assert_eq!(window.tokens, 16_000);
     }
 
     #[test]
     fn only_a_small_window_chooses_lean_and_a_given_profile_always_wins() {
-        let small = known_window("m", Some(SMALL_CONTEXT_WINDOW), None);
-        let large = known_window("m", Some(SMALL_CONTEXT_WINDOW + 1), None);
+        let small = known_window(
+            &ModelCatalog::built_in(),
+            "m",
+            Some(SMALL_CONTEXT_WINDOW),
+            None,
+        );
+        let large = known_window(
+            &ModelCatalog::built_in(),
+            "m",
+            Some(SMALL_CONTEXT_WINDOW + 1),
+            None,
+        );
         assert_eq!(choose(None, small).0, ToolProfile::Lean);
         assert_eq!(
             choose(None, large),

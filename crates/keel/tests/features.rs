@@ -198,7 +198,7 @@ async fn claude_codes_user_folder_gives_agents_and_skills() {
             .unwrap()
             .contains("- notes: Take notes.")
     );
-    assert_eq!(requests[1].model, "claude-haiku-4-5");
+    assert_eq!(requests[1].model, "claude-haiku-5-5");
     assert_eq!(
         requests[1].system.as_deref(),
         Some("You help.\n\n# Skill: notes\n\nWrite notes.")

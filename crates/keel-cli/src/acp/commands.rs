@@ -120,7 +120,7 @@ async fn compact(acp: &AcpSession, session: &mut Session) -> String {
     match session.compact_now().await {
         Ok(done) => {
             if let Ok(mut totals) = acp.totals.lock() {
-                totals.add(&done.usage, done.cost_usd);
+                totals.add(&done.usage, done.cost_usd, &done.cost_by_provider);
             }
             format!(
                 "compacted the conversation: ~{} → ~{} tokens",

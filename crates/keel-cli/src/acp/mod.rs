@@ -139,7 +139,7 @@ async fn prompt(
     match turn.outcome {
         Some(outcome) => {
             if let Ok(mut totals) = acp.totals.lock() {
-                totals.add(&outcome.usage, outcome.cost_usd);
+                totals.add(&outcome.usage, outcome.cost_usd, &outcome.cost_by_provider);
             }
             stop_reason(&outcome.stop)
         }

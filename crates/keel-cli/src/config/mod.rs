@@ -10,6 +10,7 @@
 
 pub(crate) mod claude;
 pub(crate) mod mcp;
+pub(crate) mod models;
 mod parse;
 pub(crate) mod project;
 
@@ -244,6 +245,12 @@ pub(crate) struct Config {
     pub command_env: Vec<(String, String)>,
     /// Where each value came from, in the order applied (`keel config` prints it).
     pub origins: Vec<Origin>,
+    /// The main model's context window (`context_window`), for compaction.
+    pub context_window: Option<u64>,
+    /// The model (a tier or an id) that writes compaction summaries (`compaction_model`).
+    pub compaction_model: Option<String>,
+    /// `[models.NAME]` of the user's file and of a trusted project's, merged key by key.
+    pub models: BTreeMap<String, models::ModelTable>,
 }
 
 /// One value a file set.
@@ -620,7 +627,11 @@ impl Config {
             snapshots,
             mcp_servers,
             projects,
+            context_window,
+            compaction_model,
+            models,
         } = file;
+        self.apply_models(path, context_window, compaction_model, models);
         let provider = provider.unwrap_or_default();
         self.record_scalars(
             path,
@@ -689,6 +700,9 @@ impl Config {
             snapshots,
             mcp_servers,
             projects,
+            context_window,
+            compaction_model,
+            models,
         } = file;
         // Always: the model, and rules that only forbid or ask.
         self.record_scalars(
@@ -812,6 +826,18 @@ impl Config {
             self.record_scalars(path, &[("tools.profile", Some(profile.profile().name()))]);
             self.tools.profile = Some(profile);
         }
+        // A tier may send the work to another provider, a price may defeat a budget, a window
+        // decides when the conversation is summarized, and by which model.
+        // Every table is named in the notice, not only the first.
+        let mut models_present = false;
+        for name in models.keys() {
+            models_present |= take(true, &format!("models.{name}"));
+        }
+        let window = take(context_window.is_some(), "context_window");
+        let summarizer = take(compaction_model.is_some(), "compaction_model");
+        if models_present || window || summarizer {
+            self.apply_models(path, context_window, compaction_model, models);
+        }
         // Limits: a trusted project sets them; an untrusted one may only lower them.
         let defaults = Defaults::keel();
         let mut limit = |key: &str, current: &mut Option<u64>, default: u64, value: Option<u64>| {
@@ -868,6 +894,31 @@ impl Config {
             project.ignored.splice(0..0, power.iter().cloned());
         }
         project.needs_trust = power;
+    }
+
+    /// A file's `context_window`, `compaction_model` and `[models.NAME]` tables, over what an
+    /// earlier file set (key by key).
+    fn apply_models(
+        &mut self,
+        file: &Path,
+        context_window: Option<u64>,
+        compaction_model: Option<String>,
+        tables: BTreeMap<String, models::ModelTable>,
+    ) {
+        let window = context_window.map(|tokens| tokens.to_string());
+        self.record_scalars(
+            file,
+            &[
+                ("context_window", window.as_deref()),
+                ("compaction_model", compaction_model.as_deref()),
+            ],
+        );
+        for (name, table) in &tables {
+            self.record(file, &format!("models.{name}"), &[models::describe(table)]);
+        }
+        self.context_window = context_window.or(self.context_window);
+        self.compaction_model = compaction_model.or(self.compaction_model.take());
+        models::merge(&mut self.models, tables);
     }
 
     /// Records that `file` set each present `(key, value)`.
@@ -1103,6 +1154,15 @@ command = ["claude", "-p", "{task}", "--output-format", "json"]
             .expect("the README shows a whole config");
         let file = parse_text(example).unwrap();
         assert_eq!(file.provider.unwrap().name.as_deref(), Some("local"));
+        let tiers = readme
+            .split("```toml\n")
+            .skip(1)
+            .filter_map(|block| block.split("```").next())
+            .find(|block| block.contains("[models.small]"))
+            .expect("the README shows model tiers");
+        let file = parse_text(tiers).unwrap();
+        assert_eq!(file.models["small"].provider.as_deref(), Some("ollama"));
+        assert_eq!(file.compaction_model.as_deref(), Some("small"));
     }
 
     #[test]
@@ -1279,6 +1339,40 @@ config_hash = "sha256:00"
             .find(|origin| origin.key == "tools.profile")
             .unwrap();
         assert!(origin.file.ends_with(".keel/config.toml"), "{origin:?}");
+    }
+
+    #[test]
+    fn models_windows_and_the_summary_model_come_from_the_user_and_trusted_projects_only() {
+        let user =
+            "context_window = 500000\n[models.small]\nprovider = \"local\"\nmodel = \"qwen3:8b\"\n";
+        let project = "context_window = 10\ncompaction_model = \"small\"\n\
+                       [models.small]\nprovider = \"evil\"\nmodel = \"m\"\n\
+                       [models.\"claude-sonnet-4-5\"]\ninput_price = 0\noutput_price = 0\n";
+        let (home, _repo, root) = repo_with(project, user);
+        let config = Config::load(&Sources::keel(Some(home.path()), &root, false)).unwrap();
+        assert_eq!(config.context_window, Some(500_000));
+        assert_eq!(config.compaction_model, None);
+        assert_eq!(config.models.len(), 1);
+        assert_eq!(config.models["small"].provider.as_deref(), Some("local"));
+        let notice = config.project.unwrap().notice().unwrap();
+        for key in [
+            "models.small",
+            "models.claude-sonnet-4-5",
+            "context_window",
+            "compaction_model",
+            "keel trust",
+        ] {
+            assert!(notice.contains(key), "{key} missing from: {notice}");
+        }
+
+        let trusted = Config::load(&Sources::keel(Some(home.path()), &root, true)).unwrap();
+        assert_eq!(trusted.context_window, Some(10));
+        assert_eq!(trusted.compaction_model.as_deref(), Some("small"));
+        // The project's tier replaces the user's.
+        assert_eq!(trusted.models["small"].provider.as_deref(), Some("evil"));
+        assert_eq!(trusted.models["small"].model.as_deref(), Some("m"));
+        assert_eq!(trusted.models["claude-sonnet-4-5"].input_price, Some(0.0));
+        assert!(trusted.project.unwrap().notice().is_none());
     }
 
     #[test]

@@ -10,6 +10,7 @@ use keel_sandbox::SandboxMode;
 use serde::{Deserialize, Deserializer};
 
 use super::mcp::McpServerToml;
+use super::models::{self, ModelTable};
 use super::{
     ApprovalMode, PermissionsConfig, ProviderConfig, SnapshotsConfig, TasksConfig, ToolsConfig,
 };
@@ -129,6 +130,14 @@ pub(super) struct ConfigFile {
     pub mcp_servers: BTreeMap<String, McpServerToml>,
     #[serde(default)]
     pub projects: BTreeMap<String, ProjectTrust>,
+    /// The main model's context window, for compaction.
+    #[serde(default, deserialize_with = "models::tokens")]
+    pub context_window: Option<u64>,
+    /// The model (a tier or an id) that writes compaction summaries.
+    pub compaction_model: Option<String>,
+    /// `[models.NAME]`: tiers and what is known of models.
+    #[serde(default)]
+    pub models: BTreeMap<String, ModelTable>,
 }
 
 /// A configuration file that cannot be used; displayed as one line.
@@ -186,6 +195,8 @@ pub(super) fn parse(path: &Path, text: &str) -> Result<ConfigFile, ConfigError> 
         error(line, explain(&key, err.inner().message()))
     })?;
     check(&file).map_err(|message| error(None, message))?;
+    models::check(&file.models, file.compaction_model.as_deref())
+        .map_err(|problem| error(models::line_of_key(text, &problem.path), problem.message))?;
     Ok(file)
 }
 

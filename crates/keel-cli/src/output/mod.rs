@@ -27,7 +27,7 @@ use std::collections::{HashMap, HashSet};
 use std::time::Duration;
 
 use keel_engine::history::INTERRUPTED;
-use keel_engine::{AgentEvent, FailureKind, RunOutcome, Stop};
+use keel_engine::{AgentEvent, CostByProvider, FailureKind, RunOutcome, Stop};
 use keel_provider::{ContentBlock, Message, ProviderError, Role, StopReason, Usage};
 use serde_json::{Value, json};
 
@@ -51,6 +51,27 @@ fn api_usage(usage: &Usage) -> Value {
         "cache_read_input_tokens": usage.cache_read_input_tokens,
         "output_tokens": usage.output_tokens,
     })
+}
+
+/// Usage and cost by provider, each in `modelUsage`'s words: `{"anthropic": {"inputTokens":
+/// …, "outputTokens": …, "cacheReadInputTokens": …, "cacheCreationInputTokens": …, "costUSD":
+/// … or null}}`.
+pub(crate) fn cost_by_provider_json(costs: &CostByProvider) -> Value {
+    let providers: serde_json::Map<String, Value> = costs
+        .iter()
+        .map(|(name, cost)| {
+            let usage = &cost.usage;
+            let entry = json!({
+                "inputTokens": usage.input_tokens,
+                "outputTokens": usage.output_tokens,
+                "cacheReadInputTokens": usage.cache_read_input_tokens,
+                "cacheCreationInputTokens": usage.cache_creation_input_tokens,
+                "costUSD": cost.cost_usd,
+            });
+            (name.to_owned(), entry)
+        })
+        .collect();
+    Value::Object(providers)
 }
 
 /// The API's name for a stop reason (`end_turn`, `tool_use`, ...).
@@ -130,14 +151,12 @@ pub(crate) struct ModelLimits {
 }
 
 impl ModelLimits {
-    /// The limits the built-in catalog gives `model`.
-    pub(crate) fn of(model: &str) -> Self {
-        keel_provider::ModelCatalog::built_in()
-            .get(model)
-            .map_or_else(Self::default, |info| Self {
-                context_window: Some(info.context_window),
-                max_output_tokens: Some(info.max_output_tokens),
-            })
+    /// The limits `catalog` gives `model`.
+    pub(crate) fn of(catalog: &keel_provider::ModelCatalog, model: &str) -> Self {
+        catalog.get(model).map_or_else(Self::default, |info| Self {
+            context_window: info.context_window,
+            max_output_tokens: info.max_output_tokens,
+        })
     }
 }
 
@@ -159,6 +178,8 @@ pub(crate) struct ClaudeStream {
     model: String,
     partial_messages: bool,
     limits: ModelLimits,
+    /// Where the limits come from.
+    catalog: keel_provider::ModelCatalog,
     reply: Option<Reply>,
     /// Calls that ran (a `ToolCallStarted` came): a call that ends without one was refused.
     started: HashSet<String>,
@@ -172,6 +193,7 @@ pub(crate) struct ClaudeStream {
     results: u64,
     total_usage: Usage,
     total_cost: Option<f64>,
+    total_by_provider: CostByProvider,
 }
 
 impl ClaudeStream {
@@ -182,7 +204,8 @@ impl ClaudeStream {
             session_id: session_id.to_owned(),
             model: model.to_owned(),
             partial_messages,
-            limits: ModelLimits::of(model),
+            limits: ModelLimits::of(&keel_provider::ModelCatalog::built_in(), model),
+            catalog: keel_provider::ModelCatalog::built_in(),
             reply: None,
             started: HashSet::new(),
             calls: HashMap::new(),
@@ -192,13 +215,15 @@ impl ClaudeStream {
             results: 0,
             total_usage: Usage::default(),
             total_cost: Some(0.0),
+            total_by_provider: CostByProvider::default(),
         }
     }
 
-    /// Sets the limits `modelUsage` reports (by default the built-in catalog's).
-    #[allow(dead_code)] // For hosts that know better than the catalog.
-    pub(crate) fn with_limits(mut self, limits: ModelLimits) -> Self {
-        self.limits = limits;
+    /// Takes the limits `modelUsage` reports from `catalog` (by default the built-in
+    /// catalog; the config's `[models.NAME]` tables add to it).
+    pub(crate) fn with_catalog(mut self, catalog: keel_provider::ModelCatalog) -> Self {
+        self.limits = ModelLimits::of(&catalog, &self.model);
+        self.catalog = catalog;
         self
     }
 
@@ -206,7 +231,7 @@ impl ClaudeStream {
     /// it, and `modelUsage` gives its limits.
     pub(crate) fn set_model(&mut self, model: &str) {
         model.clone_into(&mut self.model);
-        self.limits = ModelLimits::of(model);
+        self.limits = ModelLimits::of(&self.catalog, model);
     }
 
     /// A `system` line of `subtype` with `fields`, and `uuid` and `session_id`.
@@ -516,9 +541,13 @@ impl ClaudeStream {
     /// the TypeScript SDK does not check messages at run time. `contextWindow` and
     /// `maxOutputTokens` are `null` likewise for a model the catalog does not know.
     /// `duration_api_ms` is the time spent in model calls that returned a reply.
+    /// `keel_cost_by_provider` (keel's own) is the running total's usage and cost by the
+    /// provider that served each call (the config's names: `local` for a tier on a local
+    /// server), `costUSD` `null` for one that served a model without a known price.
     pub(crate) fn result(&mut self, outcome: &RunOutcome, duration: Duration) -> Value {
         self.total_usage.add(&outcome.usage);
         self.total_cost = self.total_cost.zip(outcome.cost_usd).map(|(a, b)| a + b);
+        self.total_by_provider.merge(&outcome.cost_by_provider);
         // Keyed by the model keel asked for (and priced), as Claude Code's is.
         let model = self.model.clone();
         let model_usage = |usage: &Usage, cost: Option<f64>| {
@@ -555,6 +584,7 @@ impl ClaudeStream {
             "model_usage_since_last_result": model_usage(&outcome.usage, outcome.cost_usd),
             "uuid": new_uuid(),
         });
+        line["keel_cost_by_provider"] = cost_by_provider_json(&self.total_by_provider);
         if let Some(reason) = self.terminal_reason(&outcome.stop) {
             line["terminal_reason"] = json!(reason);
         }

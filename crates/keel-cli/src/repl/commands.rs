@@ -345,7 +345,8 @@ impl Repl {
         self.view.stop_spinner();
         match result {
             Ok(done) => {
-                self.totals.add(&done.usage, done.cost_usd);
+                self.totals
+                    .add(&done.usage, done.cost_usd, &done.cost_by_provider);
                 self.view.notice(&format!(
                     "compacted the conversation: ~{} → ~{} tokens",
                     done.before_tokens, done.after_tokens
@@ -466,7 +467,11 @@ impl Repl {
                                 Ok(run) => {
                                     lines.extend(report_lines(&step.agent, run));
                                     lines.push(printable(&run.output));
-                                    self.totals.add(&run.usage, run.cost_usd);
+                                    self.totals.add(
+                                        &run.usage,
+                                        run.cost_usd,
+                                        &run.cost_by_provider,
+                                    );
                                 }
                                 Err(error) => lines.push(format!("✗ {}: {error}", step.agent)),
                             }
@@ -481,7 +486,8 @@ impl Repl {
             } else {
                 match delegates.runner().run(&name, &task, &cwd, &cancel).await {
                     Ok(run) => {
-                        self.totals.add(&run.usage, run.cost_usd);
+                        self.totals
+                            .add(&run.usage, run.cost_usd, &run.cost_by_provider);
                         let mut lines = report_lines(&name, &run);
                         lines.push(printable(&run.output));
                         Ok(lines)

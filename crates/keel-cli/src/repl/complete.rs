@@ -9,7 +9,6 @@
 use std::sync::Arc;
 
 use keel::CodingAgent;
-use keel_provider::ModelCatalog;
 use keel_sandbox::{Access, PathSandbox};
 use rustyline::completion::{Completer, Pair};
 use rustyline::highlight::Highlighter;
@@ -217,7 +216,8 @@ impl PromptHelper {
             );
         let mut vocabulary = Vocabulary {
             commands: commands.collect(),
-            models: owned(ModelCatalog::built_in().ids()),
+            // The config's models (`[models.NAME]`) beside the built-in ones.
+            models: owned(setup.catalog.ids()),
             ..Vocabulary::default()
         };
         if let Some(delegates) = coding.delegates() {

@@ -438,18 +438,25 @@ impl Repl {
         }
         match outcome {
             Some(outcome) => {
-                self.totals.add(&outcome.usage, outcome.cost_usd);
+                self.totals
+                    .add(&outcome.usage, outcome.cost_usd, &outcome.cost_by_provider);
                 if let Some(hint) = crate::trouble::failure_hint(&outcome.stop, &self.setup.origin)
                 {
                     self.view.error(&hint);
                 }
-                self.view.notice(&status::turn_line(
+                let mut line = status::turn_line(
                     started.elapsed(),
                     &outcome.usage,
                     outcome.cost_usd,
                     self.session.prompt_estimate(),
                     self.session.context_window(),
-                ));
+                );
+                // Several providers served the turn (a summary on a local tier): each one's.
+                if outcome.cost_by_provider.len() > 1 {
+                    line.push_str(" · ");
+                    line.push_str(&totals::by_provider_text(&outcome.cost_by_provider));
+                }
+                self.view.notice(&line);
             }
             None => self.view.error("the run ended without an outcome"),
         }

@@ -348,12 +348,10 @@ impl Session {
     /// The context window the session compacts against, in tokens: the compaction policy's
     /// window, else the catalog's for the current model; `None` when neither knows it.
     pub fn context_window(&self) -> Option<u64> {
-        self.config.compaction().context_window.or_else(|| {
-            self.config
-                .catalog()
-                .get(self.config.model())
-                .map(|info| info.context_window)
-        })
+        self.config
+            .compaction()
+            .context_window
+            .or_else(|| self.config.catalog().context_window(self.config.model()))
     }
 
     /// The estimated size of the next request's prompt in tokens, as the loop estimates it
@@ -385,8 +383,8 @@ impl Session {
         let cancel = self.start_run();
         // Asked for outside a run: there is no run for a hook to stop.
         let _ = self.pre_compact(CompactTrigger::Manual, &None).await;
-        let compaction = self.summarize(&cancel).await?;
-        Ok(self.apply_compaction(compaction))
+        let (compaction, model) = self.summarize(&cancel, &None).await?;
+        Ok(self.apply_compaction(compaction, &model))
     }
 
     /// Appends (and logs) a message the model or the tools produced, and reports it.

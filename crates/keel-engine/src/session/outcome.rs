@@ -4,6 +4,7 @@
 use keel_provider::{ToolUseResponse, Usage};
 
 use super::{Session, Sink, emit};
+use crate::cost::CostByProvider;
 use crate::events::{AgentEvent, Stop};
 use crate::session_store::SessionRecord;
 
@@ -15,7 +16,13 @@ pub(super) struct RunState {
     pub(super) cut_at_end: bool,
     pub(super) iterations: u32,
     pub(super) usage: Usage,
+    /// What the run cost; `None` once a call's price is unknown.
     pub(super) cost_usd: Option<f64>,
+    /// What the calls with a known price cost: what the cost budget counts, so a call on a
+    /// model without a price (a local summary model) never switches the budget off.
+    pub(super) spent_usd: f64,
+    /// Usage and cost by the provider that served each call.
+    pub(super) by_provider: CostByProvider,
     pub(super) warned: bool,
     pub(super) cut_replies: u32,
     pub(super) last_text: String,
@@ -24,24 +31,42 @@ pub(super) struct RunState {
     pub(super) repaired_calls: u32,
 }
 
+impl RunState {
+    /// Adds one call's (or a compaction's) usage and cost, served by the providers in
+    /// `by_provider`.
+    pub(super) fn charge(
+        &mut self,
+        usage: &Usage,
+        cost: Option<f64>,
+        by_provider: &CostByProvider,
+    ) {
+        self.usage.add(usage);
+        self.cost_usd = self.cost_usd.zip(cost).map(|(total, cost)| total + cost);
+        self.spent_usd += cost.unwrap_or(0.0);
+        self.by_provider.merge(by_provider);
+    }
+}
+
 impl Session {
+    /// What one call on `model` using `usage` cost (`None`: its price is unknown), and the
+    /// same under the name of the provider that served it.
+    pub(super) fn price(&self, model: &str, usage: &Usage) -> (Option<f64>, CostByProvider) {
+        let cost = self.config.catalog().cost(model, usage);
+        let mut by_provider = CostByProvider::default();
+        by_provider.add(self.config.provider().served_by(model), usage, cost);
+        (cost, by_provider)
+    }
+
     pub(super) fn account(
         &mut self,
         response: &ToolUseResponse,
         sink: &Sink,
         state: &mut RunState,
     ) {
-        state.usage.add(&response.usage);
         self.usage.add(&response.usage);
-        let cost = self
-            .config
-            .catalog()
-            .cost(self.config.model(), &response.usage);
+        let (cost, by_provider) = self.price(self.config.model(), &response.usage);
         self.log_record(&SessionRecord::usage(response.usage, cost));
-        state.cost_usd = match (state.cost_usd, cost) {
-            (Some(total), Some(cost)) => Some(total + cost),
-            _ => None,
-        };
+        state.charge(&response.usage, cost, &by_provider);
         emit(
             sink,
             AgentEvent::Usage {

@@ -76,6 +76,7 @@ impl Session {
                 iterations: state.iterations,
                 usage: state.usage,
                 cost_usd: state.cost_usd,
+                cost_by_provider: state.by_provider.clone(),
                 repaired_calls: state.repaired_calls,
             };
             self.log_record(&SessionRecord::Outcome {
@@ -151,14 +152,13 @@ impl Session {
                     budget,
                 };
             }
-            // A run whose price is not known (`cost_usd` None) cannot be held to a budget;
-            // hosts check that a model has a price before they set one.
-            if let (Some(budget_usd), Some(spent_usd)) =
-                (self.config.cost_budget_usd(), state.cost_usd)
-                && spent_usd >= budget_usd
+            // Calls whose price is not known count for nothing: hosts check that the model
+            // has a price before they set a budget.
+            if let Some(budget_usd) = self.config.cost_budget_usd()
+                && state.spent_usd >= budget_usd
             {
                 return Stop::CostBudget {
-                    spent_usd,
+                    spent_usd: state.spent_usd,
                     budget_usd,
                 };
             }
@@ -417,12 +417,11 @@ impl Session {
         if let Some(reason) = self.pre_compact(CompactTrigger::Auto, sink).await {
             return Some(Stop::HookStopped { reason });
         }
-        match self.summarize(cancel).await {
+        match self.summarize(cancel, sink).await {
             Err(CompactionError::Cancelled) => return Some(Stop::Cancelled),
-            Ok(compaction) => {
-                let done = self.apply_compaction(compaction);
-                state.usage.add(&done.usage);
-                state.cost_usd = state.cost_usd.zip(done.cost_usd).map(|(a, b)| a + b);
+            Ok((compaction, model)) => {
+                let done = self.apply_compaction(compaction, &model);
+                state.charge(&done.usage, done.cost_usd, &done.cost_by_provider);
                 emit(
                     sink,
                     AgentEvent::Compacted {
@@ -447,33 +446,63 @@ impl Session {
         None
     }
 
-    /// Asks the model for a compacted history, unless `cancel` fires first.
+    /// Asks for a compacted history, unless `cancel` fires first: from the policy's summary
+    /// model, else the session's; when the summary model fails (a local server that is down,
+    /// a window too small for the transcript), from the session's model, with a warning.
+    /// Returns the compaction and the model that wrote it.
     pub(super) async fn summarize(
         &self,
         cancel: &CancellationToken,
-    ) -> Result<Compaction, CompactionError> {
+        sink: &Sink,
+    ) -> Result<(Compaction, String), CompactionError> {
+        let own = self.config.model();
+        let summary_model = self
+            .config
+            .compaction()
+            .summary_model
+            .as_deref()
+            .map(str::trim)
+            .filter(|model| !model.is_empty())
+            .unwrap_or(own);
+        match self.summarize_with(summary_model, cancel).await {
+            Err(CompactionError::Provider(error)) if summary_model != own => {
+                let message = format!(
+                    "the compaction summary on {summary_model} failed ({error}); {own} writes it"
+                );
+                tracing::warn!("{message}");
+                emit(sink, AgentEvent::Warning { message });
+                self.summarize_with(own, cancel).await
+            }
+            result => result,
+        }
+    }
+
+    /// [`Session::summarize`] by `model` alone.
+    async fn summarize_with(
+        &self,
+        model: &str,
+        cancel: &CancellationToken,
+    ) -> Result<(Compaction, String), CompactionError> {
         let request = self.request();
         tokio::select! {
             biased;
             () = cancel.cancelled() => Err(CompactionError::Cancelled),
             result = compact(
                 self.config.provider(),
-                self.config.model(),
+                model,
                 request.system.as_deref(),
                 &request.tools,
                 &self.history,
                 self.config.compaction(),
-            ) => result,
+            ) => result.map(|compaction| (compaction, model.to_owned())),
         }
     }
 
-    /// Puts `compaction`'s history in place and logs it; returns what it did.
-    pub(super) fn apply_compaction(&mut self, compaction: Compaction) -> Compacted {
+    /// Puts `compaction`'s history, written by `model`, in place and logs it; returns what it
+    /// did.
+    pub(super) fn apply_compaction(&mut self, compaction: Compaction, model: &str) -> Compacted {
         self.usage.add(&compaction.usage);
-        let cost_usd = self
-            .config
-            .catalog()
-            .cost(self.config.model(), &compaction.usage);
+        let (cost_usd, cost_by_provider) = self.price(model, &compaction.usage);
         self.log_record(&SessionRecord::usage(compaction.usage, cost_usd));
         self.history = compaction.messages;
         self.last_report = None;
@@ -488,6 +517,7 @@ impl Session {
             after_tokens: compaction.after_tokens,
             usage: compaction.usage,
             cost_usd,
+            cost_by_provider,
         }
     }
 
