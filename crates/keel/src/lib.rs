@@ -10,6 +10,13 @@
 //! that every delegated run takes whole: a delegated run is never freer than its parent.
 //! The `keel` CLI is this builder plus flags, config files and rendering.
 //!
+//! For a model with a small context window (a local one on Ollama, llama.cpp or vLLM), the
+//! [lean](ToolProfile::Lean) [`ToolProfile`] offers six tools under short definitions with a
+//! short prompt; it is chosen by itself when the model's known window is at most
+//! [`SMALL_CONTEXT_WINDOW`] tokens (give the builder what
+//! [`Provider::served_context`](keel_provider::Provider::served_context) answers), and
+//! [`CodingAgent::context_overflow`] says when a first request would not fit.
+//!
 //! ```
 //! use std::sync::Arc;
 //! use keel::prelude::*;
