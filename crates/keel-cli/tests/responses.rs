@@ -9,7 +9,7 @@ mod support;
 
 use keel_provider::{ContentBlock, StopReason, ToolUseResponse};
 use keel_test_support::git::TempRepo;
-use keel_test_support::mock::{request_bodies, serve_responses_replies};
+use keel_test_support::mock::{model_requests, request_bodies, serve_responses_replies};
 use keel_test_support::scripted::reply;
 use serde_json::{Value, json};
 use support::*;
@@ -119,7 +119,7 @@ async fn a_read_edit_test_answer_run_on_the_responses_api() {
     assert_eq!(thinking[0]["thinking"], "**Reading the code first**");
     assert!(!stdout(&output).contains("gAAAAB-encrypted"));
 
-    let requests = server.received_requests().await.unwrap();
+    let requests = model_requests(&server).await;
     assert_eq!(requests.len(), 4);
     for request in &requests {
         assert_eq!(request.url.path(), "/v1/responses");
@@ -194,7 +194,7 @@ async fn a_config_table_of_kind_openai_responses_uses_the_responses_endpoint() {
     let output = run(command).await;
     assert_eq!(output.status.code(), Some(0), "stderr: {}", stderr(&output));
     assert_eq!(stdout(&output).trim(), "Hello from Codex.");
-    let requests = server.received_requests().await.unwrap();
+    let requests = model_requests(&server).await;
     assert_eq!(requests[0].url.path(), "/v1/responses");
     assert_eq!(
         requests[0].headers["authorization"].to_str().unwrap(),

@@ -29,15 +29,15 @@ pub async fn serve_sse(route: &str, body: impl Into<Vec<u8>>) -> MockServer {
     server
 }
 
-/// The JSON bodies of every model request `server` received, in order: each `POST` to a
-/// path ending in `/messages`, `/chat/completions` or `/responses` (not a `GET` such as a
-/// model listing, nor a local server's `POST /api/show`, asked for its context window).
-pub async fn request_bodies(server: &MockServer) -> Vec<serde_json::Value> {
+/// Every model request `server` received, in order: each `POST` to a path ending in
+/// `/messages`, `/chat/completions` or `/responses` (not a `GET` such as a model listing, nor
+/// a local server's `POST /api/show`, asked for its context window).
+pub async fn model_requests(server: &MockServer) -> Vec<wiremock::Request> {
     server
         .received_requests()
         .await
         .unwrap_or_default()
-        .iter()
+        .into_iter()
         .filter(|request| {
             let path = request.url.path();
             request.method.as_str() == "POST"
@@ -45,6 +45,15 @@ pub async fn request_bodies(server: &MockServer) -> Vec<serde_json::Value> {
                     .iter()
                     .any(|end| path.ends_with(end))
         })
+        .collect()
+}
+
+/// The JSON bodies of every model request `server` received, in order (see
+/// [`model_requests`]).
+pub async fn request_bodies(server: &MockServer) -> Vec<serde_json::Value> {
+    model_requests(server)
+        .await
+        .iter()
         .map(|request| serde_json::from_slice(&request.body).unwrap())
         .collect()
 }
