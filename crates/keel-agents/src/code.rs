@@ -255,16 +255,19 @@ impl CodeTool {
         }
         match ended {
             Ended::Ran(report) if report.error.is_none() => {
-                Ok(ToolOutput::text(format!("{}\n\n{log_line}", report.output)))
+                Ok(ToolOutput::text(format!("{}\n\n{log_line}", report.output))
+                    .with_delegated(report.cost_by_provider))
             }
             Ended::Ran(report) => {
+                let delegated = report.cost_by_provider;
                 let reason = report.error.unwrap_or_default();
                 let mut text = format!("The code session did not complete: {reason}");
                 let output = report.output.trim();
                 if !output.is_empty() && output != reason.trim() {
                     let _ = write!(text, "\n\nIts last output:\n{output}");
                 }
-                Err(ToolError::failed(format!("{text}\n\n{log_line}")))
+                // A failed run's calls were made and paid for all the same.
+                Ok(ToolOutput::error(format!("{text}\n\n{log_line}")).with_delegated(delegated))
             }
             Ended::NotStarted(reason) => Err(ToolError::failed(format!("{reason}\n\n{log_line}"))),
             Ended::Dropped => Err(ToolError::failed(format!(

@@ -783,6 +783,7 @@ impl Tool for SpawnAgentTool {
             .run(&args.agent, &args.task, ctx.cwd(), ctx.cancel())
             .await
             .map_err(|err| ToolError::failed(err.to_string()))?;
-        Ok(ToolOutput::text(render_report(&args.agent, &report)))
+        Ok(ToolOutput::text(render_report(&args.agent, &report))
+            .with_delegated(report.cost_by_provider))
     }
 }

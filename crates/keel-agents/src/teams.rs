@@ -166,6 +166,17 @@ pub struct TeamReport {
 }
 
 impl TeamReport {
+    /// What every agent's run used and cost, by the provider that served each call.
+    pub fn cost_by_provider(&self) -> keel_provider::CostByProvider {
+        let mut total = keel_provider::CostByProvider::default();
+        for step in &self.steps {
+            if let Ok(report) = &step.result {
+                total.merge(&report.cost_by_provider);
+            }
+        }
+        total
+    }
+
     /// The last output an agent produced (the pipeline's result), if any agent ran.
     pub fn output(&self) -> Option<&str> {
         self.steps
@@ -326,6 +337,6 @@ impl Tool for RunTeamTool {
             .runner
             .run_team(team, &args.task, ctx.cwd(), ctx.cancel())
             .await;
-        Ok(ToolOutput::text(report.render()))
+        Ok(ToolOutput::text(report.render()).with_delegated(report.cost_by_provider()))
     }
 }

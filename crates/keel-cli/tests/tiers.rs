@@ -77,7 +77,11 @@ async fn code_on_the_small_tier_reaches_its_own_server_and_cost_is_told_per_prov
     ])
     .await;
     let local = openai_server(&[text("Hi from the small tier.")]).await;
-    home.write_config(&tier_config(&local, ""));
+    // The local model costs nothing, and the config says so.
+    home.write_config(&format!(
+        "{}\n[models.\"qwen3:8b\"]\ninput_price = 0\noutput_price = 0\n",
+        tier_config(&local, "")
+    ));
     let result = exec_json(&home, &hosted, &repo, &["-y", "Delegate it"]).await;
     assert_eq!(result["result"], "Delegated.");
 
@@ -108,7 +112,15 @@ async fn code_on_the_small_tier_reaches_its_own_server_and_cost_is_told_per_prov
         (&json!(300), &json!(60))
     );
     assert_usd(&hosted_cost["costUSD"], 0.0018);
+    // The code session's call is the run's too, told apart under its provider.
+    let local_cost = &result["keel_cost_by_provider"]["local"];
+    assert_eq!(
+        (&local_cost["inputTokens"], &local_cost["outputTokens"]),
+        (&json!(100), &json!(20))
+    );
+    assert_usd(&local_cost["costUSD"], 0.0);
     assert_usd(&result["total_cost_usd"], 0.0018);
+    assert_eq!(result["usage"]["output_tokens"], json!(80), "{result}");
 }
 
 #[tokio::test]

@@ -6,9 +6,9 @@ use keel_provider::{Message, ProviderError, StopReason, Usage};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::cost::CostByProvider;
 use crate::failure::RunFailure;
 use crate::hooks::HookEvent;
+use keel_provider::CostByProvider;
 
 /// How a run ended.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

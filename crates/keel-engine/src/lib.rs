@@ -48,7 +48,6 @@
 mod agent;
 mod approval;
 pub mod compaction;
-mod cost;
 mod error;
 mod events;
 mod failure;
@@ -70,7 +69,6 @@ pub use approval::{
     ScopePattern,
 };
 pub use compaction::{Compaction, CompactionError, CompactionPolicy};
-pub use cost::{CostByProvider, ProviderCost};
 pub use error::EngineError;
 pub use events::{AgentEvent, Compacted, RunOutcome, Stop};
 pub use failure::{FailureKind, RunFailure};
@@ -79,6 +77,7 @@ pub use hooks::{
     HookOutcome, HookReport, Hooks, PermissionDecision, SessionEndReason, SessionStartSource,
     answer_from_json, outcome_from_json,
 };
+pub use keel_provider::{CostByProvider, ProviderCost};
 pub use memory::{
     LoadedMemory, Memory, MemoryReport, MemorySource, MemorySources, SkipReason, SkippedMemory,
     load_memory,

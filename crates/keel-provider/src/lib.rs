@@ -83,6 +83,7 @@
 pub mod anthropic;
 pub mod catalog;
 mod config;
+mod cost;
 mod error;
 mod http;
 mod image;
@@ -100,6 +101,7 @@ mod types;
 pub use anthropic::{AnthropicProvider, AnthropicStreamParser};
 pub use catalog::{LongPromptPricing, ModelCatalog, ModelInfo, PRICES_CHECKED, Pricing};
 pub use config::{BuiltProvider, NO_PROVIDER, ProviderConfig, ProviderKind, from_env};
+pub use cost::{CostByProvider, ProviderCost};
 pub use error::{ProviderError, TimeoutLimit};
 pub use http::{DEFAULT_IDLE_TIMEOUT, DEFAULT_REQUEST_DEADLINE, MAX_ERROR_BODY};
 pub use image::{IMAGE_MEDIA_TYPES, ImageData, ImageError, human_size};

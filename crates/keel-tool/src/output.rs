@@ -2,7 +2,7 @@
 
 use std::path::Path;
 
-use keel_provider::{ContentBlock, ImageData, human_size};
+use keel_provider::{ContentBlock, CostByProvider, ImageData, human_size};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
@@ -24,6 +24,11 @@ pub struct ToolOutput {
     /// [`MAX_RESULT_IMAGE_BASE64_BYTES`]; the rest become a note in the text.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub images: Vec<ImageData>,
+    /// The model calls the tool made on its own behalf (a delegated run: `code`, a
+    /// sub-agent, a team), by the provider that served them: the calling session counts them
+    /// in its usage, its cost and its cost budget. Not sent to the model.
+    #[serde(default, skip_serializing_if = "CostByProvider::is_empty")]
+    pub delegated: CostByProvider,
 }
 
 impl ToolOutput {
@@ -34,6 +39,7 @@ impl ToolOutput {
             is_error: false,
             metadata: Value::Null,
             images: Vec::new(),
+            delegated: CostByProvider::default(),
         }
     }
 
@@ -44,12 +50,19 @@ impl ToolOutput {
             is_error: true,
             metadata: Value::Null,
             images: Vec::new(),
+            delegated: CostByProvider::default(),
         }
     }
 
     /// Attaches metadata.
     pub fn with_metadata(mut self, metadata: Value) -> Self {
         self.metadata = metadata;
+        self
+    }
+
+    /// Records the model calls a delegated run made (see [`delegated`](Self::delegated)).
+    pub fn with_delegated(mut self, delegated: CostByProvider) -> Self {
+        self.delegated = delegated;
         self
     }
 

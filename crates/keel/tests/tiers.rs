@@ -92,6 +92,12 @@ async fn code_and_sub_agents_on_the_small_tier_reach_its_server() {
     let hosted_cost = outcome.cost_by_provider.get("anthropic").unwrap();
     assert_eq!(hosted_cost.usage.input_tokens, 300);
     assert!(hosted_cost.cost_usd.unwrap() > 0.0);
+    // The code session's and the sub-agent's calls are the run's too, under the local
+    // provider; the catalog has no price for qwen3:8b, so theirs (and the total) is unknown.
+    let local_cost = outcome.cost_by_provider.get("local").unwrap();
+    assert_eq!(local_cost.usage.input_tokens, 200);
+    assert_eq!(local_cost.cost_usd, None);
+    assert_eq!(outcome.cost_usd, None, "never a guess");
 }
 
 #[tokio::test]

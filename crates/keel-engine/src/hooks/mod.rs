@@ -396,6 +396,7 @@ impl HookInput {
             is_error: output.is_error,
             metadata: output.metadata.clone(),
             images: Vec::new(),
+            delegated: keel_provider::CostByProvider::default(),
         };
         Self {
             tool_name: Some(tool_name.into()),

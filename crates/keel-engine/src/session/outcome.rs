@@ -4,9 +4,9 @@
 use keel_provider::{ToolUseResponse, Usage};
 
 use super::{Session, Sink, emit};
-use crate::cost::CostByProvider;
 use crate::events::{AgentEvent, Stop};
 use crate::session_store::SessionRecord;
+use keel_provider::CostByProvider;
 
 /// The running totals of one run.
 #[derive(Default)]
@@ -55,6 +55,28 @@ impl Session {
         let mut by_provider = CostByProvider::default();
         by_provider.add(self.config.provider().served_by(model), usage, cost);
         (cost, by_provider)
+    }
+
+    /// Counts the model calls a tool made on the session's behalf (a delegated run) as the
+    /// session's own: in its usage, its cost (and cost budget) and its cost per provider.
+    pub(super) fn charge_delegated(
+        &mut self,
+        delegated: &CostByProvider,
+        sink: &Sink,
+        state: &mut RunState,
+    ) {
+        let total = delegated.total();
+        self.usage.add(&total.usage);
+        self.log_record(&SessionRecord::usage(total.usage, total.cost_usd));
+        state.charge(&total.usage, total.cost_usd, delegated);
+        emit(
+            sink,
+            AgentEvent::Usage {
+                call: total.usage,
+                total: state.usage,
+                cost_usd: state.cost_usd,
+            },
+        );
     }
 
     pub(super) fn account(

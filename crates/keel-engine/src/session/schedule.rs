@@ -134,20 +134,21 @@ impl Session {
         for error in log_errors {
             self.note_persist_error(error);
         }
-        calls
-            .iter()
-            .zip(outputs)
-            .map(|(call, output)| {
-                let output = output.unwrap_or_else(|| ToolOutput::error(INTERRUPTED));
-                if output.is_error {
-                    let first_line = output.content.lines().next().unwrap_or_default();
-                    state
-                        .failed_tools
-                        .push(format!("{}: {first_line}", call.name));
-                }
-                result_block(call, &output)
-            })
-            .collect()
+        let mut results = Vec::with_capacity(calls.len());
+        for (call, output) in calls.iter().zip(outputs) {
+            let output = output.unwrap_or_else(|| ToolOutput::error(INTERRUPTED));
+            if output.is_error {
+                let first_line = output.content.lines().next().unwrap_or_default();
+                state
+                    .failed_tools
+                    .push(format!("{}: {first_line}", call.name));
+            }
+            if !output.delegated.is_empty() {
+                self.charge_delegated(&output.delegated, sink, state);
+            }
+            results.push(result_block(call, &output));
+        }
+        results
     }
 
     /// Snapshots the workspace before `call`, if the agent has a snapshot store; reports

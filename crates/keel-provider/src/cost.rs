@@ -4,7 +4,7 @@
 
 use std::collections::BTreeMap;
 
-use keel_provider::Usage;
+use crate::types::Usage;
 use serde::{Deserialize, Serialize};
 
 /// The tokens one provider served and what they cost.
@@ -30,11 +30,11 @@ impl Default for ProviderCost {
 /// Usage and cost by provider name (the name [`Provider::served_by`] gives a model's
 /// provider), sorted by name.
 ///
-/// [`Provider::served_by`]: keel_provider::Provider::served_by
+/// [`Provider::served_by`]: crate::Provider::served_by
 ///
 /// ```
 /// use keel_engine::CostByProvider;
-/// use keel_provider::Usage;
+/// use crate::types::Usage;
 ///
 /// let call = Usage { input_tokens: 100, output_tokens: 10, ..Usage::default() };
 /// let mut costs = CostByProvider::default();
@@ -57,6 +57,17 @@ impl CostByProvider {
         let entry = self.0.entry(provider.to_owned()).or_default();
         entry.usage.add(usage);
         entry.cost_usd = entry.cost_usd.zip(cost_usd).map(|(a, b)| a + b);
+    }
+
+    /// Every provider's figures together: the usage summed, the cost summed (`None` when any
+    /// provider's is unknown). Nothing served is nothing spent.
+    pub fn total(&self) -> ProviderCost {
+        let mut total = ProviderCost::default();
+        for cost in self.0.values() {
+            total.usage.add(&cost.usage);
+            total.cost_usd = total.cost_usd.zip(cost.cost_usd).map(|(a, b)| a + b);
+        }
+        total
     }
 
     /// Adds every provider's figures of `other`.
