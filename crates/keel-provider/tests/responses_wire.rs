@@ -422,6 +422,12 @@ async fn the_openai_responses_kind_speaks_responses_for_every_model() {
     assert_eq!(kind, ProviderKind::OpenAiResponses);
     assert_eq!(ProviderKind::from_name("openai-responses"), Some(kind));
     assert_eq!(kind.key_var(), "OPENAI_API_KEY");
+    // Its usual model is the `codex` alias's, one only this API serves.
+    assert!(
+        keel_provider::needs_responses(kind.default_model()),
+        "{}",
+        kind.default_model()
+    );
     let server = serve_sse(
         "/v1/responses",
         wire_bytes("openai-responses/text_hello.sse"),
