@@ -4,8 +4,9 @@
 
 use std::collections::BTreeMap;
 
-use crate::types::Usage;
 use serde::{Deserialize, Serialize};
+
+use crate::types::Usage;
 
 /// The tokens one provider served and what they cost.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
@@ -33,8 +34,7 @@ impl Default for ProviderCost {
 /// [`Provider::served_by`]: crate::Provider::served_by
 ///
 /// ```
-/// use keel_engine::CostByProvider;
-/// use crate::types::Usage;
+/// use keel_provider::{CostByProvider, Usage};
 ///
 /// let call = Usage { input_tokens: 100, output_tokens: 10, ..Usage::default() };
 /// let mut costs = CostByProvider::default();
