@@ -303,13 +303,13 @@ pub(crate) fn describe(table: &ModelTable) -> String {
     keys.join(", ")
 }
 
-/// The model id a table describes: a tier table's `model`, else its name.
+/// The model id a table describes: a tier table's `model` (a name people use, `haiku`, as
+/// the model it names: the id requests carry), else its name.
 pub(crate) fn model_id<'a>(name: &'a str, table: &'a ModelTable) -> &'a str {
     match Tier::of(name) {
-        Some(_) => table.model.as_deref().unwrap_or(name),
-        None => name,
+        Some(_) => ModelCatalog::expand_alias(table.model.as_deref().unwrap_or(name).trim()),
+        None => name.trim(),
     }
-    .trim()
 }
 
 /// The table configuring `tier`, if any (`small` or `fast` for the small tier).
@@ -373,6 +373,25 @@ mod tests {
             models: BTreeMap<String, ModelTable>,
         }
         toml::from_str::<File>(text).unwrap().models
+    }
+
+    #[test]
+    fn a_tier_named_by_alias_describes_the_model_requests_carry() {
+        let models = table(
+            "[models.small]\nprovider = \"gateway\"\nmodel = \" haiku \"\ninput_price = 0\noutput_price = 0\n",
+        );
+        let id = model_id("small", &models["small"]);
+        // The id the router routes and the catalog prices: the one a request for `haiku`
+        // carries after the alias is expanded.
+        assert_eq!(id, ModelCatalog::expand_alias("haiku"));
+        assert_ne!(id, "haiku");
+        assert_eq!(
+            catalog(&models)
+                .get(id)
+                .and_then(|info| info.pricing)
+                .map(|p| p.input),
+            Some(0.0)
+        );
     }
 
     #[test]
