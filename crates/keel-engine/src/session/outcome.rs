@@ -66,33 +66,37 @@ impl Session {
         state: &mut RunState,
     ) {
         let total = delegated.total();
-        self.usage.add(&total.usage);
-        self.log_record(&SessionRecord::usage(total.usage, total.cost_usd));
-        state.charge(&total.usage, total.cost_usd, delegated);
-        emit(
-            sink,
-            AgentEvent::Usage {
-                call: total.usage,
-                total: state.usage,
-                cost_usd: state.cost_usd,
-            },
-        );
+        self.spend(&total.usage, total.cost_usd, delegated, sink, state);
     }
 
+    /// Counts one model call's response as the session's.
     pub(super) fn account(
         &mut self,
         response: &ToolUseResponse,
         sink: &Sink,
         state: &mut RunState,
     ) {
-        self.usage.add(&response.usage);
         let (cost, by_provider) = self.price(self.config.model(), &response.usage);
-        self.log_record(&SessionRecord::usage(response.usage, cost));
-        state.charge(&response.usage, cost, &by_provider);
+        self.spend(&response.usage, cost, &by_provider, sink, state);
+    }
+
+    /// Adds `usage` costing `cost` (served as `by_provider` says) to the session's and the
+    /// run's totals, logs it and reports it.
+    fn spend(
+        &mut self,
+        usage: &Usage,
+        cost: Option<f64>,
+        by_provider: &CostByProvider,
+        sink: &Sink,
+        state: &mut RunState,
+    ) {
+        self.usage.add(usage);
+        self.log_record(&SessionRecord::usage(*usage, cost));
+        state.charge(usage, cost, by_provider);
         emit(
             sink,
             AgentEvent::Usage {
-                call: response.usage,
+                call: *usage,
                 total: state.usage,
                 cost_usd: state.cost_usd,
             },
