@@ -278,10 +278,9 @@ impl HttpTransport {
         request: &PreparedRequest,
         deadline: Option<Instant>,
     ) -> Result<reqwest::Response, Failure> {
-        let client = self.clients.for_url(&request.url).map_err(Failure::of)?;
-        let send = client
-            .post(request.url.clone())
-            .headers(self.with_extra(&request.headers))
+        let send = self
+            .request(reqwest::Method::POST, &request.url, &request.headers)
+            .map_err(Failure::of)?
             .body(request.body.clone())
             .send();
         let response = match self.bounded(deadline, send).await {
