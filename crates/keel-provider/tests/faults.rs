@@ -5,7 +5,6 @@
 
 use std::time::{Duration, Instant};
 
-use futures::StreamExt;
 use keel_provider::{
     AnthropicProvider, ApiKey, CompletionRequest, Message, OpenAiProvider, Provider, ProviderError,
     RetryPolicy, StreamEvent, TimeoutLimit,
@@ -36,16 +35,7 @@ fn quick_retries() -> RetryPolicy {
 
 /// Runs the stream to its end, returning the events and the error it ended with, if any.
 async fn drain(provider: &dyn Provider) -> (Vec<StreamEvent>, Option<ProviderError>) {
-    let request = request();
-    let mut stream = provider.stream(&request);
-    let mut events = Vec::new();
-    while let Some(item) = stream.next().await {
-        match item {
-            Ok(event) => events.push(event),
-            Err(err) => return (events, Some(err)),
-        }
-    }
-    (events, None)
+    keel_test_support::events::drain(provider, &request()).await
 }
 
 fn retries(events: &[StreamEvent]) -> Vec<(u32, Duration)> {

@@ -7,7 +7,6 @@
 
 use std::time::{Duration, Instant};
 
-use futures::StreamExt;
 use keel_provider::{
     AnthropicProvider, ApiKey, CompletionRequest, DEFAULT_IDLE_TIMEOUT, DEFAULT_REQUEST_DEADLINE,
     MAX_ERROR_BODY, Message, OpenAiProvider, Provider, ProviderError, RetryPolicy, StreamEvent,
@@ -37,22 +36,13 @@ fn openai(base: &str) -> OpenAiProvider {
 /// Runs the stream to its end; a call still running after 20 s fails the test rather than
 /// hanging it (what a missing limit would do).
 async fn drain(provider: &dyn Provider) -> (Vec<StreamEvent>, Option<ProviderError>) {
-    tokio::time::timeout(Duration::from_secs(20), drain_unbounded(provider))
-        .await
-        .expect("the call is still running after 20 s")
-}
-
-async fn drain_unbounded(provider: &dyn Provider) -> (Vec<StreamEvent>, Option<ProviderError>) {
     let request = request();
-    let mut stream = provider.stream(&request);
-    let mut events = Vec::new();
-    while let Some(item) = stream.next().await {
-        match item {
-            Ok(event) => events.push(event),
-            Err(err) => return (events, Some(err)),
-        }
-    }
-    (events, None)
+    tokio::time::timeout(
+        Duration::from_secs(20),
+        keel_test_support::events::drain(provider, &request),
+    )
+    .await
+    .expect("the call is still running after 20 s")
 }
 
 fn text(events: &[StreamEvent]) -> String {

@@ -6,8 +6,9 @@
 
 use keel_provider::{
     ApiKey, CompletionRequest, ContentBlock, Message, OpenAiProvider, OpenAiStreamParser, Provider,
-    ResponseAssembler, StopReason, StreamEvent, ToolUseResponse, Usage,
+    StopReason, StreamEvent, ToolUseResponse, Usage,
 };
+use keel_test_support::events::assemble;
 use keel_test_support::mock::serve_sse;
 use keel_test_support::wire::{wire_bytes, wire_files};
 use serde_json::json;
@@ -35,12 +36,6 @@ fn parse(bytes: &[u8], size: usize) -> Result<Vec<StreamEvent>, keel_provider::P
     }
     parser.finish(&mut events)?;
     Ok(events)
-}
-
-fn assemble(events: Vec<StreamEvent>) -> ToolUseResponse {
-    let mut assembler = ResponseAssembler::new();
-    events.into_iter().for_each(|e| assembler.push(e));
-    assembler.finish().unwrap()
 }
 
 #[tokio::test]

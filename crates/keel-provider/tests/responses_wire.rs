@@ -9,9 +9,10 @@ use std::time::Duration;
 
 use keel_provider::{
     ApiKey, CompletionRequest, ContentBlock, Message, OpenAiApi, OpenAiProvider, Provider,
-    ProviderConfig, ProviderError, ProviderKind, ResponseAssembler, ResponsesStreamParser,
-    RetryPolicy, Role, StopReason, StreamEvent, ToolChoice, ToolDefinition, ToolUseResponse, Usage,
+    ProviderConfig, ProviderError, ProviderKind, ResponsesStreamParser, RetryPolicy, Role,
+    StopReason, StreamEvent, ToolChoice, ToolDefinition, ToolUseResponse, Usage,
 };
+use keel_test_support::events::assemble;
 use keel_test_support::mock::{request_bodies, serve_responses_replies, serve_sse, sse_response};
 use keel_test_support::render::responses_sse;
 use keel_test_support::scripted::reply;
@@ -51,12 +52,6 @@ fn parse(bytes: &[u8], size: usize) -> Result<Vec<StreamEvent>, ProviderError> {
     }
     parser.finish(&mut events)?;
     Ok(events)
-}
-
-fn assemble(events: Vec<StreamEvent>) -> ToolUseResponse {
-    let mut assembler = ResponseAssembler::new();
-    events.into_iter().for_each(|e| assembler.push(e));
-    assembler.finish().unwrap()
 }
 
 /// The `response` of a recording's `response.completed` event: what the server says it sent.
@@ -463,17 +458,7 @@ fn failed(code: &str, message: &str) -> String {
 }
 
 async fn drain(provider: &dyn Provider, model: &str) -> (Vec<StreamEvent>, Option<ProviderError>) {
-    use futures::StreamExt;
-    let request = request(model);
-    let mut stream = provider.stream(&request);
-    let mut events = Vec::new();
-    while let Some(item) = stream.next().await {
-        match item {
-            Ok(event) => events.push(event),
-            Err(err) => return (events, Some(err)),
-        }
-    }
-    (events, None)
+    keel_test_support::events::drain(provider, &request(model)).await
 }
 
 async fn serve_in_order(bodies: Vec<ResponseTemplate>) -> MockServer {

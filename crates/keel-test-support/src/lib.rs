@@ -4,6 +4,7 @@
 //! setup failures, since a broken fixture should fail the test loudly.
 //!
 //! - [`wire`]: the streams recorded from the real APIs in `shared/wire/`, read verbatim.
+//! - [`events`]: a provider's stream run to its end, events folded into a reply.
 //! - [`mock`]: wiremock servers that serve those streams (or any SSE body) on loopback.
 //! - [`raw_http`]: a loopback HTTP server that misbehaves on purpose: cuts a stream
 //!   mid-way, or stops sending.
@@ -34,6 +35,7 @@
 // Test helpers: a setup failure is a test failure, so unwrap and panic are the right tools.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+pub mod events;
 pub mod git;
 pub mod images;
 pub mod manifest;
