@@ -222,14 +222,7 @@ pub(super) fn line_of_key(text: &str, path: &[String]) -> Option<usize> {
             _ => break,
         }
     }
-    let start = span?.start.min(text.len());
-    Some(
-        text.as_bytes()[..start]
-            .iter()
-            .filter(|&&b| b == b'\n')
-            .count()
-            + 1,
-    )
+    super::parse::line_of(text, span)
 }
 
 /// `later`'s tables over `earlier`'s (a project's over the user's): a tier table replaces the

@@ -341,7 +341,7 @@ fn explain(key: &str, message: &str) -> String {
 }
 
 /// The 1-based line at the start of `span`.
-fn line_of(text: &str, span: Option<std::ops::Range<usize>>) -> Option<usize> {
+pub(super) fn line_of(text: &str, span: Option<std::ops::Range<usize>>) -> Option<usize> {
     let start = span?.start.min(text.len());
     Some(
         text.as_bytes()[..start]
