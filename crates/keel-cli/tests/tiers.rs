@@ -160,7 +160,7 @@ async fn summaries_run_on_the_small_tier_and_an_unpriced_tier_s_cost_is_null() {
     assert_eq!(
         by_provider["local"],
         json!({"inputTokens": 100, "outputTokens": 20, "cacheReadInputTokens": 0,
-               "cacheCreationInputTokens": 0, "costUSD": null}),
+               "cacheCreationInputTokens": 0, "webSearchRequests": 0, "costUSD": null}),
         "no price for qwen3:8b: null, never a guess"
     );
     assert_eq!(by_provider["anthropic"]["inputTokens"], 500);

@@ -54,24 +54,33 @@ fn api_usage(usage: &Usage) -> Value {
 }
 
 /// Usage and cost by provider, each in `modelUsage`'s words: `{"anthropic": {"inputTokens":
-/// …, "outputTokens": …, "cacheReadInputTokens": …, "cacheCreationInputTokens": …, "costUSD":
-/// … or null}}`.
+/// …, "outputTokens": …, "cacheReadInputTokens": …, "cacheCreationInputTokens": …,
+/// "webSearchRequests": 0, "costUSD": … or null}}`.
 pub(crate) fn cost_by_provider_json(costs: &CostByProvider) -> Value {
     let providers: serde_json::Map<String, Value> = costs
         .iter()
         .map(|(name, cost)| {
-            let usage = &cost.usage;
-            let entry = json!({
-                "inputTokens": usage.input_tokens,
-                "outputTokens": usage.output_tokens,
-                "cacheReadInputTokens": usage.cache_read_input_tokens,
-                "cacheCreationInputTokens": usage.cache_creation_input_tokens,
-                "costUSD": cost.cost_usd,
-            });
-            (name.to_owned(), entry)
+            (
+                name.to_owned(),
+                model_usage_entry(&cost.usage, cost.cost_usd),
+            )
         })
         .collect();
     Value::Object(providers)
+}
+
+/// Usage and its cost in `modelUsage`'s words (`inputTokens`, `outputTokens`,
+/// `cacheReadInputTokens`, `cacheCreationInputTokens`, `webSearchRequests` (keel makes none),
+/// `costUSD`), in Claude Code's order.
+fn model_usage_entry(usage: &Usage, cost: Option<f64>) -> Value {
+    json!({
+        "inputTokens": usage.input_tokens,
+        "outputTokens": usage.output_tokens,
+        "cacheReadInputTokens": usage.cache_read_input_tokens,
+        "cacheCreationInputTokens": usage.cache_creation_input_tokens,
+        "webSearchRequests": 0,
+        "costUSD": cost,
+    })
 }
 
 /// The API's name for a stop reason (`end_turn`, `tool_use`, ...).
@@ -551,16 +560,10 @@ impl ClaudeStream {
         // Keyed by the model keel asked for (and priced), as Claude Code's is.
         let model = self.model.clone();
         let model_usage = |usage: &Usage, cost: Option<f64>| {
-            json!({&model: {
-                "inputTokens": usage.input_tokens,
-                "outputTokens": usage.output_tokens,
-                "cacheReadInputTokens": usage.cache_read_input_tokens,
-                "cacheCreationInputTokens": usage.cache_creation_input_tokens,
-                "webSearchRequests": 0,
-                "costUSD": cost,
-                "contextWindow": self.limits.context_window,
-                "maxOutputTokens": self.limits.max_output_tokens,
-            }})
+            let mut entry = model_usage_entry(usage, cost);
+            entry["contextWindow"] = json!(self.limits.context_window);
+            entry["maxOutputTokens"] = json!(self.limits.max_output_tokens);
+            json!({&model: entry})
         };
         let mut usage = api_usage(&outcome.usage);
         usage["server_tool_use"] = json!({"web_search_requests": 0, "web_fetch_requests": 0});
