@@ -668,9 +668,6 @@ impl CodingAgentBuilder {
         for server in self.mcp_servers {
             tools.add_source(Arc::new(server));
         }
-        // Every rule and hook matcher must name a tool there is: a misspelt one (`Bsah(rm:*)`)
-        // would silently forbid nothing. MCP tools (`mcp__…`) come and go with their servers:
-        // any passes; so do keel's own tools this agent leaves out (`--no-delegation`).
         // The first request's fixed part: system prompt and tools (the prompt's is added per
         // request, in CodingAgent::first_request_tokens).
         let base_tokens = keel_engine::compaction::estimate_tokens(
@@ -679,6 +676,9 @@ impl CodingAgentBuilder {
             &[],
             None,
         );
+        // Every rule and hook matcher must name a tool there is: a misspelt one (`Bsah(rm:*)`)
+        // would silently forbid nothing. MCP tools (`mcp__…`) come and go with their servers:
+        // any passes; so do keel's own tools this agent leaves out (`--no-delegation`).
         let mut known = tools.names();
         known.extend(keel_agents::KEEL_TOOLS);
         policies.permissions().validate(&known)?;
