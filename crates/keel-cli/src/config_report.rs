@@ -93,7 +93,7 @@ fn report(options: &Options, setup: &Setup) -> Vec<String> {
     // The main model's window and the summary model, then each `[models.NAME]` table, as
     // each file set them (a later file wins key by key).
     for key in ["context_window", "compaction_model"] {
-        if let Some(origin) = config.origins.iter().rev().find(|origin| origin.key == key) {
+        if let Some(origin) = config.last_origin(key) {
             lines.push(line_of(origin));
         }
     }
@@ -176,10 +176,7 @@ fn line_of(origin: &Origin) -> Line {
 /// The file that set `key` last, if one did.
 fn scalar_origin(config: &Config, key: &str) -> Option<String> {
     config
-        .origins
-        .iter()
-        .rev()
-        .find(|origin| origin.key == key)
+        .last_origin(key)
         .map(|origin| origin.file.display().to_string())
 }
 

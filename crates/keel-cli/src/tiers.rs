@@ -7,8 +7,8 @@ use std::sync::Arc;
 
 use keel_provider::{ModelCatalog, ModelRouter, Provider};
 
+use crate::config::Config;
 use crate::config::models::{self, Tier};
-use crate::config::{Config, Origin};
 use crate::setup::{CliError, named_provider};
 
 /// What the `[models]` tables make of the main provider.
@@ -92,14 +92,8 @@ impl Tiers {
 
 /// The file that set `models.NAME` last (or `the config`).
 fn origin(config: &Config, table: &str) -> String {
-    let key = format!("models.{table}");
-    config
-        .origins
-        .iter()
-        .rev()
-        .find(|Origin { key: set, .. }| *set == key)
-        .map_or_else(
-            || "the config".to_owned(),
-            |origin| origin.file.display().to_string(),
-        )
+    config.last_origin(&format!("models.{table}")).map_or_else(
+        || "the config".to_owned(),
+        |origin| origin.file.display().to_string(),
+    )
 }

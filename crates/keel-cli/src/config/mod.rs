@@ -389,6 +389,11 @@ impl Defaults {
 }
 
 impl Config {
+    /// Where `key` was set last (the file whose value counts), if a file set it.
+    pub(crate) fn last_origin(&self, key: &str) -> Option<&Origin> {
+        self.origins.iter().rev().find(|origin| origin.key == key)
+    }
+
     /// Reads the user's files (`~/.claude/settings.json`, then `$KEEL_HOME/config.toml`,
     /// whose values win), then the project's (`.claude/settings.json`,
     /// `.claude/settings.local.json`, then `.keel/config.toml`, each winning over the one
@@ -1332,12 +1337,7 @@ config_hash = "sha256:00"
         let config = Config::load(&Sources::keel(Some(home.path()), &root, false)).unwrap();
         assert_eq!(config.tools.profile, Some(ToolsProfile::Lean));
         assert_eq!(config.project.as_ref().unwrap().notice(), None);
-        let origin = config
-            .origins
-            .iter()
-            .rev()
-            .find(|origin| origin.key == "tools.profile")
-            .unwrap();
+        let origin = config.last_origin("tools.profile").unwrap();
         assert!(origin.file.ends_with(".keel/config.toml"), "{origin:?}");
     }
 
