@@ -272,9 +272,10 @@ impl Approver for AllowAll {
 #[derive(Debug, Clone, Copy, Default)]
 pub struct DenyGated;
 
-#[async_trait::async_trait]
-impl Approver for DenyGated {
-    async fn approve(&self, request: &ApprovalRequest) -> Decision {
+impl DenyGated {
+    /// What it decides for `request`, without waiting: the refusal, and why, in words the
+    /// model reads.
+    pub fn decide(request: &ApprovalRequest) -> Decision {
         if request.is_protected() {
             return Decision::Deny(format!(
                 "{} (this change needs the person's approval); this session runs without a \
@@ -287,6 +288,13 @@ impl Approver for DenyGated {
              or leave it to the user",
             request.reason, "destructive actions need approval"
         ))
+    }
+}
+
+#[async_trait::async_trait]
+impl Approver for DenyGated {
+    async fn approve(&self, request: &ApprovalRequest) -> Decision {
+        Self::decide(request)
     }
 }
 

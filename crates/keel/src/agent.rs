@@ -55,7 +55,7 @@ impl std::fmt::Debug for CodingAgent {
 }
 
 /// What a [`CodingAgent::run`] reports as it goes.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 #[non_exhaustive]
 pub enum RunEvent {
     /// Something happened in a run (the first, or the one after the tasks ended). Each run
