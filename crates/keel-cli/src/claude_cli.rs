@@ -12,11 +12,12 @@ use std::path::PathBuf;
 
 use clap::{Parser, ValueEnum};
 
-use crate::approve::LiveMode;
 use crate::cli::{Options, OutputFormat};
-use crate::config::{ClaudeFiles, SettingSources};
+use crate::error::CliError;
 use crate::exec::{Headless, read_prompt, run_prompt};
-use crate::setup::{AgentExtras, CliError};
+use keel_config::Extras;
+use keel_config::{ClaudeFiles, SettingSources};
+use keel_config::{LiveMode, PermissionMode};
 
 /// keel's subcommands: a command line naming one before any print-mode flag is keel's own.
 /// A list rather than clap's (building clap's command costs start-up time); a test keeps it
@@ -70,57 +71,6 @@ pub(crate) enum InputFormat {
     Text,
     /// User messages and control requests as JSON lines on stdin (the Claude Agent SDKs).
     StreamJson,
-}
-
-/// `--permission-mode`: Claude Code's names for keel's approval modes.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-#[value(rename_all = "verbatim")]
-pub(crate) enum PermissionMode {
-    /// Gated calls are asked about (with `--permission-prompt-tool stdio`, the program is
-    /// asked; otherwise they are denied).
-    #[value(name = "default")]
-    Default,
-    /// File edits run; other gated calls as in `default`.
-    #[value(name = "acceptEdits")]
-    AcceptEdits,
-    /// Nothing that may change anything runs (keel's read-only mode).
-    #[value(name = "plan")]
-    Plan,
-    /// Every call runs.
-    #[value(name = "bypassPermissions")]
-    BypassPermissions,
-    /// Gated calls are denied without asking.
-    #[value(name = "dontAsk")]
-    DontAsk,
-}
-
-impl PermissionMode {
-    /// keel's mode for it.
-    pub(crate) fn live(self) -> LiveMode {
-        match self {
-            Self::Default => LiveMode::Ask,
-            Self::AcceptEdits => LiveMode::AcceptEdits,
-            Self::Plan => LiveMode::ReadOnly,
-            Self::BypassPermissions => LiveMode::Allow,
-            Self::DontAsk => LiveMode::Deny,
-        }
-    }
-
-    /// Claude Code's name for keel's mode `mode`.
-    pub(crate) fn claude_name(mode: LiveMode) -> &'static str {
-        match mode {
-            LiveMode::Ask => "default",
-            LiveMode::AcceptEdits => "acceptEdits",
-            LiveMode::ReadOnly => "plan",
-            LiveMode::Allow => "bypassPermissions",
-            LiveMode::Deny => "dontAsk",
-        }
-    }
-
-    /// The mode `name` (Claude Code's spelling) names.
-    pub(crate) fn named(name: &str) -> Option<Self> {
-        <Self as ValueEnum>::from_str(name, false).ok()
-    }
 }
 
 /// Claude Code's print-mode command line, with keel's own flags beside it.
@@ -326,7 +276,7 @@ impl ClaudeArgs {
     }
 
     /// What the flags add to the agent.
-    pub(crate) fn extras(&self) -> Result<AgentExtras, CliError> {
+    pub(crate) fn extras(&self) -> Result<Extras, CliError> {
         let system_prompt = match (&self.system_prompt, &self.system_prompt_file) {
             (_, Some(file)) => Some(std::fs::read_to_string(file).map_err(|err| {
                 CliError::Usage(format!("--system-prompt-file {}: {err}", file.display()))
@@ -338,26 +288,24 @@ impl ClaudeArgs {
             keel_engine::validate_id(id)
                 .map_err(|err| CliError::Usage(format!("--session-id: {err}")))?;
         }
-        Ok(AgentExtras {
-            system_prompt,
-            append_system_prompt: self.append_system_prompt.clone(),
-            allow: rules(&self.allowed_tools),
-            deny: rules(&self.disallowed_tools),
-            session_id: self.session_id.clone(),
-            max_budget_usd: self.max_budget_usd,
-            fork: self.fork_session,
-            fallback_model: self.fallback_model.clone(),
-            strict_mcp: self.strict_mcp_config,
-            agents: match &self.agents {
-                Some(text) => {
-                    let json = serde_json::from_str(text).map_err(|err| {
-                        CliError::Usage(format!("--agents: not valid JSON: {err}"))
-                    })?;
-                    crate::setup::inline_agents(&json, "--agents")?
-                }
-                None => Vec::new(),
-            },
-        })
+        let mut extras = Extras::default();
+        extras.system_prompt = system_prompt;
+        extras
+            .append_system_prompt
+            .clone_from(&self.append_system_prompt);
+        extras.allow = rules(&self.allowed_tools);
+        extras.deny = rules(&self.disallowed_tools);
+        extras.session_id.clone_from(&self.session_id);
+        extras.max_budget_usd = self.max_budget_usd;
+        extras.fork = self.fork_session;
+        extras.fallback_model.clone_from(&self.fallback_model);
+        extras.strict_mcp = self.strict_mcp_config;
+        if let Some(text) = &self.agents {
+            let json = serde_json::from_str(text)
+                .map_err(|err| CliError::Usage(format!("--agents: not valid JSON: {err}")))?;
+            extras.agents = keel_config::inline_agents(&json, "--agents")?;
+        }
+        Ok(extras)
     }
 }
 

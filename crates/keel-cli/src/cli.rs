@@ -5,7 +5,9 @@ use std::path::PathBuf;
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use keel_sandbox::SandboxMode;
 
-use crate::config::ApprovalMode;
+use keel_config::{ApprovalMode, SessionChoice, Settings, Surface};
+
+use crate::error::CliError;
 
 /// keel: a coding agent that reads, edits, runs commands, sees the errors and tries again.
 #[derive(Debug, Parser)]
@@ -160,10 +162,58 @@ pub(crate) struct Options {
     /// Claude Code's settings files to read, as `keel -p`'s `--settings` and
     /// `--setting-sources` say (keel's own command line reads them all).
     #[arg(skip)]
-    pub claude_settings: crate::config::ClaudeFiles,
+    pub claude_settings: keel_config::ClaudeFiles,
 }
 
 impl Options {
+    /// The flags keel-config reads, as it takes them.
+    pub(crate) fn overrides(&self) -> keel_config::Overrides {
+        let mut overrides = keel_config::Overrides::default();
+        overrides.cwd.clone_from(&self.cwd);
+        overrides.provider.clone_from(&self.provider);
+        overrides.model.clone_from(&self.model);
+        overrides.base_url.clone_from(&self.base_url);
+        overrides.max_iterations = self.max_iterations;
+        overrides.allow_read.clone_from(&self.allow_read);
+        overrides.approvals = if self.yes {
+            Some(ApprovalMode::Allow)
+        } else {
+            self.approvals
+        };
+        overrides.sandbox = self.sandbox.map(SandboxMode::from);
+        overrides.network = self.network;
+        overrides.add_dir.clone_from(&self.add_dir);
+        overrides.mcp_config.clone_from(&self.mcp_config);
+        overrides.trust_project = self.trust_project;
+        overrides.no_delegation = self.no_delegation;
+        overrides.tools.clone_from(&self.tools);
+        overrides.claude_files = self.claude_settings.clone();
+        overrides
+    }
+
+    /// The settings the flags, environment and config files give for `surface`; the log
+    /// scrubs the values of the variables the providers' secrets come from.
+    pub(crate) fn settings(
+        &self,
+        surface: Surface,
+        choice: &SessionChoice,
+    ) -> Result<Settings, CliError> {
+        let settings = Settings::resolve(&self.overrides(), surface, choice)?;
+        for var in &settings.secret_vars {
+            crate::logging::redact_var(var);
+        }
+        Ok(settings)
+    }
+
+    /// Which session the flags ask for.
+    pub(crate) fn session_choice(&self) -> SessionChoice {
+        match (&self.resume, self.continue_latest) {
+            (Some(id), _) => SessionChoice::Resume(id.clone()),
+            (None, true) => SessionChoice::Latest,
+            (None, false) => SessionChoice::New,
+        }
+    }
+
     /// These flags (given before a subcommand) with `later`'s (given after it): a value given
     /// in both is the later one, lists are joined, a switch given in either is on. Flags that
     /// clap keeps apart within one set (`--yes` and `--approvals`, `--continue` and

@@ -4,9 +4,10 @@
 use std::path::Path;
 
 use crate::cli::Options;
-use crate::config::{Config, Origin};
-use crate::exec::print_line;
-use crate::setup::{CliError, Mode, SessionChoice, Setup};
+use crate::error::CliError;
+use crate::print::print_line;
+use keel_config::files::{Config, Origin};
+use keel_config::{SessionChoice, Settings, Surface};
 
 /// One printed setting: its key, its value and where it came from.
 struct Line {
@@ -17,7 +18,7 @@ struct Line {
 
 /// `keel config`.
 pub(crate) fn run(options: &Options) -> Result<u8, CliError> {
-    let setup = Setup::resolve(options, Mode::Listing, &SessionChoice::New)?;
+    let setup = options.settings(Surface::Listing, &SessionChoice::New)?;
     for line in report(options, &setup) {
         print_line(&line);
     }
@@ -25,7 +26,7 @@ pub(crate) fn run(options: &Options) -> Result<u8, CliError> {
 }
 
 /// The lines `keel config` prints for `setup`, resolved from `options`.
-fn report(options: &Options, setup: &Setup) -> Vec<String> {
+fn report(options: &Options, setup: &Settings) -> Vec<String> {
     let config = &setup.config;
     let mut out = Vec::new();
     out.push("Files read, in order (later ones win):".to_owned());
@@ -143,7 +144,7 @@ fn report(options: &Options, setup: &Setup) -> Vec<String> {
 
 /// The tool set and what chose it: `--tools`, a config file, or keel's choice by the model's
 /// window (which `keel config` does not ask the server about).
-fn tools_line(options: &Options, setup: &Setup) -> Line {
+fn tools_line(options: &Options, setup: &Settings) -> Line {
     let (value, from) = match setup.tool_profile {
         Some(profile) if options.tools.is_some() => (profile.name().to_owned(), "--tools".into()),
         Some(profile) => (
@@ -153,7 +154,7 @@ fn tools_line(options: &Options, setup: &Setup) -> Line {
         None => (
             format!(
                 "full, or lean for a model whose context window is {} tokens or less",
-                crate::render::thousands(keel::SMALL_CONTEXT_WINDOW)
+                keel_host::render::thousands(keel::SMALL_CONTEXT_WINDOW)
             ),
             "default".into(),
         ),

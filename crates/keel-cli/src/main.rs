@@ -9,30 +9,26 @@ mod acp;
 mod approve;
 mod claude_cli;
 mod cli;
-mod config;
 mod config_report;
 mod context_notes;
 mod delegates;
+mod error;
 mod exec;
+mod headless;
 mod logging;
 mod markdown;
 mod mcp;
 mod mcp_server;
-mod output;
-mod render;
+mod print;
 mod repl;
 mod rewind;
 mod sdk_session;
 mod sessions;
-mod setup;
 mod shell;
 mod signals;
 mod slash_commands;
 mod tasks;
 mod terminal;
-mod tiers;
-mod trouble;
-mod trust;
 mod usage;
 mod wrap;
 
@@ -41,7 +37,8 @@ use std::process::ExitCode;
 use clap::Parser;
 
 use crate::cli::{Cli, Command, Options};
-use crate::setup::{CliError, SessionChoice};
+use crate::error::CliError;
+use keel_config::SessionChoice;
 
 async fn dispatch(command: Option<Command>, options: Options) -> Result<u8, CliError> {
     signals::install();
@@ -64,11 +61,17 @@ async fn dispatch(command: Option<Command>, options: Options) -> Result<u8, CliE
         Some(Command::Acp { .. }) => acp::run(&options).await,
         Some(Command::Config { .. }) => config_report::run(&options),
         Some(Command::Trust { dir, .. }) => {
-            println!("{}", trust::trust_command(dir.as_deref(), &options)?);
+            println!(
+                "{}",
+                keel_config::trust::trust_project(dir.as_deref(), &options.overrides())?
+            );
             Ok(0)
         }
         Some(Command::Untrust { dir, .. }) => {
-            println!("{}", trust::untrust_command(dir.as_deref(), &options)?);
+            println!(
+                "{}",
+                keel_config::trust::untrust_project(dir.as_deref(), &options.overrides())?
+            );
             Ok(0)
         }
         Some(Command::Rewind {
@@ -78,7 +81,7 @@ async fn dispatch(command: Option<Command>, options: Options) -> Result<u8, CliE
         Some(Command::McpServer(args)) => mcp_server::run(&options, args).await,
         Some(Command::Completions { shell, .. }) => shell::completions(shell),
         Some(Command::Man { dir, .. }) => shell::man(dir.as_deref()),
-        None => repl::run(&options, exec::session_choice(&options)).await,
+        None => repl::run(&options, options.session_choice()).await,
     }
 }
 

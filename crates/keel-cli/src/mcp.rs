@@ -1,87 +1,13 @@
-//! `keel mcp list [--tools]` and the REPL's `/mcp`: the configured MCP servers, whether each
-//! is connected (or why not) and its tools.
+//! `keel mcp list [--tools]`: the configured MCP servers, whether each is connected (or why
+//! not) and its tools (the lines are keel-host's [`keel_host::report::mcp`]).
 
-use keel::mcp::{McpError, McpServer, McpServerConfig, McpTransport, ServerState};
+use keel::mcp::McpError;
+use keel_config::{SessionChoice, Surface};
+use keel_host::report::mcp::{NONE, failed_line, server_lines};
 
 use crate::cli::{McpAction, Options};
-use crate::exec::{print_line, progress};
-use crate::setup::{CliError, Mode, SessionChoice, Setup};
-use crate::terminal::printable;
-
-/// What `keel mcp list` and `/mcp` say when no server is configured.
-pub(crate) const NONE: &str = "no MCP servers: add [mcp_servers.NAME] to ~/.keel/config.toml, a \
-                               .mcp.json to a trusted project, or pass --mcp-config FILE";
-
-/// `/mcp` in a session: each started server with its tools, then each that did not start;
-/// [`NONE`] when there are none.
-pub(crate) fn session_lines(setup: &crate::setup::Setup) -> Vec<String> {
-    let mut lines: Vec<String> = setup
-        .mcp_servers
-        .iter()
-        .flat_map(|server| server_lines(server, true))
-        .collect();
-    lines.extend(setup.mcp_failed.iter().map(ToString::to_string));
-    if lines.is_empty() {
-        lines.push(NONE.to_owned());
-    }
-    lines
-}
-
-/// One server's line (and, with `tools`, one line per tool under it).
-pub(crate) fn server_lines(server: &McpServer, tools: bool) -> Vec<String> {
-    let mut names = server.tool_names();
-    names.sort();
-    let state = match server.state() {
-        ServerState::Connected => "connected".to_owned(),
-        ServerState::Stopped(why) => format!("stopped ({why}; started again at its next call)"),
-        _ => "unknown".to_owned(),
-    };
-    let count = match names.len() {
-        1 => "1 tool".to_owned(),
-        n => format!("{n} tools"),
-    };
-    let mut lines = vec![printable(&format!(
-        "{}  {state}  {count}  {}",
-        server.name(),
-        source(server.config())
-    ))];
-    if tools {
-        lines.extend(names.iter().map(|name| printable(&format!("  {name}"))));
-    }
-    lines.extend(
-        server
-            .warnings()
-            .iter()
-            .map(|w| printable(&format!("  {w}"))),
-    );
-    lines
-}
-
-/// A failed server's line.
-fn failed_line(config: &McpServerConfig, reason: &str) -> String {
-    printable(&format!(
-        "{}  failed  {}  {}",
-        config.name(),
-        source(config),
-        reason
-    ))
-}
-
-/// How the server is reached: `stdio: npx -y server` or `http: https://…/mcp`.
-fn source(config: &McpServerConfig) -> String {
-    match &config.transport {
-        McpTransport::Stdio(stdio) => {
-            let mut line = format!("stdio: {}", stdio.command);
-            for arg in &stdio.args {
-                line.push(' ');
-                line.push_str(arg);
-            }
-            line
-        }
-        McpTransport::Http(http) => format!("http: {}", http.url),
-        _ => "unknown transport".to_owned(),
-    }
-}
+use crate::error::CliError;
+use crate::print::{print_line, progress};
 
 /// `keel mcp ...`.
 pub(crate) async fn run(action: McpAction, options: &Options) -> Result<u8, CliError> {
@@ -94,11 +20,11 @@ pub(crate) async fn run(action: McpAction, options: &Options) -> Result<u8, CliE
                 ..options.clone()
             };
             // No provider needed: nothing is asked of a model.
-            let mut setup = Setup::resolve(options, Mode::Listing, &SessionChoice::New)?;
+            let mut setup = options.settings(Surface::Listing, &SessionChoice::New)?;
             let mut notices = std::mem::take(&mut setup.notices);
-            setup.mcp = crate::setup::mcp_configs(
+            setup.mcp = keel_config::mcp_configs(
                 &setup.config,
-                options,
+                &options.overrides(),
                 &setup.policy.hidden_env,
                 &mut notices,
             )

@@ -7,12 +7,13 @@ use std::path::PathBuf;
 use keel_engine::{ApprovalRequest, Approver, Decision, DenyGated, Hooks};
 use keel_mcp::server::{BearerToken, Confirmation};
 
-use crate::approve::{ModeApprover, approval_question};
 use crate::cli::{McpServerArgs, Options};
-use crate::config::ApprovalMode;
-use crate::exec::progress;
-use crate::setup::{CliError, Mode, SessionChoice, Setup, existing_dir};
+use crate::error::CliError;
+use crate::print::progress;
 use crate::signals;
+use keel_config::ApprovalMode;
+use keel_config::{SessionChoice, Surface, existing_dir};
+use keel_host::{ModeApprover, approval_question};
 
 /// The variable holding the bearer token when `--token-env` names none.
 const TOKEN_VAR: &str = "KEEL_MCP_TOKEN";
@@ -33,7 +34,7 @@ impl HostApprover {
         };
         Self {
             mode,
-            fixed: ModeApprover::new(crate::approve::LiveMode::of(fixed), None, None),
+            fixed: ModeApprover::starting(keel_config::LiveMode::of(fixed), None),
         }
     }
 
@@ -83,7 +84,7 @@ fn roots(args: &McpServerArgs, cwd: &std::path::Path) -> Result<Vec<PathBuf>, Cl
     }
     args.roots
         .iter()
-        .map(|dir| existing_dir(dir, "--root "))
+        .map(|dir| Ok(existing_dir(dir, "--root ")?))
         .collect()
 }
 
@@ -103,7 +104,7 @@ fn token(args: &McpServerArgs) -> Result<BearerToken, CliError> {
 /// Runs `keel mcp-server`; returns the exit code.
 pub(crate) async fn run(options: &Options, args: McpServerArgs) -> Result<u8, CliError> {
     let token = args.listen.map(|_| token(&args)).transpose()?;
-    let mut setup = Setup::resolve(options, Mode::Exec, &SessionChoice::New)?;
+    let mut setup = options.settings(Surface::Headless, &SessionChoice::New)?;
     for notice in &setup.notices {
         progress(&format!("keel: {notice}"));
     }

@@ -5,7 +5,8 @@ use std::path::Path;
 
 use keel_engine::{SessionStore, SessionSummary};
 
-use crate::setup::{CliError, keel_home, session_store};
+use crate::error::CliError;
+use keel_config::{keel_home, session_store};
 
 /// One line of the listing: id, start time, directory, outcome, first prompt.
 pub(crate) fn session_line(summary: &SessionSummary) -> String {

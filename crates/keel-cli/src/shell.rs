@@ -8,7 +8,7 @@ use clap::CommandFactory;
 use clap_complete::Shell;
 
 use crate::cli::Cli;
-use crate::setup::CliError;
+use crate::error::CliError;
 
 /// Prints the completion script for `shell`; returns the exit code.
 pub(crate) fn completions(shell: Shell) -> Result<u8, CliError> {

@@ -7,11 +7,11 @@
 
 use keel_agents::commands::SlashCommands;
 
-use crate::setup::Setup;
+use keel_config::Settings;
 
 /// The custom commands `setup`'s project and user have, and warnings about files that could
 /// not be read.
-pub(crate) fn load(setup: &Setup) -> (SlashCommands, Vec<String>) {
+pub(crate) fn load(setup: &Settings) -> (SlashCommands, Vec<String>) {
     let root = keel_agents::project_root(&setup.cwd);
     let claude = keel_agents::claude_user_dir();
     SlashCommands::load(&SlashCommands::standard_dirs(

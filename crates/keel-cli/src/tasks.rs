@@ -7,11 +7,13 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
+use keel_host::report::delegates::task_line;
 use keel_tasks::{
     self as tasks, SqliteTaskStore, TaskRecord, TaskStore, describe, detach, supervise,
 };
 
-use crate::setup::{CliError, keel_home};
+use crate::error::CliError;
+use keel_config::keel_home;
 
 /// The task store, `$KEEL_HOME/tasks.db`.
 pub(crate) fn open_store(keel_home: &Path) -> Result<Arc<dyn TaskStore>, CliError> {
@@ -36,33 +38,6 @@ pub(crate) async fn task_run(id: &str) -> Result<u8, CliError> {
             err => CliError::Run(err.to_string()),
         })?;
     Ok(u8::from(record.status != keel_tasks::TaskStatus::Completed))
-}
-
-/// How long ago `time` (RFC 3339) was: `5 s`, `3 min`, `2 h`, `4 d`.
-pub(crate) fn age(time: &str) -> String {
-    let Ok(then) = time.parse::<jiff::Timestamp>() else {
-        return "?".into();
-    };
-    let secs = jiff::Timestamp::now().duration_since(then).as_secs().max(0);
-    match secs {
-        0..60 => format!("{secs} s"),
-        60..3600 => format!("{} min", secs / 60),
-        3600..86_400 => format!("{} h", secs / 3600),
-        _ => format!("{} d", secs / 86_400),
-    }
-}
-
-/// One line of `keel tasks`.
-pub(crate) fn task_line(record: &TaskRecord) -> String {
-    format!(
-        "{}  {:<11}  {:>6}  {}  {}  {}",
-        record.id,
-        record.status.as_str(),
-        age(&record.created_at),
-        record.runner,
-        record.workdir.display(),
-        crate::render::one_line(record.task_prompt.lines().next().unwrap_or_default(), 60)
-    )
 }
 
 /// `keel tasks` and its actions.

@@ -90,20 +90,7 @@ impl Style {
     }
 }
 
-/// Text from the model or a file, made safe to print: control characters other than newline
-/// and tab (an escape sequence could rewrite the screen) become `�`; carriage returns go.
-pub(crate) fn printable(text: &str) -> String {
-    text.chars()
-        .filter(|&c| c != '\r')
-        .map(|c| {
-            if c.is_control() && c != '\n' && c != '\t' {
-                '\u{FFFD}'
-            } else {
-                c
-            }
-        })
-        .collect()
-}
+pub(crate) use keel_host::render::printable;
 
 /// The terminal's width in columns: stdout's, else 80.
 pub(crate) fn width() -> usize {

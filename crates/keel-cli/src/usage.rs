@@ -1,11 +1,7 @@
 //! Usage errors a person reads: clap's several-line reports folded into the one line keel
 //! promises (what is wrong, then how to fix it), and the checks clap cannot make.
 
-use std::path::Path;
-
 use clap::error::{ContextKind, ContextValue, ErrorKind};
-
-use crate::setup::CliError;
 
 /// What to print and the exit code for a command line clap refused. Help and version are
 /// not errors: they print as clap renders them, on stdout, with exit 0.
@@ -97,38 +93,6 @@ where
     path.join(" ")
 }
 
-/// `--model` with nothing in it.
-pub(crate) fn check_model_name(model: Option<&str>) -> Result<(), CliError> {
-    match model {
-        Some(name) if name.trim().is_empty() => Err(CliError::Usage(
-            "--model needs a model name, e.g. --model claude-sonnet-4-5".into(),
-        )),
-        _ => Ok(()),
-    }
-}
-
-/// Makes sure keel may keep its config, sessions and snapshots in `home`: it exists (made if
-/// missing) and a file can be created in it. Anything else is a configuration error that names
-/// the directory, not a failed run.
-pub(crate) fn check_writable_home(home: &Path) -> Result<(), CliError> {
-    let fail = |err: std::io::Error| {
-        CliError::Usage(format!(
-            "keel's home {} is not a writable directory ({err}); set KEEL_HOME to a directory \
-             keel may write, or fix its permissions",
-            home.display()
-        ))
-    };
-    std::fs::create_dir_all(home).map_err(fail)?;
-    let probe = home.join(format!(".keel-write-check-{}", std::process::id()));
-    std::fs::OpenOptions::new()
-        .write(true)
-        .create(true)
-        .truncate(true)
-        .open(&probe)
-        .map_err(fail)?;
-    std::fs::remove_file(&probe).map_err(fail)
-}
-
 #[cfg(test)]
 mod tests {
     use clap::Parser;
@@ -192,37 +156,5 @@ mod tests {
         let (text, code) = failure(&["keel", "--version"]);
         assert_eq!(code, 0);
         assert!(text.starts_with("keel "));
-    }
-
-    #[test]
-    fn an_empty_model_name_is_named_as_such() {
-        let err = check_model_name(Some("  ")).expect_err("an empty name is refused");
-        assert_eq!(
-            err.to_string(),
-            "--model needs a model name, e.g. --model claude-sonnet-4-5"
-        );
-        assert!(check_model_name(Some("gpt-4.1")).is_ok());
-        assert!(check_model_name(None).is_ok());
-    }
-
-    #[test]
-    fn an_unwritable_home_is_a_configuration_error_naming_it() {
-        let dir = tempfile::tempdir().unwrap();
-        let file = dir.path().join("a-file");
-        std::fs::write(&file, "").unwrap();
-        let err = check_writable_home(&file).expect_err("a file is not a home");
-        assert_eq!(err.exit_code(), 2);
-        assert!(err.to_string().contains(&*file.to_string_lossy()), "{err}");
-        let proc_home = Path::new("/proc/keel-home");
-        let err = check_writable_home(proc_home).expect_err("/proc is not writable");
-        assert!(err.to_string().contains("/proc/keel-home"), "{err}");
-        let fresh = dir.path().join("new/home");
-        check_writable_home(&fresh).unwrap();
-        assert!(fresh.is_dir());
-        assert_eq!(
-            std::fs::read_dir(&fresh).unwrap().count(),
-            0,
-            "the probe is removed"
-        );
     }
 }

@@ -5,14 +5,15 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use keel_provider::{ModelCatalog, ModelRouter, Provider};
+use keel::provider::{ModelCatalog, ModelRouter, Provider};
 
-use crate::config::Config;
-use crate::config::models::{self, Tier};
-use crate::setup::{CliError, named_provider};
+use crate::Error;
+use crate::files::Config;
+use crate::files::models::{self, Tier};
+use crate::settings::named_provider;
 
 /// What the `[models]` tables make of the main provider.
-pub(crate) struct Tiers {
+pub struct Tiers {
     /// The built-in catalog with the tables' windows, limits and prices over it.
     pub catalog: ModelCatalog,
     /// The main provider, with each model a table routes elsewhere sent there; it names each
@@ -34,13 +35,13 @@ impl Tiers {
     /// variables); one that cannot be built, or an unknown name, is a usage error naming the
     /// table and its file, unless `lenient` (a listing, which calls no model): then that route
     /// is left out. A table that would send the main model itself elsewhere is an error too.
-    pub(crate) fn resolve(
+    pub fn resolve(
         config: &Config,
         name: &str,
         provider: Arc<dyn Provider>,
         model: &str,
         lenient: bool,
-    ) -> Result<Self, CliError> {
+    ) -> Result<Self, Error> {
         let mut router = ModelRouter::new(name, provider);
         let mut built: BTreeMap<String, Arc<dyn Provider>> = BTreeMap::new();
         let mut secret_vars = Vec::new();
@@ -54,7 +55,7 @@ impl Tiers {
                 continue;
             }
             if id == model.trim() {
-                return Err(CliError::Usage(format!(
+                return Err(Error::Invalid(format!(
                     "{}: {id} is the main model, which `{name}` serves; name another model for \
                      `models.{table}`, or choose the provider with `provider = \
                      \"{provider_name}\"`",
@@ -71,7 +72,7 @@ impl Tiers {
                         made.provider
                     }
                     Err(_) if lenient => continue,
-                    Err(err) => return Err(CliError::Usage(format!("{}: {err}", place()))),
+                    Err(err) => return Err(Error::Invalid(format!("{}: {err}", place()))),
                 },
             };
             router = router.route(id, provider_name, provider);

@@ -9,18 +9,13 @@ use std::path::{Path, PathBuf};
 
 use toml_edit::{DocumentMut, Item, Table, value};
 
-use crate::cli::Options;
-use crate::config::{self, project};
-use crate::setup::{CliError, existing_dir, given_dir, keel_home};
+use crate::Error;
+use crate::files::{self, project};
+use crate::settings::{Overrides, existing_dir, given_dir, keel_home};
 
 /// Records the user's decision about the project in `dir` (canonical), pinned to `hash`, in
 /// `$KEEL_HOME/config.toml` (`keel_home`); creates the file if needed.
-pub(crate) fn record(
-    keel_home: &Path,
-    dir: &Path,
-    hash: &str,
-    trusted: bool,
-) -> Result<(), String> {
+pub fn record(keel_home: &Path, dir: &Path, hash: &str, trusted: bool) -> Result<(), String> {
     edit(keel_home, |projects| {
         let mut entry = Table::new();
         entry.insert("trusted", value(trusted));
@@ -30,7 +25,7 @@ pub(crate) fn record(
 }
 
 /// Removes the decision about the project in `dir`; returns whether there was one.
-pub(crate) fn forget(keel_home: &Path, dir: &Path) -> Result<bool, String> {
+pub fn forget(keel_home: &Path, dir: &Path) -> Result<bool, String> {
     let mut removed = false;
     edit(keel_home, |projects| {
         removed = projects.remove(&dir.display().to_string()).is_some();
@@ -62,7 +57,7 @@ fn edit(keel_home: &Path, change: impl FnOnce(&mut Table)) -> Result<(), String>
         .ok_or_else(|| format!("{shown}: `projects` is not a table; fix it by hand"))?;
     change(projects);
     let text = doc.to_string();
-    config::parse_user(&path, &text).map_err(|err| err.to_string())?;
+    files::parse_user(&path, &text).map_err(|err| err.to_string())?;
     write_atomic(&path, text.as_bytes()).map_err(|err| format!("{shown}: cannot write it: {err}"))
 }
 
@@ -92,11 +87,11 @@ fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
 
 /// The project directory `dir` stands for, canonical: without `dir`, the directory keel works
 /// in (`-C`'s, else the current one); a relative `dir` is read from there (as `git -C`).
-fn project_of(dir: Option<&Path>, options: &Options) -> Result<PathBuf, CliError> {
+fn project_of(dir: Option<&Path>, overrides: &Overrides) -> Result<PathBuf, Error> {
     let given = match dir {
         Some(dir) if dir.is_absolute() => dir.to_path_buf(),
-        Some(dir) => given_dir(options)?.join(dir),
-        None => given_dir(options)?,
+        Some(dir) => given_dir(overrides)?.join(dir),
+        None => given_dir(overrides)?,
     };
     Ok(project::locate(&existing_dir(&given, "")?))
 }
@@ -109,12 +104,13 @@ fn present(dir: &Path) -> Vec<&'static str> {
         .collect()
 }
 
-/// `keel [-C CWD] trust [DIR]`: prints what is now trusted.
-pub(crate) fn trust_command(dir: Option<&Path>, options: &Options) -> Result<String, CliError> {
+/// `keel [-C CWD] trust [DIR]`: trusts the project `dir` stands for (a relative `dir` is read
+/// from the working directory); returns what is now trusted, for the person.
+pub fn trust_project(dir: Option<&Path>, overrides: &Overrides) -> Result<String, Error> {
     let home = keel_home()?;
-    let dir = project_of(dir, options)?;
+    let dir = project_of(dir, overrides)?;
     let hash = project::config_hash(&dir);
-    record(&home, &dir, &hash, true).map_err(CliError::Usage)?;
+    record(&home, &dir, &hash, true).map_err(Error::Invalid)?;
     let files = present(&dir);
     let what = if files.is_empty() {
         "it has no configuration files yet; trust lapses when one is added".to_owned()
@@ -132,11 +128,12 @@ pub(crate) fn trust_command(dir: Option<&Path>, options: &Options) -> Result<Str
     ))
 }
 
-/// `keel [-C CWD] untrust [DIR]`: prints what changed.
-pub(crate) fn untrust_command(dir: Option<&Path>, options: &Options) -> Result<String, CliError> {
+/// `keel [-C CWD] untrust [DIR]`: forgets the decision about the project `dir` stands for;
+/// returns what changed, for the person.
+pub fn untrust_project(dir: Option<&Path>, overrides: &Overrides) -> Result<String, Error> {
     let home = keel_home()?;
-    let dir = project_of(dir, options)?;
-    let removed = forget(&home, &dir).map_err(CliError::Usage)?;
+    let dir = project_of(dir, overrides)?;
+    let removed = forget(&home, &dir).map_err(Error::Invalid)?;
     Ok(if removed {
         format!(
             "{} is no longer trusted: its configuration may only tighten what keel does",
@@ -148,7 +145,7 @@ pub(crate) fn untrust_command(dir: Option<&Path>, options: &Options) -> Result<S
 }
 
 /// The interactive question about an untrusted project whose configuration sets `keys`.
-pub(crate) fn question(file: &Path, keys: &[String], changed: bool) -> String {
+pub fn question(file: &Path, keys: &[String], changed: bool) -> String {
     let since = if changed {
         " It changed since you trusted it."
     } else {

@@ -3,15 +3,30 @@
 use std::collections::HashMap;
 use std::time::Duration;
 
-use keel_engine::AgentEvent;
-use keel_provider::ContentBlock;
+use keel::engine::AgentEvent;
+use keel::provider::ContentBlock;
 use serde_json::Value;
+
+/// Text from the model or a file, made safe to print: control characters other than newline
+/// and tab (an escape sequence could rewrite the screen) become `�`; carriage returns go.
+pub fn printable(text: &str) -> String {
+    text.chars()
+        .filter(|&c| c != '\r')
+        .map(|c| {
+            if c.is_control() && c != '\n' && c != '\t' {
+                '\u{FFFD}'
+            } else {
+                c
+            }
+        })
+        .collect()
+}
 
 /// The longest argument or summary shown on a line, in characters.
 const MAX_SHOWN: usize = 80;
 
 /// `text` on one line, shortened to `max` characters with an ellipsis.
-pub(crate) fn one_line(text: &str, max: usize) -> String {
+pub fn one_line(text: &str, max: usize) -> String {
     let flat: String = text.split_whitespace().collect::<Vec<_>>().join(" ");
     if flat.chars().count() <= max {
         return flat;
@@ -22,7 +37,7 @@ pub(crate) fn one_line(text: &str, max: usize) -> String {
 }
 
 /// The argument that says what a call does: the path, command, pattern or message.
-pub(crate) fn call_subject(name: &str, input: &Value) -> String {
+pub fn call_subject(name: &str, input: &Value) -> String {
     let field = |key: &str| input.get(key).and_then(Value::as_str);
     let subject = match name {
         "run_command" => field("command"),
@@ -38,16 +53,16 @@ pub(crate) fn call_subject(name: &str, input: &Value) -> String {
 }
 
 /// `name(subject)`.
-pub(crate) fn describe_call(name: &str, input: &Value) -> String {
+pub fn describe_call(name: &str, input: &Value) -> String {
     format!("{name}({})", call_subject(name, input))
 }
 
 /// How many of a failed call's last output lines are shown under its line.
-pub(crate) const TAIL_LINES: usize = 5;
+pub const TAIL_LINES: usize = 5;
 
 /// What a result says, in a few words: its first non-empty line, and how many lines it has;
 /// `no output` when it is empty.
-pub(crate) fn summarize_output(output: &str) -> String {
+pub fn summarize_output(output: &str) -> String {
     let lines = output.lines().count();
     let Some(first) = output.lines().find(|line| !line.trim().is_empty()) else {
         return "no output".to_owned();
@@ -125,7 +140,7 @@ fn summarize_result(name: &str, output: &str, is_error: bool) -> String {
 
 /// The last lines of a failed call's output, to show under its line (where a traceback's
 /// error is); nothing for a success, or when the line says all there is.
-pub(crate) fn failure_tail(name: &str, output: &str, is_error: bool) -> Vec<String> {
+pub fn failure_tail(name: &str, output: &str, is_error: bool) -> Vec<String> {
     if !is_error {
         return Vec::new();
     }
@@ -154,8 +169,8 @@ pub(crate) fn failure_tail(name: &str, output: &str, is_error: bool) -> Vec<Stri
 /// A finished call on one line: `✓ read_file(src/lib.rs) · 42 lines · 3 ms`,
 /// `✗ run_command(pytest) · exit code 1 · 12 lines · 1.2 s`; a result with images says what
 /// they are, never their data: `✓ screenshot() · 1 line · [image: image/png, 12 KB] · 9 ms`.
-/// `images` holds one description per image ([`keel_provider::ImageData::describe`]).
-pub(crate) fn finished_line(
+/// `images` holds one description per image ([`keel::provider::ImageData::describe`]).
+pub fn finished_line(
     name: &str,
     input: &Value,
     output: &str,
@@ -187,7 +202,7 @@ pub(crate) fn finished_line(
 
 /// The note a command's result carries when keel restored protected paths it changed (`.git`
 /// config or hooks, keel's configuration), for the person as well as the model.
-pub(crate) fn restored_note(output: &str) -> Option<&str> {
+pub fn restored_note(output: &str) -> Option<&str> {
     output.lines().find_map(|line| {
         line.strip_prefix("[note: ")
             .filter(|note| note.starts_with("the command changed protected paths"))
@@ -196,7 +211,7 @@ pub(crate) fn restored_note(output: &str) -> Option<&str> {
 }
 
 /// `3 ms`, `1.2 s`, `2 min 5 s`.
-pub(crate) fn human_duration(duration: Duration) -> String {
+pub fn human_duration(duration: Duration) -> String {
     let millis = duration.as_millis();
     if millis < 1000 {
         format!("{millis} ms")
@@ -211,11 +226,11 @@ pub(crate) fn human_duration(duration: Duration) -> String {
 /// Each tool call's input by id, as a run's events show it: from the model's message (a call
 /// answered without running, e.g. denied, has no start event) and from the start event.
 #[derive(Debug, Default)]
-pub(crate) struct CallInputs(HashMap<String, Value>);
+pub struct CallInputs(HashMap<String, Value>);
 
 impl CallInputs {
     /// Records the inputs `event` shows, if any.
-    pub(crate) fn observe(&mut self, event: &AgentEvent) {
+    pub fn observe(&mut self, event: &AgentEvent) {
         match event {
             AgentEvent::MessageAdded { message } => {
                 for block in &message.content {
@@ -232,7 +247,7 @@ impl CallInputs {
     }
 
     /// The input of call `id` (an empty object if it was never seen), forgotten from now on.
-    pub(crate) fn take(&mut self, id: &str) -> Value {
+    pub fn take(&mut self, id: &str) -> Value {
         self.0
             .remove(id)
             .unwrap_or_else(|| Value::Object(serde_json::Map::new()))
@@ -240,7 +255,7 @@ impl CallInputs {
 }
 
 /// `n` with thousands separated by commas.
-pub(crate) fn thousands(n: u64) -> String {
+pub fn thousands(n: u64) -> String {
     let digits = n.to_string();
     let mut out = String::new();
     for (i, c) in digits.chars().enumerate() {

@@ -1,17 +1,17 @@
-//! `keel rewind` and the REPL's `/rewind`: the workspace's snapshots (keel takes one before
-//! every call that may change files), and putting the workspace back to one of them.
+//! Rewinding: the workspace's snapshots (keel takes one before every call that may change
+//! files), and putting the workspace back to one of them — `keel rewind`, the REPL's and an
+//! editor's `/rewind`. A live session never rewinds over another live session's edits in the
+//! same workspace: [`SessionHost::rewind`] refuses, naming the other session and its files.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
-use keel_engine::SessionStore;
-use keel_snapshot::{RestoreReport, ShadowSnapshots, SnapshotInfo, Snapshots};
+use keel::snapshot::{RestoreReport, ShadowSnapshots, SnapshotInfo, Snapshots};
+use keel_config::files::SnapshotsConfig;
 
-use crate::cli::Options;
-use crate::config::SnapshotsConfig;
-use crate::setup::{CliError, keel_home};
+use crate::{HostError, SessionHost};
 
 /// The snapshot store of `workspace` with the limits of `config`.
-pub(crate) fn open(
+pub fn open(
     keel_home: &Path,
     workspace: &Path,
     config: &SnapshotsConfig,
@@ -26,7 +26,7 @@ pub(crate) fn open(
 
 /// One line per snapshot, oldest first, numbered from 1: number, id, time, session, call,
 /// files changed by it and what followed.
-pub(crate) fn list_lines(infos: &[SnapshotInfo]) -> Vec<String> {
+pub fn list_lines(infos: &[SnapshotInfo]) -> Vec<String> {
     infos
         .iter()
         .enumerate()
@@ -60,7 +60,7 @@ pub(crate) fn list_lines(infos: &[SnapshotInfo]) -> Vec<String> {
 
 /// The snapshot `arg` names among `infos`: its number in the list (`3` or `#3`) or its id
 /// (at least 4 hex digits of it).
-pub(crate) fn find<'a>(infos: &'a [SnapshotInfo], arg: &str) -> Result<&'a SnapshotInfo, String> {
+pub fn find<'a>(infos: &'a [SnapshotInfo], arg: &str) -> Result<&'a SnapshotInfo, String> {
     let arg = arg.trim();
     let number = arg
         .strip_prefix('#')
@@ -91,7 +91,7 @@ pub(crate) fn find<'a>(infos: &'a [SnapshotInfo], arg: &str) -> Result<&'a Snaps
 }
 
 /// What a restore did, for a person: a summary line, then one line per file.
-pub(crate) fn report_lines(info: &SnapshotInfo, report: &RestoreReport) -> Vec<String> {
+pub fn report_lines(info: &SnapshotInfo, report: &RestoreReport) -> Vec<String> {
     let id: String = info.id.0.chars().take(12).collect();
     let mut lines = Vec::new();
     if report.restored.is_empty() && report.removed.is_empty() {
@@ -128,7 +128,8 @@ pub(crate) fn report_lines(info: &SnapshotInfo, report: &RestoreReport) -> Vec<S
 }
 
 /// What a rewind did.
-pub(crate) enum Rewound {
+#[derive(Debug)]
+pub enum Rewound {
     /// No snapshot was named: the workspace's snapshots, oldest first (empty: none yet).
     Listed(Vec<SnapshotInfo>),
     /// The files are back as they were at this snapshot: it, and what the restore did.
@@ -137,103 +138,112 @@ pub(crate) enum Rewound {
 
 /// The snapshots of `snapshots`, or with `argument` (a number from the list, or an id) the
 /// files put back as they were at that snapshot: `keel rewind`, `/rewind` and ACP's
-/// `/rewind`. A snapshot that is not there is a usage error; a store that fails, a run error.
-pub(crate) fn list_or_restore(
+/// `/rewind`. `guard` sees the snapshots and the one chosen before anything is restored, and
+/// may refuse. A snapshot that is not there, or a refusal, is an invalid request; a store
+/// that fails, a failure.
+pub fn list_or_restore(
     snapshots: &impl Snapshots,
     argument: Option<&str>,
-) -> Result<Rewound, CliError> {
+    guard: impl Fn(&[SnapshotInfo], usize) -> Result<(), String>,
+) -> Result<Rewound, HostError> {
     let infos = snapshots
         .list()
-        .map_err(|err| CliError::Run(format!("cannot list snapshots: {err}")))?;
+        .map_err(|err| HostError::Failed(format!("cannot list snapshots: {err}")))?;
     let Some(argument) = argument else {
         return Ok(Rewound::Listed(infos));
     };
-    let info = find(&infos, argument).map_err(CliError::Usage)?.clone();
+    let info = find(&infos, argument).map_err(HostError::Invalid)?.clone();
+    let chosen = infos
+        .iter()
+        .position(|candidate| candidate.id == info.id)
+        .unwrap_or_default();
+    guard(&infos, chosen).map_err(HostError::Invalid)?;
     let report = snapshots
         .restore(&info.id.0)
-        .map_err(|err| CliError::Run(format!("cannot rewind: {err}")))?;
+        .map_err(|err| HostError::Failed(format!("cannot rewind: {err}")))?;
     Ok(Rewound::Restored(Box::new((info, report))))
 }
 
-/// [`list_or_restore`] off the async threads, for a session's snapshot store.
-pub(crate) async fn list_or_restore_async(
-    snapshots: std::sync::Arc<ShadowSnapshots>,
-    argument: Option<String>,
-) -> Result<Rewound, CliError> {
-    tokio::task::spawn_blocking(move || list_or_restore(snapshots.as_ref(), argument.as_deref()))
+/// The reason to refuse restoring snapshot `chosen` of `infos` for session `session`: a later
+/// snapshot was taken by one of the `live` sessions (other live sessions in the same
+/// workspace), so restoring would undo its edits; `None` when nothing stands in the way.
+pub fn undoes_other_sessions(
+    infos: &[SnapshotInfo],
+    chosen: usize,
+    session: &str,
+    live: &[String],
+) -> Option<String> {
+    let mut others: Vec<(&str, Vec<&str>)> = Vec::new();
+    for info in infos.iter().skip(chosen + 1) {
+        let by = info.point.session_id.as_str();
+        if by == session || !live.iter().any(|id| id == by) {
+            continue;
+        }
+        // The snapshot before a call of theirs: that call and what followed changed these.
+        let files: Vec<&str> = info.changed.iter().map(String::as_str).collect();
+        match others.iter_mut().find(|(id, _)| *id == by) {
+            Some((_, seen)) => seen.extend(files),
+            None => others.push((by, files)),
+        }
+    }
+    if others.is_empty() {
+        return None;
+    }
+    let named: Vec<String> = others
+        .into_iter()
+        .map(|(id, mut files)| {
+            files.sort_unstable();
+            files.dedup();
+            let short: String = id.chars().take(8).collect();
+            let shown: Vec<&str> = files.iter().copied().take(5).collect();
+            let more = files.len().saturating_sub(shown.len());
+            let mut text = format!("session {short} (live) changed {}", shown.join(", "));
+            if more > 0 {
+                text.push_str(&format!(" and {more} more"));
+            }
+            text
+        })
+        .collect();
+    Some(format!(
+        "not rewound: {} after that snapshot, and rewinding would undo it; end that session \
+         first, or rewind from it",
+        named.join("; ")
+    ))
+}
+
+impl SessionHost {
+    /// Session `id`'s workspace snapshots, or with `argument` (a number from the list, or an
+    /// id) the files put back as they were at that snapshot — refused when a later snapshot
+    /// was taken by another live session of this host in the same workspace (restoring would
+    /// undo its edits). Off the async threads.
+    pub async fn rewind(&self, id: &str, argument: Option<String>) -> Result<Rewound, HostError> {
+        let live = self.get(id)?;
+        let Some(snapshots) = live.coding().snapshots().cloned() else {
+            return Err(HostError::Invalid(SNAPSHOTS_OFF.to_owned()));
+        };
+        let others: Vec<String> = self
+            .neighbours(id, live.cwd())
+            .iter()
+            .map(|other| other.id().to_owned())
+            .collect();
+        let session = id.to_owned();
+        tokio::task::spawn_blocking(move || {
+            list_or_restore(snapshots.as_ref(), argument.as_deref(), |infos, chosen| {
+                match undoes_other_sessions(infos, chosen, &session, &others) {
+                    Some(reason) => Err(reason),
+                    None => Ok(()),
+                }
+            })
+        })
         .await
-        .map_err(|err| CliError::Run(format!("cannot rewind: {err}")))?
+        .map_err(|err| HostError::Failed(format!("cannot rewind: {err}")))?
+    }
 }
 
 /// What a session's `/rewind` says when the workspace has no snapshot yet.
-pub(crate) const NO_SNAPSHOTS: &str =
+pub const NO_SNAPSHOTS: &str =
     "no snapshots of this workspace yet; keel takes one before every call that may change files";
 
 /// What a session's `/rewind` says when snapshots are off.
-pub(crate) const SNAPSHOTS_OFF: &str =
+pub const SNAPSHOTS_OFF: &str =
     "snapshots are off ([snapshots] enabled = false, or the store failed)";
-
-/// The workspace `keel rewind` works on: `-C`, else the current directory.
-fn workspace(options: &Options) -> Result<PathBuf, CliError> {
-    crate::setup::existing_dir(&crate::setup::given_dir(options)?, "-C")
-}
-
-/// `keel rewind [ID] [--conversation]`.
-pub(crate) fn command(
-    options: &Options,
-    id: Option<String>,
-    conversation: bool,
-) -> Result<u8, CliError> {
-    let home = keel_home()?;
-    let workspace = workspace(options)?;
-    let config = crate::setup::load_config(options, &home, &workspace)?;
-    let snapshots = open(&home, &workspace, &config.snapshots).map_err(CliError::Run)?;
-    if id.is_none() && conversation {
-        return Err(CliError::Usage(
-            "--conversation needs a snapshot: keel rewind ID --conversation".into(),
-        ));
-    }
-    match list_or_restore(&snapshots, id.as_deref())? {
-        Rewound::Listed(infos) => {
-            if infos.is_empty() {
-                println!(
-                    "no snapshots of {} yet; keel takes one before every call that may change \
-                     files",
-                    workspace.display()
-                );
-            }
-            for line in list_lines(&infos) {
-                println!("{line}");
-            }
-        }
-        Rewound::Restored(restored) => {
-            let (info, report) = *restored;
-            for line in report_lines(&info, &report) {
-                println!("{line}");
-            }
-            if conversation {
-                println!("{}", rewind_conversation(&home, &info)?);
-            }
-        }
-    }
-    Ok(0)
-}
-
-/// Cuts the session that took `info` back to where that call's run began.
-fn rewind_conversation(home: &Path, info: &SnapshotInfo) -> Result<String, CliError> {
-    let session = &info.point.session_id;
-    if session.is_empty() {
-        return Err(CliError::Usage(
-            "that snapshot was not taken during a session, so there is no conversation to rewind"
-                .into(),
-        ));
-    }
-    crate::setup::session_store(home)
-        .rewind(session, info.point.history_len)
-        .map_err(|err| CliError::Run(format!("cannot rewind the conversation: {err}")))?;
-    Ok(format!(
-        "rewound session {session} to its first {} messages (`keel resume {session}` goes on \
-         from there)",
-        info.point.history_len
-    ))
-}

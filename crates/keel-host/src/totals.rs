@@ -1,12 +1,12 @@
-//! `/cost`: tokens and dollars spent since keel started, by provider when more than one served
-//! the calls (a tier on a local server).
+//! The cost meter: tokens and dollars a session spent, by provider when more than one served
+//! the calls (a tier on a local server): what `/cost` shows.
 
-use keel_engine::CostByProvider;
-use keel_provider::Usage;
+use keel::engine::CostByProvider;
+use keel::provider::Usage;
 
 /// Tokens and cost added up over runs and compactions.
 #[derive(Debug, Clone, Default, PartialEq)]
-pub(crate) struct Totals {
+pub struct Totals {
     usage: Usage,
     /// The cost of the calls whose price is known.
     known_usd: f64,
@@ -21,12 +21,7 @@ pub(crate) struct Totals {
 impl Totals {
     /// Adds a run's or a compaction's usage and cost (`None`: its model's price is unknown),
     /// and the same by provider.
-    pub(crate) fn add(
-        &mut self,
-        usage: &Usage,
-        cost_usd: Option<f64>,
-        by_provider: &CostByProvider,
-    ) {
+    pub fn add(&mut self, usage: &Usage, cost_usd: Option<f64>, by_provider: &CostByProvider) {
         self.by_provider.merge(by_provider);
         self.usage.add(usage);
         self.count += 1;
@@ -37,7 +32,7 @@ impl Totals {
     }
 
     /// One line for `/cost`.
-    pub(crate) fn summary(&self) -> String {
+    pub fn summary(&self) -> String {
         let usage = &self.usage;
         let mut tokens = format!(
             "tokens: {} input, {} output",
@@ -71,7 +66,7 @@ impl Totals {
 }
 
 /// `anthropic: 200 in / 40 out, $0.0012; local: 900 in / 30 out, cost unknown`.
-pub(crate) fn by_provider_text(costs: &CostByProvider) -> String {
+pub fn by_provider_text(costs: &CostByProvider) -> String {
     costs
         .iter()
         .map(|(name, cost)| {

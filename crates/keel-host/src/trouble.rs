@@ -2,28 +2,15 @@
 //! retried ("retrying in 4.0 s (overloaded) · 2/4"), and, when the retries run out, what to
 //! check: the variable holding the key, or where the base URL came from.
 
-use keel_engine::{FailureKind, Stop};
-use keel_provider::ProviderError;
+use keel::engine::{FailureKind, Stop};
+use keel::provider::ProviderError;
 
 use crate::render::human_duration;
-
-/// Where the provider's settings came from, to name in a failure's hint.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct ProviderOrigin {
-    /// The variable the key is read from (`ANTHROPIC_API_KEY`, a config's `api_key_env`).
-    pub key_var: String,
-    /// The base URL requests go to.
-    pub base_url: String,
-    /// What set the base URL (`--base-url`, `OPENAI_BASE_URL`, a config table); `None` when
-    /// it is the provider's default.
-    pub url_from: Option<String>,
-    /// The variable that would move the base URL (`ANTHROPIC_BASE_URL`, `OPENAI_BASE_URL`).
-    pub url_var: &'static str,
-}
+use keel_config::ProviderOrigin;
 
 /// The status line for retry `attempt` of `max_attempts`, made after `wait` because of
 /// `error`: `retrying in 4.0 s (overloaded) · 2/4`.
-pub(crate) fn retry_status(
+pub fn retry_status(
     attempt: u32,
     max_attempts: u32,
     wait: std::time::Duration,
@@ -77,7 +64,7 @@ fn transport_reason(message: &str) -> &'static str {
 
 /// After a run that failed because its model call did: one line saying what to check, or
 /// `None` when the failure was not the provider's (or its message says all there is).
-pub(crate) fn failure_hint(stop: &Stop, origin: &ProviderOrigin) -> Option<String> {
+pub fn failure_hint(stop: &Stop, origin: &ProviderOrigin) -> Option<String> {
     let Stop::Failed(failure) = stop else {
         return None;
     };
@@ -135,7 +122,7 @@ fn shown_url(url: &str) -> String {
 mod tests {
     use std::time::Duration;
 
-    use keel_engine::RunFailure;
+    use keel::engine::RunFailure;
 
     use super::*;
 

@@ -4,18 +4,18 @@
 
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex};
+use std::sync::Mutex;
 
 use agent_client_protocol::v1::schema::{
     PermissionOption, PermissionOptionKind, ReadTextFileRequest, RequestPermissionOutcome,
     RequestPermissionRequest, SessionNotification, SessionUpdate, ToolCallStatus, ToolCallUpdate,
     ToolCallUpdateFields, WriteTextFileRequest,
 };
-use keel_engine::{ApprovalRequest, ApprovalScope, Approver, Decision, ScopePattern};
-use keel_tool::EditorFiles;
+use keel::engine::{ApprovalRequest, ApprovalScope, Approver, Decision, ScopePattern};
+use keel::tool::EditorFiles;
+use keel_host::acp::{Announced, kind, title, tool_call};
 
 use super::Connection;
-use super::updates::{Announced, kind, title, tool_call};
 
 /// The permission options keel offers, by id.
 const ALLOW_ONCE: &str = "allow_once";
@@ -29,8 +29,8 @@ const REJECT_ALWAYS: &str = "reject_always";
 /// without asking.
 pub(super) struct ClientApprover {
     connection: Connection,
-    /// The session's id, known once the session exists (after this approver is made).
-    session_id: Arc<Mutex<String>>,
+    /// The session's id.
+    session_id: String,
     /// The session's directory, which the calls' paths are relative to.
     cwd: PathBuf,
     /// The calls shown to the client before their question.
@@ -39,12 +39,12 @@ pub(super) struct ClientApprover {
 }
 
 impl ClientApprover {
-    /// An approver asking through `connection` for the session in `cwd` whose id
-    /// `session_id` will hold; each call asked about is first shown to the client as a
-    /// `pending` tool call, and noted in `announced`.
+    /// An approver asking through `connection` for session `session_id` in `cwd`; each
+    /// call asked about is first shown to the client as a `pending` tool call, and noted in
+    /// `announced`.
     pub(super) fn new(
         connection: Connection,
-        session_id: Arc<Mutex<String>>,
+        session_id: String,
         cwd: PathBuf,
         announced: Announced,
     ) -> Self {
@@ -73,11 +73,7 @@ impl Approver for ClientApprover {
                 "the user rejected {scope} for the rest of this session"
             ));
         }
-        let session_id = self
-            .session_id
-            .lock()
-            .map(|id| id.clone())
-            .unwrap_or_default();
+        let session_id = self.session_id.clone();
         // The call as the client will show it while the question is open.
         let call = tool_call(
             request.call_id.clone(),

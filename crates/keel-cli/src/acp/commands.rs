@@ -8,11 +8,11 @@ use agent_client_protocol::v1::schema::{
     AvailableCommand, AvailableCommandInput, AvailableCommandsUpdate, SessionUpdate,
     UnstructuredCommandInput,
 };
-use keel_engine::{CompactionError, Session};
+use keel::engine::CompactionError;
+use keel_host::rewind::{self, Rewound};
 
 use super::AcpSession;
-use crate::delegates::Listings;
-use crate::rewind;
+use keel_host::report::delegates::Listings;
 
 /// The commands offered: name, what it does, and the hint for its argument if it takes one.
 const COMMANDS: &[(&str, &str, Option<&str>)] = &[
@@ -79,27 +79,17 @@ pub(super) fn parse(prompt: &str) -> Option<(&'static str, Option<String>)> {
 }
 
 /// Runs command `name` in `acp`'s session; the text to show.
-pub(super) async fn run(
-    acp: &AcpSession,
-    session: &mut Session,
-    name: &str,
-    argument: Option<String>,
-) -> String {
+pub(super) async fn run(acp: &AcpSession, name: &str, argument: Option<String>) -> String {
     let lines = match name {
-        "compact" => vec![compact(acp, session).await],
+        "compact" => vec![compact(acp).await],
         "context" => {
-            let tools = acp.coding.agent().tools().definitions();
-            crate::repl::status::context_lines(session, &tools)
+            let tools = acp.live.coding().agent().tools().definitions();
+            keel_host::report::status::context_lines(&*acp.live.session().await, &tools)
         }
-        "cost" => vec![
-            acp.totals
-                .lock()
-                .map(|totals| totals.summary())
-                .unwrap_or_default(),
-        ],
+        "cost" => vec![acp.live.totals().summary()],
         "rewind" => rewind(acp, argument).await,
-        "mcp" => crate::mcp::session_lines(&acp.setup),
-        "agents" | "skills" | "tasks" => match acp.coding.delegates() {
+        "mcp" => keel_host::report::mcp::session_lines(&acp.settings),
+        "agents" | "skills" | "tasks" => match acp.live.coding().delegates() {
             None => vec!["delegation is off (--no-delegation)".to_owned()],
             Some(delegates) => match (name, argument) {
                 ("agents", _) => delegates.agent_lines(),
@@ -116,12 +106,12 @@ pub(super) async fn run(
 }
 
 /// `/compact`.
-async fn compact(acp: &AcpSession, session: &mut Session) -> String {
-    match session.compact_now().await {
+async fn compact(acp: &AcpSession) -> String {
+    let compacted = acp.live.session().await.compact_now().await;
+    match compacted {
         Ok(done) => {
-            if let Ok(mut totals) = acp.totals.lock() {
-                totals.add(&done.usage, done.cost_usd, &done.cost_by_provider);
-            }
+            acp.live
+                .add_spent(&done.usage, done.cost_usd, &done.cost_by_provider);
             format!(
                 "compacted the conversation: ~{} → ~{} tokens",
                 done.before_tokens, done.after_tokens
@@ -135,15 +125,10 @@ async fn compact(acp: &AcpSession, session: &mut Session) -> String {
 /// `/rewind [N]`: the snapshots, or the files put back as they were at snapshot N (the
 /// conversation stays as it is).
 async fn rewind(acp: &AcpSession, argument: Option<String>) -> Vec<String> {
-    let Some(snapshots) = acp.coding.snapshots().cloned() else {
-        return vec![rewind::SNAPSHOTS_OFF.to_owned()];
-    };
-    match rewind::list_or_restore_async(snapshots, argument).await {
-        Ok(rewind::Rewound::Listed(infos)) if infos.is_empty() => {
-            vec![rewind::NO_SNAPSHOTS.to_owned()]
-        }
-        Ok(rewind::Rewound::Listed(infos)) => rewind::list_lines(&infos),
-        Ok(rewind::Rewound::Restored(restored)) => rewind::report_lines(&restored.0, &restored.1),
+    match acp.host.rewind(&acp.live.id(), argument).await {
+        Ok(Rewound::Listed(infos)) if infos.is_empty() => vec![rewind::NO_SNAPSHOTS.to_owned()],
+        Ok(Rewound::Listed(infos)) => rewind::list_lines(&infos),
+        Ok(Rewound::Restored(restored)) => rewind::report_lines(&restored.0, &restored.1),
         Err(err) => vec![err.to_string()],
     }
 }

@@ -18,7 +18,6 @@
 
 mod client;
 mod commands;
-mod updates;
 
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -29,38 +28,60 @@ use agent_client_protocol::v1::schema::{
     AgentCapabilities, CancelNotification, CurrentModeUpdate, Implementation, InitializeRequest,
     InitializeResponse, LoadSessionRequest, LoadSessionResponse, McpCapabilities, McpServer,
     NewSessionRequest, NewSessionResponse, PromptCapabilities, PromptRequest, PromptResponse,
-    SessionMode, SessionModeState, SessionUpdate, SetSessionModeRequest, SetSessionModeResponse,
-    StopReason,
+    SessionMode, SessionModeState, SessionNotification, SessionUpdate, SetSessionModeRequest,
+    SetSessionModeResponse, StopReason,
 };
 use agent_client_protocol::{Agent, Client, Stdio};
-use futures::StreamExt;
-use keel::CodingAgent;
+use keel::RunEvent;
 use keel::mcp::{HttpServer, McpServerConfig, McpTransport, StdioServer};
-use keel_engine::{CancelHandle, Hooks, Session};
+use keel_config::{LiveMode, SessionChoice, Settings, Surface};
+use keel_host::acp::{Announced, TurnUpdates, prompt_content, stop_reason};
+use keel_host::{
+    ConfiguredSessions, HostEvent, LiveSession, Opening, Ownership, SessionHost, Subscription,
+    TaskWait,
+};
 
-use crate::approve::{LiveMode, ModeApprover, ModeSwitch};
 use crate::cli::Options;
-use crate::exec::progress;
-use crate::repl::totals::Totals;
-use crate::setup::{CliError, Mode, SessionChoice, Setup};
+use crate::error::CliError;
+use crate::print::progress;
 use client::{ClientApprover, ClientFiles};
-use updates::{Announced, TurnUpdates, Updates, prompt_content, stop_reason};
 
 type Connection = ConnectionTo<Client>;
 
-/// One ACP session: keel's agent and session, how to cancel its turn, its approval mode and
-/// what it has spent.
+/// One ACP session: the host's live session, the owner's subscription (its events become
+/// the client's updates), the settings it was built from, and the calls shown to the client
+/// before a permission question.
 struct AcpSession {
-    /// The agent: its tools, delegates, snapshots and MCP servers live with it.
-    coding: CodingAgent,
-    /// How the session was set up (its MCP servers, for `/mcp`).
-    setup: Setup,
-    session: tokio::sync::Mutex<Session>,
-    cancel: CancelHandle,
-    mode: ModeSwitch,
-    totals: Mutex<Totals>,
-    /// The calls shown to the client before a permission question.
+    /// The host of the connection's sessions (a rewind checks the others).
+    host: SessionHost,
+    live: LiveSession,
+    owner: tokio::sync::Mutex<Subscription>,
+    settings: Arc<Settings>,
     announced: Announced,
+}
+
+/// Sends `session/update`s for one session.
+struct Updates<'a> {
+    connection: &'a Connection,
+    session_id: &'a str,
+}
+
+impl<'a> Updates<'a> {
+    /// Updates of session `session_id`.
+    fn new(connection: &'a Connection, session_id: &'a str) -> Self {
+        Self {
+            connection,
+            session_id,
+        }
+    }
+
+    /// Sends `update`; a client gone away is logged, not an error of the turn.
+    fn send(&self, update: SessionUpdate) {
+        let notification = SessionNotification::new(self.session_id.to_owned(), update);
+        if let Err(err) = self.connection.send_notification(notification) {
+            tracing::warn!("session/update not sent: {err}");
+        }
+    }
 }
 
 /// The session modes a client may choose (`session/set_mode`): keel's approval modes.
@@ -81,8 +102,6 @@ fn mode_state(current: LiveMode) -> SessionModeState {
             .collect::<Vec<_>>(),
     )
 }
-
-type Sessions = Arc<Mutex<HashMap<String, Arc<AcpSession>>>>;
 
 /// What the client said it offers in `initialize`: reading and writing its files.
 #[derive(Debug, Clone, Copy, Default)]
@@ -112,37 +131,41 @@ async fn prompt(
     session_id: &str,
     acp: &AcpSession,
     text: String,
-    images: Vec<keel_provider::ContentBlock>,
+    images: Vec<keel::provider::ContentBlock>,
 ) -> StopReason {
-    let mut session = acp.session.lock().await;
-    session.set_permission_mode(acp.mode.claude_name());
-    let cwd = session.cwd().to_path_buf();
-    let updates = Updates::new(connection, session_id, &cwd);
+    let updates = Updates::new(connection, session_id);
     if let Some((name, argument)) = commands::parse(&text) {
-        let shown = commands::run(acp, &mut session, name, argument).await;
-        updates.message(shown);
+        let shown = commands::run(acp, name, argument).await;
+        updates.send(keel_host::acp::message(shown));
         return StopReason::EndTurn;
     }
-    let mut turn = TurnUpdates::new(updates, &acp.announced);
-    {
-        let mut content = Vec::with_capacity(1 + images.len());
-        if !text.is_empty() {
-            content.push(keel_provider::ContentBlock::text(text));
+    let mut content = Vec::with_capacity(1 + images.len());
+    if !text.is_empty() {
+        content.push(keel::provider::ContentBlock::text(text));
+    }
+    content.extend(images);
+    let mut owner = acp.owner.lock().await;
+    let turn = match acp.live.start_turn(content, TaskWait::Leave) {
+        Ok(turn) => turn.number,
+        Err(err) => {
+            updates.send(keel_host::acp::message(err.to_string()));
+            return StopReason::EndTurn;
         }
-        content.extend(images);
-        let events = session.run_streaming_content(content);
-        futures::pin_mut!(events);
-        while let Some(event) = events.next().await {
-            turn.event(event);
+    };
+    let mut turn_updates = TurnUpdates::new(acp.live.cwd(), acp.announced.clone());
+    while let Some(event) = owner.next().await {
+        match event {
+            HostEvent::Run(RunEvent::Agent(event)) => {
+                if let Some(update) = turn_updates.event(event) {
+                    updates.send(update);
+                }
+            }
+            HostEvent::TurnEnded { turn: ended, .. } if ended == turn => break,
+            _ => {}
         }
     }
-    match turn.outcome {
-        Some(outcome) => {
-            if let Ok(mut totals) = acp.totals.lock() {
-                totals.add(&outcome.usage, outcome.cost_usd, &outcome.cost_by_provider);
-            }
-            stop_reason(&outcome.stop)
-        }
+    match turn_updates.outcome {
+        Some(outcome) => stop_reason(&outcome.stop),
         None => StopReason::EndTurn,
     }
 }
@@ -197,8 +220,10 @@ fn client_mcp_servers(servers: Vec<McpServer>) -> Result<Vec<McpServerConfig>, C
 /// A new keel session in `cwd`, as `keel exec` would make it there, with the client's MCP
 /// servers started beside the configured ones (a client's server replaces a configured one of
 /// the same name; one that does not start is logged on stderr), and the client's files behind
-/// the file tools where it offers them.
+/// the file tools where it offers them. Gated calls ask the client, in the mode the client
+/// picks (ask by default).
 async fn new_session(
+    host: &SessionHost,
     options: &Options,
     cwd: PathBuf,
     mcp_servers: Vec<McpServer>,
@@ -208,88 +233,145 @@ async fn new_session(
 ) -> Result<(String, AcpSession), CliError> {
     let mut options = options.clone();
     options.cwd = Some(cwd);
-    let mut setup = Setup::resolve(&options, Mode::Exec, &choice)?;
+    let mut settings = options.settings(Surface::Headless, &choice)?;
     for server in client_mcp_servers(mcp_servers)? {
-        setup.add_mcp_server(server);
+        settings.add_mcp_server(server);
     }
-    for line in setup.start_mcp_servers().await {
+    for line in settings.start_mcp_servers().await {
         progress(&format!("keel: {line}"));
     }
-    let id = Arc::new(Mutex::new(String::new()));
+    settings.ask_served_context().await;
+    let settings = Arc::new(settings);
+    let sessions = ConfiguredSessions::new(settings.clone()).mode(LiveMode::Ask);
+    let opened = host
+        .open(&sessions, &Opening::of(&choice), Ownership::default())
+        .await?;
+    let (live, owner) = (opened.session, opened.owner);
+    let session_id = live.id().to_owned();
     let announced = Announced::default();
     let asker = ClientApprover::new(
         connection.clone(),
-        id.clone(),
-        setup.cwd.clone(),
+        session_id.clone(),
+        live.cwd().to_path_buf(),
         announced.clone(),
     );
-    // Gated calls ask the client, in the mode the client picks (ask by default).
-    let approver = ModeApprover::asking(LiveMode::Ask, Arc::new(asker));
-    let mode = approver.switch();
-    setup.ask_served_context().await;
-    let coding = setup.agent(approver, Hooks::new())?;
-    crate::exec::print_context_notes(&coding, "");
-    let mut session = setup.session(coding.agent(), &choice)?;
-    let session_id = session.id().to_owned();
-    if let Ok(mut slot) = id.lock() {
-        slot.clone_from(&session_id);
-    }
+    live.answer_with(&owner, Arc::new(asker))?;
+    crate::context_notes::print_context_notes(live.coding(), "");
     if let Some(files) =
         ClientFiles::offered(connection, session_id.clone(), offers.reads, offers.writes)
     {
-        session.set_editor_files(Arc::new(files));
+        live.session().await.set_editor_files(Arc::new(files));
     }
-    let cancel = session.cancel_handle();
     Ok((
         session_id,
         AcpSession {
-            coding,
-            setup,
-            session: tokio::sync::Mutex::new(session),
-            cancel,
-            mode,
-            totals: Mutex::default(),
+            host: host.clone(),
+            live,
+            owner: tokio::sync::Mutex::new(owner),
+            settings,
             announced,
         },
     ))
-}
-
-/// The session `id`, or the error reply naming it.
-fn find(sessions: &Sessions, id: &str) -> Result<Arc<AcpSession>, agent_client_protocol::Error> {
-    sessions
-        .lock()
-        .ok()
-        .and_then(|map| map.get(id).cloned())
-        .ok_or_else(|| {
-            agent_client_protocol::Error::invalid_params().data(format!("no session {id}"))
-        })
 }
 
 fn invalid(err: impl std::fmt::Display) -> agent_client_protocol::Error {
     agent_client_protocol::Error::invalid_params().data(err.to_string())
 }
 
+/// keel's side of one ACP connection: its sessions in one session host, and what the client
+/// said it offers.
+struct AcpAgent {
+    host: SessionHost,
+    sessions: Mutex<HashMap<String, Arc<AcpSession>>>,
+    offers: Mutex<ClientOffers>,
+    options: Options,
+}
+
+impl AcpAgent {
+    /// The session `id`, or the error reply naming it.
+    fn find(&self, id: &str) -> Result<Arc<AcpSession>, agent_client_protocol::Error> {
+        self.sessions
+            .lock()
+            .ok()
+            .and_then(|map| map.get(id).cloned())
+            .ok_or_else(|| {
+                agent_client_protocol::Error::invalid_params().data(format!("no session {id}"))
+            })
+    }
+
+    /// Opens the session `choice` names in `cwd` and keeps it.
+    async fn open(
+        &self,
+        cwd: PathBuf,
+        mcp_servers: Vec<McpServer>,
+        choice: SessionChoice,
+        connection: &Connection,
+    ) -> Result<Arc<AcpSession>, CliError> {
+        let offers = self.offers.lock().map(|o| *o).unwrap_or_default();
+        let (id, session) = new_session(
+            &self.host,
+            &self.options,
+            cwd,
+            mcp_servers,
+            choice,
+            connection.clone(),
+            offers,
+        )
+        .await?;
+        let session = Arc::new(session);
+        if let Ok(mut map) = self.sessions.lock() {
+            map.insert(id, session.clone());
+        }
+        Ok(session)
+    }
+
+    /// `session/set_mode`: the session's approval mode, and the client told.
+    fn set_mode(
+        &self,
+        request: &SetSessionModeRequest,
+        connection: &Connection,
+    ) -> Result<SetSessionModeResponse, agent_client_protocol::Error> {
+        let id = request.session_id.0.to_string();
+        let session = self.find(&id)?;
+        let Some(mode) = LiveMode::named(&request.mode_id.0).filter(|mode| MODES.contains(mode))
+        else {
+            return Err(invalid(format!(
+                "no mode {:?}; the modes are {}",
+                &*request.mode_id.0,
+                MODES.map(LiveMode::name).join(", ")
+            )));
+        };
+        session.live.set_mode(mode);
+        Updates::new(connection, &id).send(SessionUpdate::CurrentModeUpdate(
+            CurrentModeUpdate::new(mode.name()),
+        ));
+        Ok(SetSessionModeResponse::new())
+    }
+}
+
 /// Runs `keel acp` until the client closes stdin; returns the exit code.
 pub(crate) async fn run(options: &Options) -> Result<u8, CliError> {
-    let sessions: Sessions = Arc::default();
-    let offers: Arc<Mutex<ClientOffers>> = Arc::default();
-    let (for_new, for_prompt, for_cancel, for_mode, for_load) = (
-        sessions.clone(),
-        sessions.clone(),
-        sessions.clone(),
-        sessions.clone(),
-        sessions,
+    let agent = Arc::new(AcpAgent {
+        host: SessionHost::default(),
+        sessions: Mutex::default(),
+        offers: Mutex::default(),
+        options: options.clone(),
+    });
+    let (for_init, for_new, for_prompt, for_load, for_mode, for_cancel) = (
+        agent.clone(),
+        agent.clone(),
+        agent.clone(),
+        agent.clone(),
+        agent.clone(),
+        agent,
     );
-    let (offers_init, offers_new, offers_load) = (offers.clone(), offers.clone(), offers);
-    let options = options.clone();
-    let load_options = options.clone();
     let served = Agent
         .v1()
         .name("keel")
         .on_receive_request(
             async move |initialize: InitializeRequest, responder, _cx| {
                 let fs = &initialize.client_capabilities.fs;
-                if let Ok(mut offers) = offers_init.lock() {
+                if let Ok(mut offers) = for_init.offers.lock() {
                     *offers = ClientOffers {
                         reads: fs.read_text_file,
                         writes: fs.write_text_file,
@@ -301,26 +383,16 @@ pub(crate) async fn run(options: &Options) -> Result<u8, CliError> {
         )
         .on_receive_request(
             async move |request: NewSessionRequest, responder, cx| {
-                let offers = offers_new.lock().map(|o| *o).unwrap_or_default();
-                match new_session(
-                    &options,
-                    request.cwd,
-                    request.mcp_servers,
-                    SessionChoice::New,
-                    cx.clone(),
-                    offers,
-                )
-                .await
-                {
-                    Ok((id, session)) => {
-                        let cwd = session.setup.cwd.clone();
-                        if let Ok(mut map) = for_new.lock() {
-                            map.insert(id.clone(), Arc::new(session));
-                        }
+                let opened = for_new
+                    .open(request.cwd, request.mcp_servers, SessionChoice::New, &cx)
+                    .await;
+                match opened {
+                    Ok(session) => {
+                        let id = session.live.id().to_owned();
                         let reply = responder.respond(
                             NewSessionResponse::new(id.clone()).modes(mode_state(LiveMode::Ask)),
                         );
-                        Updates::new(&cx, &id, &cwd).send(commands::available());
+                        Updates::new(&cx, &id).send(commands::available());
                         reply
                     }
                     Err(err) => responder.respond_with_error(invalid(err)),
@@ -331,7 +403,7 @@ pub(crate) async fn run(options: &Options) -> Result<u8, CliError> {
         .on_receive_request(
             async move |request: PromptRequest, responder, cx| {
                 let session_id = request.session_id.0.to_string();
-                let session = match find(&for_prompt, &session_id) {
+                let session = match for_prompt.find(&session_id) {
                     Ok(session) => session,
                     Err(err) => return responder.respond_with_error(err),
                 };
@@ -349,28 +421,24 @@ pub(crate) async fn run(options: &Options) -> Result<u8, CliError> {
         )
         .on_receive_request(
             async move |request: LoadSessionRequest, responder, cx| {
-                let offers = offers_load.lock().map(|o| *o).unwrap_or_default();
                 let id = request.session_id.0.to_string();
-                match new_session(
-                    &load_options,
-                    request.cwd,
-                    request.mcp_servers,
-                    SessionChoice::Resume(id),
-                    cx.clone(),
-                    offers,
-                )
-                .await
-                {
-                    Ok((id, session)) => {
-                        {
-                            let history = session.session.lock().await;
-                            let updates = Updates::new(&cx, &id, history.cwd());
-                            updates.replay(history.history());
-                            updates.send(commands::available());
+                let opened = for_load
+                    .open(
+                        request.cwd,
+                        request.mcp_servers,
+                        SessionChoice::Resume(id),
+                        &cx,
+                    )
+                    .await;
+                match opened {
+                    Ok(session) => {
+                        let id = session.live.id();
+                        let updates = Updates::new(&cx, &id);
+                        let history = session.live.session().await.history().to_vec();
+                        for update in keel_host::acp::replay(&history, session.live.cwd()) {
+                            updates.send(update);
                         }
-                        if let Ok(mut map) = for_load.lock() {
-                            map.insert(id, Arc::new(session));
-                        }
+                        updates.send(commands::available());
                         responder
                             .respond(LoadSessionResponse::new().modes(mode_state(LiveMode::Ask)))
                     }
@@ -380,35 +448,19 @@ pub(crate) async fn run(options: &Options) -> Result<u8, CliError> {
             agent_client_protocol::on_receive_request!(),
         )
         .on_receive_request(
-            async move |request: SetSessionModeRequest, responder, cx| {
-                let id = request.session_id.0.to_string();
-                let session = match find(&for_mode, &id) {
-                    Ok(session) => session,
-                    Err(err) => return responder.respond_with_error(err),
-                };
-                let Some(mode) =
-                    LiveMode::named(&request.mode_id.0).filter(|mode| MODES.contains(mode))
-                else {
-                    return responder.respond_with_error(invalid(format!(
-                        "no mode {:?}; the modes are {}",
-                        &*request.mode_id.0,
-                        MODES.map(LiveMode::name).join(", ")
-                    )));
-                };
-                session.mode.set(mode);
-                let reply = responder.respond(SetSessionModeResponse::new());
-                Updates::new(&cx, &id, &session.setup.cwd).send(SessionUpdate::CurrentModeUpdate(
-                    CurrentModeUpdate::new(mode.name()),
-                ));
-                reply
+            async move |request: SetSessionModeRequest, responder, cx| match for_mode
+                .set_mode(&request, &cx)
+            {
+                Ok(reply) => responder.respond(reply),
+                Err(err) => responder.respond_with_error(err),
             },
             agent_client_protocol::on_receive_request!(),
         )
         .on_receive_notification(
             async move |notification: CancelNotification, _cx| {
                 let id = notification.session_id.0.to_string();
-                if let Ok(session) = find(&for_cancel, &id) {
-                    session.cancel.cancel();
+                if let Ok(session) = for_cancel.find(&id) {
+                    session.live.cancel();
                 }
                 Ok(())
             },

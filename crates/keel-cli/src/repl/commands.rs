@@ -6,12 +6,12 @@ use keel_sandbox::GitSession;
 use super::view::printable;
 use super::worktree;
 use super::{Flow, Repl};
-use crate::approve::LiveMode;
-use crate::delegates::{Listings, report_lines};
-use crate::rewind;
 use crate::sessions;
-use crate::setup::SessionChoice;
 use keel::Delegates;
+use keel_config::LiveMode;
+use keel_config::SessionChoice;
+use keel_host::report::delegates::{Listings, report_lines};
+use keel_host::rewind::{self, Rewound};
 use tokio_util::sync::CancellationToken;
 
 /// How many sessions `/sessions` lists.
@@ -166,16 +166,19 @@ impl Repl {
             Command::Undo => self.undo(),
             Command::Rewind(argument) => self.rewind(argument).await,
             Command::Diff => self.diff(),
-            Command::Cost => self.view.line(&self.totals.summary()),
+            Command::Cost => self.view.line(&self.live.totals().summary()),
             Command::Last => super::pager::show_last(&self.view).await,
             Command::Compact => self.compact().await,
             Command::Clear => self.clear().await,
-            Command::Model(None) => self.view.line(&format!("model: {}", self.session.model())),
+            Command::Model(None) => {
+                let model = self.live.session().await.model().to_owned();
+                self.view.line(&format!("model: {model}"));
+            }
             Command::Model(Some(name)) => self.switch_model(name).await,
             Command::Context => {
-                let tools = self.coding.agent().tools().definitions();
-                self.view
-                    .lines(&super::status::context_lines(&self.session, &tools));
+                let tools = self.live.coding().agent().tools().definitions();
+                let lines = super::status::context_lines(&*self.live.session().await, &tools);
+                self.view.lines(&lines);
             }
             Command::Mode(argument) => self.set_mode(argument.as_deref()),
             Command::Sessions => self.sessions(),
@@ -187,7 +190,7 @@ impl Repl {
             Command::Tasks => self.list(Delegates::task_lines),
             Command::Mcp => self.mcp(),
             Command::Memory => {
-                let report = self.coding.memory().to_string();
+                let report = self.live.coding().memory().to_string();
                 let lines: Vec<String> = report.lines().map(printable).collect();
                 self.view.lines(&lines);
             }
@@ -234,18 +237,14 @@ impl Repl {
     /// `/rewind`: this workspace's snapshots, newest last; `/rewind N`: the files put back as
     /// they were at snapshot N.
     async fn rewind(&mut self, argument: Option<String>) {
-        let Some(snapshots) = self.coding.snapshots().cloned() else {
-            self.view.error(rewind::SNAPSHOTS_OFF);
-            return;
-        };
-        let info = match rewind::list_or_restore_async(snapshots, argument).await {
-            Ok(rewind::Rewound::Listed(infos)) if infos.is_empty() => {
+        let info = match self.host.rewind(&self.live.id(), argument).await {
+            Ok(Rewound::Listed(infos)) if infos.is_empty() => {
                 return self.view.notice(rewind::NO_SNAPSHOTS);
             }
-            Ok(rewind::Rewound::Listed(infos)) => {
+            Ok(Rewound::Listed(infos)) => {
                 return self.view.lines(&rewind::list_lines(&infos));
             }
-            Ok(rewind::Rewound::Restored(restored)) => {
+            Ok(Rewound::Restored(restored)) => {
                 let (info, report) = *restored;
                 self.view.lines(&rewind::report_lines(&info, &report));
                 info
@@ -253,7 +252,7 @@ impl Repl {
             Err(err) => return self.view.error(&err.to_string()),
         };
         // The conversation too, when the snapshot was taken in this session.
-        if info.point.session_id != self.session.id() {
+        if info.point.session_id != self.live.id() {
             return;
         }
         let ask = self.input.ask_fn(self.view.clone());
@@ -267,7 +266,8 @@ impl Repl {
         if !yes {
             return;
         }
-        match self.session.rewind_to(info.point.history_len) {
+        let rewound = self.live.session().await.rewind_to(info.point.history_len);
+        match rewound {
             Ok(()) => self.view.notice(&format!(
                 "the conversation is back to its first {} messages",
                 info.point.history_len
@@ -280,7 +280,7 @@ impl Repl {
 
     /// `/undo`: the last commit of this session off the branch, its changes staged.
     fn undo(&self) {
-        let undone = GitSession::new(&self.setup.cwd, self.session.id())
+        let undone = GitSession::new(&self.settings.cwd, self.live.id())
             .and_then(|git| git.undo_last_commit());
         match undone {
             Ok(undone) => self.view.line(&format!(
@@ -294,8 +294,9 @@ impl Repl {
     /// `/diff`: the work tree against where the session started: its first snapshot, else
     /// `HEAD` as it was when the session began.
     fn diff(&self) {
-        let snapshots = self.coding.snapshots().map(|s| s.as_ref());
-        let first = match snapshots.map(|s| worktree::first_snapshot(s, self.session.id())) {
+        let snapshots = self.live.coding().snapshots().map(|s| s.as_ref());
+        let session = self.live.id();
+        let first = match snapshots.map(|s| worktree::first_snapshot(s, &session)) {
             Some(Ok(first)) => first,
             Some(Err(err)) => {
                 self.view.error(&format!("no diff: {err}"));
@@ -311,7 +312,7 @@ impl Repl {
                 return;
             }
         };
-        match worktree::diff_lines(self.view.style(), &self.setup.cwd, baseline, snapshots) {
+        match worktree::diff_lines(self.view.style(), &self.settings.cwd, baseline, snapshots) {
             Ok(lines) if lines.is_empty() => self.view.notice(&format!(
                 "no changes since the session started ({})",
                 baseline.label
@@ -330,23 +331,25 @@ impl Repl {
     /// `/compact`: older turns summarized now; Ctrl-C cancels it.
     async fn compact(&mut self) {
         self.view.spin("compacting…");
-        let cancel = self.session.cancel_handle();
+        let live = self.live.clone();
+        let mut engine = self.live.session().await;
         let result = {
-            let compaction = self.session.compact_now();
+            let compaction = engine.compact_now();
             futures::pin_mut!(compaction);
             tokio::select! {
                 result = &mut compaction => result,
                 _ = crate::signals::interrupted() => {
-                    cancel.cancel();
+                    live.cancel();
                     compaction.await
                 }
             }
         };
+        drop(engine);
         self.view.stop_spinner();
         match result {
             Ok(done) => {
-                self.totals
-                    .add(&done.usage, done.cost_usd, &done.cost_by_provider);
+                self.live
+                    .add_spent(&done.usage, done.cost_usd, &done.cost_by_provider);
                 self.view.notice(&format!(
                     "compacted the conversation: ~{} → ~{} tokens",
                     done.before_tokens, done.after_tokens
@@ -359,18 +362,22 @@ impl Repl {
 
     /// `/clear`: a new session of the same agent, with the current model.
     async fn clear(&mut self) {
-        let model = self.session.model().to_owned();
-        match self.setup.session(self.coding.agent(), &SessionChoice::New) {
+        let model = self.live.session().await.model().to_owned();
+        match self
+            .settings
+            .session(self.live.coding().agent(), &SessionChoice::New)
+        {
             Ok(mut session) => {
                 self.end_session(SessionEndReason::Clear).await;
                 session.set_model(model);
                 session.set_start_source(SessionStartSource::Clear);
-                self.session = session;
+                if let Err(err) = self.host.switch(&self.live, session).await {
+                    return self.view.error(&err.to_string());
+                }
                 self.snapshots.clear();
                 self.persistence_warned = false;
-                self.baseline = worktree::baseline(&self.setup.cwd);
-                self.view
-                    .notice(&format!("new session {}", self.session.id()));
+                self.baseline = worktree::baseline(&self.settings.cwd);
+                self.view.notice(&format!("new session {}", self.live.id()));
             }
             Err(err) => self.view.error(&err.to_string()),
         }
@@ -380,10 +387,10 @@ impl Repl {
     /// the prompt cycles ask → accept-edits → read-only).
     pub(super) fn set_mode(&mut self, argument: Option<&str>) {
         let mode = match argument {
-            None => self.mode.get(),
+            None => self.live.mode(),
             Some(name) => match LiveMode::named(name.trim()) {
                 Some(mode) => {
-                    self.mode.set(mode);
+                    self.live.set_mode(mode);
                     mode
                 }
                 None => {
@@ -412,7 +419,8 @@ impl Repl {
     /// `/agents`, `/teams`, `/skills`: the lines `lines` makes.
     /// `/mcp`: each MCP server, its state and tools; those that did not start.
     fn mcp(&self) {
-        self.view.lines(&crate::mcp::session_lines(&self.setup));
+        self.view
+            .lines(&keel_host::report::mcp::session_lines(&self.settings));
     }
 
     fn list(&self, lines: fn(&Delegates) -> Vec<String>) {
@@ -446,7 +454,7 @@ impl Repl {
         let cancel = CancellationToken::new();
         let style = self.view.style();
         self.view.spin(&format!("{name} working…"));
-        let cwd = self.setup.cwd.clone();
+        let cwd = self.settings.cwd.clone();
         let run = async {
             if team {
                 match delegates.teams().get(&name) {
@@ -467,7 +475,7 @@ impl Repl {
                                 Ok(run) => {
                                     lines.extend(report_lines(&step.agent, run));
                                     lines.push(printable(&run.output));
-                                    self.totals.add(
+                                    self.live.add_spent(
                                         &run.usage,
                                         run.cost_usd,
                                         &run.cost_by_provider,
@@ -486,8 +494,8 @@ impl Repl {
             } else {
                 match delegates.runner().run(&name, &task, &cwd, &cancel).await {
                     Ok(run) => {
-                        self.totals
-                            .add(&run.usage, run.cost_usd, &run.cost_by_provider);
+                        self.live
+                            .add_spent(&run.usage, run.cost_usd, &run.cost_by_provider);
                         let mut lines = report_lines(&name, &run);
                         lines.push(printable(&run.output));
                         Ok(lines)

@@ -18,7 +18,7 @@ use rustyline::{Context, Helper};
 
 use super::commands::HELP;
 use crate::sessions;
-use crate::setup::Setup;
+use keel_config::Settings;
 
 /// The most candidates a path completion offers.
 const MAX_PATHS: usize = 500;
@@ -80,10 +80,7 @@ pub(super) fn complete(
             "/team" => words(word, vocabulary.teams.iter().map(String::as_str)),
             "/skills" => words(word, vocabulary.skills.iter().map(String::as_str)),
             "/model" => words(word, vocabulary.models.iter().map(String::as_str)),
-            "/mode" => words(
-                word,
-                crate::approve::LiveMode::CYCLE.iter().map(|m| m.name()),
-            ),
+            "/mode" => words(word, keel_config::LiveMode::CYCLE.iter().map(|m| m.name())),
             "/resume" => words(word, sessions().iter().map(String::as_str)),
             _ => path_words(word, paths),
         },
@@ -199,7 +196,7 @@ impl PromptHelper {
     /// lists, the delegates' names, the catalog's models, this directory's sessions, and
     /// paths inside the file tools' read roots.
     pub(super) fn for_session(
-        setup: &Setup,
+        setup: &Settings,
         coding: &CodingAgent,
         custom: &keel_agents::commands::SlashCommands,
     ) -> Self {

@@ -20,7 +20,7 @@ use super::complete::PromptHelper;
 use super::typeahead::TypeAhead;
 use super::view::{View, printable};
 use crate::approve::{Answer, AskFn};
-use crate::setup::CliError;
+use crate::error::CliError;
 
 /// Wakes a line read in progress as if Ctrl-C was pressed, so the REPL can react to
 /// something that happened meanwhile (a background task ended). Cheap to clone.

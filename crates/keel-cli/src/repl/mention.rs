@@ -211,7 +211,7 @@ mod tests {
         );
         assert_eq!(attached.notes, ["attached @src/lib.rs (14 B)"]);
         assert_eq!(typed(&attached.prompt), "explain @src/lib.rs please");
-        let one_line = crate::render::one_line(&attached.prompt, 200);
+        let one_line = keel_host::render::one_line(&attached.prompt, 200);
         assert_eq!(typed(&one_line), "explain @src/lib.rs please");
     }
 

@@ -24,7 +24,6 @@ mod resume;
 mod shell;
 mod snapshot;
 pub(crate) mod status;
-pub(crate) mod totals;
 mod turn;
 mod typeahead;
 mod view;
@@ -35,20 +34,20 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use futures::FutureExt;
-use keel::{CodingAgent, Delegates};
-use keel_engine::{HookEvent, Hooks, Session, SessionEndReason};
+use keel::Delegates;
+use keel::engine::{HookEvent, Hooks, RunOutcome, SessionEndReason};
+use keel_config::files::Trust;
+use keel_config::{SessionChoice, Settings, Surface, trust};
+use keel_host::{ConfiguredSessions, LiveSession, Opening, Ownership, SessionHost, Subscription};
 
 use self::input::{Input, Line};
 use self::snapshot::{SnapshotHook, Snapshots, WRITE_TOOLS};
-use self::totals::Totals;
 use self::view::{Style, View, printable};
 use self::worktree::Baseline;
-use crate::approve::{Answer, ModeApprover, ModeSwitch, PreviewFn};
+use crate::approve::{Answer, PreviewFn, TerminalApprover};
 use crate::cli::Options;
-use crate::config::Trust;
-use crate::setup::{CliError, Mode, SessionChoice, Setup};
+use crate::error::CliError;
 use crate::signals;
-use crate::trust;
 
 /// The prompt.
 const PROMPT: &str = "keel> ";
@@ -68,22 +67,23 @@ enum Flow {
 
 /// Everything the loop works with.
 struct Repl {
-    setup: Setup,
-    /// The agent, its delegates, snapshots and tasks.
-    coding: CodingAgent,
-    session: Session,
+    settings: Arc<Settings>,
+    /// The process's session host (a browser attached later shares it).
+    host: SessionHost,
+    /// The live session: the agent (its delegates, snapshots and tasks), its engine session,
+    /// approval mode and cost meter.
+    live: LiveSession,
+    /// The REPL's own subscription to the live session: what it prints.
+    owner: Subscription,
     input: Input,
     view: View,
     snapshots: Snapshots,
-    totals: Totals,
     /// Where the session started, for `/diff`; or why there is no such place.
     baseline: Result<Baseline, String>,
     /// Whether the session store's failure has been shown.
     persistence_warned: bool,
     /// Sub-agents, teams and skills (`None` with `--no-delegation`).
     delegates: Option<Arc<Delegates>>,
-    /// The approval mode the session (and what it delegates) runs in.
-    mode: ModeSwitch,
     /// Blocks for the next prompt sent (`!!cmd` output).
     attachments: Vec<String>,
     /// The text the next prompt starts with (type-ahead, or a line that was not sent).
@@ -96,7 +96,7 @@ struct Repl {
 
 /// Runs the interactive session; returns the exit code.
 pub(crate) async fn run(options: &Options, choice: SessionChoice) -> Result<u8, CliError> {
-    let setup = Setup::resolve(options, Mode::Interactive, &choice)?;
+    let setup = options.settings(Surface::Interactive, &choice)?;
     // From here on Ctrl-C never kills keel: it cancels a run, or is read at the prompt (where
     // the terminal is in raw mode and Ctrl-C is a key).
     let _ = tokio::signal::ctrl_c().now_or_never();
@@ -127,48 +127,54 @@ pub(crate) async fn run(options: &Options, choice: SessionChoice) -> Result<u8, 
             _ => turn::proposed_change(style, &cwd, &request.tool, &request.input),
         })
     };
-    let approver = ModeApprover::new(
-        setup.live_mode,
-        Some(input.ask_fn(view.clone())),
-        Some(preview),
-    );
-    let mode = approver.switch();
+    let ask = input.ask_fn(view.clone());
     setup.ask_served_context().await;
-    let coding = setup.agent(approver, hooks)?;
-    let session = setup.session(coding.agent(), &choice)?;
-    let delegates = coding.delegates().cloned();
-    let baseline = worktree::baseline(&setup.cwd);
-    let (custom_commands, command_warnings) = crate::slash_commands::load(&setup);
+    let settings = Arc::new(setup);
+    let sessions = ConfiguredSessions::new(settings.clone()).local_hooks(hooks);
+    let host = SessionHost::default();
+    let opened = host
+        .open(&sessions, &Opening::of(&choice), Ownership::default())
+        .await?;
+    let (live, owner) = (opened.session, opened.owner);
+    live.answer_with(&owner, Arc::new(TerminalApprover::new(ask, Some(preview))))?;
+    let delegates = live.coding().delegates().cloned();
+    let baseline = worktree::baseline(&settings.cwd);
+    let (custom_commands, command_warnings) = crate::slash_commands::load(&settings);
     input.set_completion(complete::PromptHelper::for_session(
-        &setup,
-        &coding,
+        &settings,
+        live.coding(),
         &custom_commands,
     ));
     let mut repl = Repl {
-        setup,
-        coding,
-        session,
+        settings,
+        host,
+        live,
+        owner,
         input,
         view,
         snapshots,
-        totals: Totals::default(),
         baseline,
         persistence_warned: false,
         delegates,
-        mode,
         attachments: Vec::new(),
         next_line: String::new(),
         listed_models: None,
         custom_commands,
     };
-    repl.banner(choice != SessionChoice::New);
-    for warning in repl.coding.warnings().iter().chain(&command_warnings) {
+    repl.banner(choice != SessionChoice::New).await;
+    for warning in repl
+        .live
+        .coding()
+        .warnings()
+        .iter()
+        .chain(&command_warnings)
+    {
         repl.view.warning(&format!("warning: {warning}"));
     }
-    if let Some(note) = crate::context_notes::profile_note(&repl.coding) {
+    if let Some(note) = keel_host::report::notes::profile_note(repl.live.coding()) {
         repl.view.warning(&note);
     }
-    if let Some(warning) = crate::context_notes::overflow_warning(&repl.coding, "") {
+    if let Some(warning) = keel_host::report::notes::overflow_warning(repl.live.coding(), "") {
         repl.view.warning(&format!("warning: {warning}"));
     }
     repl.read_loop().await
@@ -178,12 +184,12 @@ pub(crate) async fn run(options: &Options, choice: SessionChoice) -> Result<u8, 
 /// set, asks whether to trust it, records the answer (pinned to the files as they are) and, on
 /// yes, resolves the setup again with the project's config applied.
 async fn ask_trust(
-    setup: Setup,
+    setup: Settings,
     options: &Options,
     choice: &SessionChoice,
     input: &Input,
     view: &View,
-) -> Result<Setup, CliError> {
+) -> Result<Settings, CliError> {
     let Some(project) = setup.config.project.clone() else {
         return Ok(setup);
     };
@@ -211,35 +217,36 @@ async fn ask_trust(
     if !yes {
         return Ok(setup);
     }
-    Setup::resolve(options, Mode::Interactive, choice)
+    options.settings(Surface::Interactive, choice)
 }
 
 impl Repl {
     /// The first lines: version, model, provider (kind and host), directory, session; the
     /// approval mode, sandbox and network; then what to do.
-    fn banner(&self, resumed: bool) {
+    async fn banner(&self, resumed: bool) {
         let style = self.view.style();
-        let mut session = format!("session {}", self.session.id());
+        let engine = self.live.session().await;
+        let mut session = format!("session {}", engine.id());
         if resumed {
-            let messages = self.session.history().len();
+            let messages = engine.history().len();
             session.push_str(&format!(
                 " (resumed, {messages} message{})",
                 if messages == 1 { "" } else { "s" }
             ));
         }
-        let (kind, base_url) = &self.setup.provider_endpoint;
+        let (kind, base_url) = &self.settings.provider_endpoint;
         // Wrapped between its parts: a path or a mode cut mid-word is hard to read.
         let width = crate::wrap::terminal_width();
         let banner = [
             style.bold(&format!("keel {}", env!("CARGO_PKG_VERSION"))),
-            self.session.model().to_owned(),
-            status::provider_label(&self.setup.provider_name, *kind, base_url),
-            self.setup.cwd.display().to_string(),
+            engine.model().to_owned(),
+            status::provider_label(&self.settings.provider_name, *kind, base_url),
+            self.settings.cwd.display().to_string(),
             session,
         ];
         self.view.lines(&status::join_fitting(&banner, width));
         self.view.lines(&status::join_fitting(
-            &status::powers(self.mode.get(), &self.setup.policy),
+            &status::powers(self.live.mode(), &self.settings.policy),
             width,
         ));
         let hint = crate::wrap::wrap_words(
@@ -273,7 +280,7 @@ impl Repl {
             let initial = std::mem::take(&mut self.next_line);
             let line = self
                 .input
-                .read_line(&status::prompt(PROMPT, self.mode.get()), &initial)
+                .read_line(&status::prompt(PROMPT, self.live.mode()), &initial)
                 .await;
             terminate.abort();
             if let Some(watcher) = watcher {
@@ -284,7 +291,8 @@ impl Repl {
                 Line::Eof => break,
                 // Shift-Tab: the next approval mode; what was typed stays on the line.
                 Line::ShiftTab(typed) => {
-                    let mode = self.mode.cycle();
+                    let mode = self.live.mode().next();
+                    self.live.set_mode(mode);
                     self.view.notice(&status::mode_line(mode));
                     self.next_line = typed;
                     continue;
@@ -342,7 +350,7 @@ impl Repl {
     /// Sends what the person typed: the files it mentions attached (or, when a mention is
     /// refused, nothing sent and the line put back at the prompt), and what `!!` kept.
     async fn send(&mut self, text: &str) {
-        let mut prompt = match mention::attach(text, self.coding.path_sandbox()) {
+        let mut prompt = match mention::attach(text, self.live.coding().path_sandbox()) {
             Ok(attached) => {
                 for note in &attached.notes {
                     self.view.notice(&printable(note));
@@ -370,8 +378,8 @@ impl Repl {
     /// While the prompt waits: watches this session's tasks and wakes the prompt when one
     /// ends, setting `woken`.
     fn watch_tasks(&self, woken: Arc<AtomicBool>) -> Option<tokio::task::JoinHandle<()>> {
-        let store = self.coding.tasks()?.store().clone();
-        let session = self.session.id().to_owned();
+        let store = self.live.coding().tasks()?.store().clone();
+        let session = self.live.id();
         let waker = self.input.waker();
         Some(tokio::spawn(async move {
             loop {
@@ -403,18 +411,18 @@ impl Repl {
     /// Whether tasks of this session ended that the model has not been told of (the turn
     /// that tells it prints their notices).
     fn tasks_ended(&self) -> bool {
-        let Some(launcher) = self.coding.tasks() else {
+        let Some(launcher) = self.live.coding().tasks() else {
             return false;
         };
         launcher
             .store()
-            .has_unnotified(self.session.id())
+            .has_unnotified(&self.live.id())
             .unwrap_or(false)
     }
 
     /// Ends the session for `SessionEnd` hooks, showing what they report.
     async fn end_session(&mut self, reason: SessionEndReason) {
-        let report = self.session.end(reason).await;
+        let report = self.live.session().await.end(reason).await;
         for message in &report.system_messages {
             self.view.notice(&printable(message));
         }
@@ -427,40 +435,27 @@ impl Repl {
     async fn prompt(&mut self, text: &str) {
         let started = std::time::Instant::now();
         let type_ahead = self.input.type_ahead();
-        self.session.set_permission_mode(self.mode.claude_name());
         let outcome = {
             let _capturing = type_ahead.start(&self.view);
-            turn::run(&mut self.session, text, &self.view, &self.snapshots).await
+            turn::run(
+                &self.live,
+                &mut self.owner,
+                text,
+                &self.view,
+                &self.snapshots,
+            )
+            .await
         };
         let queued = type_ahead.take();
         if !queued.is_empty() {
             self.next_line = queued;
         }
         match outcome {
-            Some(outcome) => {
-                self.totals
-                    .add(&outcome.usage, outcome.cost_usd, &outcome.cost_by_provider);
-                if let Some(hint) = crate::trouble::failure_hint(&outcome.stop, &self.setup.origin)
-                {
-                    self.view.error(&hint);
-                }
-                let mut line = status::turn_line(
-                    started.elapsed(),
-                    &outcome.usage,
-                    outcome.cost_usd,
-                    self.session.prompt_estimate(),
-                    self.session.context_window(),
-                );
-                // Several providers served the turn (a summary on a local tier): each one's.
-                if outcome.cost_by_provider.len() > 1 {
-                    line.push_str(" · ");
-                    line.push_str(&totals::by_provider_text(&outcome.cost_by_provider));
-                }
-                self.view.notice(&line);
-            }
+            Some(outcome) => self.turn_line(&outcome, started).await,
             None => self.view.error("the run ended without an outcome"),
         }
-        if let Some(error) = self.session.persistence_error()
+        let engine = self.live.session().await;
+        if let Some(error) = engine.persistence_error()
             && !self.persistence_warned
         {
             self.persistence_warned = true;
@@ -468,5 +463,29 @@ impl Repl {
                 "warning: the session was not fully saved: {error}"
             ));
         }
+    }
+
+    /// After a turn: what to check when the provider failed, and the turn's line (time,
+    /// tokens, cost, context).
+    async fn turn_line(&self, outcome: &RunOutcome, started: std::time::Instant) {
+        if let Some(hint) = keel_host::trouble::failure_hint(&outcome.stop, &self.settings.origin) {
+            self.view.error(&hint);
+        }
+        let engine = self.live.session().await;
+        let mut line = status::turn_line(
+            started.elapsed(),
+            &outcome.usage,
+            outcome.cost_usd,
+            engine.prompt_estimate(),
+            engine.context_window(),
+        );
+        // Several providers served the turn (a summary on a local tier): each one's.
+        if outcome.cost_by_provider.len() > 1 {
+            line.push_str(" · ");
+            line.push_str(&keel_host::totals::by_provider_text(
+                &outcome.cost_by_provider,
+            ));
+        }
+        self.view.notice(&line);
     }
 }

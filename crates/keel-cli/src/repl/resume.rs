@@ -15,9 +15,9 @@ use super::Repl;
 use super::mention::typed;
 use super::view::{Style, printable};
 use super::worktree;
-use crate::render::{finished_line, one_line};
 use crate::sessions;
-use crate::setup::SessionChoice;
+use keel_config::SessionChoice;
+use keel_host::render::{finished_line, one_line};
 
 /// How many sessions `/resume` lists.
 const LISTED: usize = 20;
@@ -32,7 +32,10 @@ fn pick_line(style: Style, number: usize, summary: &SessionSummary) -> String {
     format!(
         "{}  {:>7}  {}  {}",
         style.bold(&format!("{number:>3}")),
-        format!("{} ago", crate::tasks::age(&summary.meta.started_at)),
+        format!(
+            "{} ago",
+            keel_host::report::delegates::age(&summary.meta.started_at)
+        ),
         printable(&one_line(prompt, 46)),
         style.dim(&summary.meta.id)
     )
@@ -137,13 +140,12 @@ impl Repl {
     pub(super) async fn resume(&mut self, argument: Option<String>) {
         // This session and sessions without a prompt are not worth resuming.
         let mut listed =
-            match sessions::of_dir(self.setup.store.as_ref(), &self.setup.cwd, LISTED * 2) {
+            match sessions::of_dir(self.settings.store.as_ref(), &self.settings.cwd, LISTED * 2) {
                 Ok(listed) => listed,
                 Err(err) => return self.view.error(&err.to_string()),
             };
-        listed.retain(|summary| {
-            summary.meta.id != self.session.id() && summary.first_prompt.is_some()
-        });
+        let current = self.live.id();
+        listed.retain(|summary| summary.meta.id != current && summary.first_prompt.is_some());
         listed.truncate(LISTED);
         let choice = match argument {
             Some(choice) => choice,
@@ -180,17 +182,17 @@ impl Repl {
             },
             Err(_) => choice,
         };
-        if id == self.session.id() {
+        if id == self.live.id() {
             return self.view.notice("that is this session");
         }
         let session = match self
-            .setup
-            .session(self.coding.agent(), &SessionChoice::Resume(id))
+            .settings
+            .session(self.live.coding().agent(), &SessionChoice::Resume(id))
         {
             Ok(session) => session,
             Err(err) => return self.view.error(&err.to_string()),
         };
-        if session.cwd() != self.setup.cwd {
+        if session.cwd() != self.settings.cwd {
             return self.view.error(&format!(
                 "session {} belongs to {}; run `keel resume {}` there",
                 session.id(),
@@ -199,27 +201,34 @@ impl Repl {
             ));
         }
         self.leave_hint();
-        self.session = session;
+        if let Err(err) = self.host.switch(&self.live, session).await {
+            return self.view.error(&err.to_string());
+        }
         self.snapshots.clear();
         self.attachments.clear();
         self.persistence_warned = false;
-        self.baseline = worktree::baseline(&self.setup.cwd);
-        let messages = self.session.history().len();
+        self.baseline = worktree::baseline(&self.settings.cwd);
+        let engine = self.live.session().await;
+        let messages = engine.history().len();
         self.view
-            .lines(&replay_lines(self.view.style(), self.session.history()));
+            .lines(&replay_lines(self.view.style(), engine.history()));
         self.view.notice(&format!(
             "resumed session {} ({messages} message{}); go on",
-            self.session.id(),
+            engine.id(),
             if messages == 1 { "" } else { "s" }
         ));
     }
 
     /// When leaving: how to come back to this session, if it holds a turn.
     pub(super) fn leave_hint(&self) {
-        if !self.session.history().is_empty() {
+        let held = self
+            .live
+            .try_session()
+            .is_some_and(|engine| !engine.history().is_empty());
+        if held {
             self.view.notice(&format!(
                 "to go on with this session later: keel resume {}",
-                self.session.id()
+                self.live.id()
             ));
         }
     }

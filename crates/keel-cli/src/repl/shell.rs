@@ -42,7 +42,7 @@ impl Repl {
             );
             return;
         }
-        let tools = self.coding.agent().tools();
+        let tools = self.live.coding().agent().tools();
         if tools.get(RUN_COMMAND).is_none() {
             self.view.error("no run_command tool in this session");
             return;
@@ -55,12 +55,13 @@ impl Repl {
             input: ToolInput::Valid(&input),
         };
         let cancel = CancellationToken::new();
-        let ctx =
-            ToolContext::new(self.session.cwd(), self.session.id()).with_cancel(cancel.clone());
+        let ctx = ToolContext::new(self.live.cwd(), self.live.id()).with_cancel(cancel.clone());
         self.view
             .line(&self.view.style().dim(&format!("$ {}", printable(command))));
-        self.view
-            .spin(&format!("running {}", crate::render::one_line(command, 60)));
+        self.view.spin(&format!(
+            "running {}",
+            keel_host::render::one_line(command, 60)
+        ));
         let output = {
             let running = tools.dispatch(call, &ctx);
             futures::pin_mut!(running);

@@ -3,16 +3,18 @@
 
 use std::path::Path;
 
-use futures::StreamExt;
-use keel_engine::{AgentEvent, RunOutcome, Session, Stop};
+use keel::RunEvent;
+use keel::engine::{AgentEvent, RunOutcome, Stop};
+use keel::provider::ContentBlock;
+use keel_host::render::{CallInputs, describe_call, failure_tail, finished_line, restored_note};
+use keel_host::trouble::retry_status;
+use keel_host::{HostEvent, LiveSession, Subscription, TaskWait};
 use serde_json::Value;
 
 use super::diff::file_diff;
 use super::snapshot::{Snapshots, target};
 use super::view::{Style, View, printable};
-use crate::render::{CallInputs, describe_call, failure_tail, finished_line, restored_note};
 use crate::signals;
-use crate::trouble::retry_status;
 
 /// The tools whose calls may take long: without a spinner (no colours), a line says when
 /// one starts.
@@ -27,17 +29,17 @@ const SLOW_TOOLS: &[&str] = &[
 /// What the spinner says while the model is being waited for.
 const THINKING: &str = "thinking…";
 
-/// Runs `prompt` in `session`, printing as it goes; `None` if the run ended without an
-/// outcome (it never should). Ctrl-C cancels the run, which then ends as soon as the model
-/// call or tool running stops; the session stays usable.
+/// Runs `prompt` in `live`, printing the events `owner` receives as they come; `None` if the
+/// run ended without an outcome (it never should). Ctrl-C cancels the run, which then ends as
+/// soon as the model call or tool running stops; the session stays usable.
 pub(super) async fn run(
-    session: &mut Session,
+    live: &LiveSession,
+    owner: &mut Subscription,
     prompt: &str,
     view: &View,
     snapshots: &Snapshots,
 ) -> Option<RunOutcome> {
-    let cancel = session.cancel_handle();
-    let cwd = session.cwd().to_path_buf();
+    let cwd = live.cwd().to_path_buf();
     let mut printer = Printer {
         view,
         snapshots,
@@ -45,33 +47,43 @@ pub(super) async fn run(
         calls: CallInputs::default(),
         streamed: false,
     };
+    let turn = match live.start_turn(vec![ContentBlock::text(prompt)], TaskWait::Leave) {
+        Ok(turn) => turn.number,
+        Err(err) => {
+            view.error(&err.to_string());
+            return None;
+        }
+    };
     let mut outcome = None;
-    {
-        let events = session.run_streaming(prompt);
-        futures::pin_mut!(events);
-        let interrupt = signals::interrupted();
-        futures::pin_mut!(interrupt);
-        let mut can_interrupt = true;
-        let mut cancelling = false;
-        loop {
-            tokio::select! {
-                event = events.next() => match event {
-                    Some(AgentEvent::Finished(done)) => outcome = Some(done),
-                    Some(event) => printer.event(event),
-                    None => break,
-                },
-                signal = &mut interrupt, if can_interrupt => {
-                    cancel.cancel();
-                    if !cancelling {
-                        cancelling = true;
-                        view.warning("cancelling…");
-                    }
-                    if signal == signals::Interrupt::Terminate {
-                        // Resolves at once from now on: stop listening.
-                        can_interrupt = false;
-                    } else {
-                        interrupt.set(signals::interrupted());
-                    }
+    let interrupt = signals::interrupted();
+    futures::pin_mut!(interrupt);
+    let mut can_interrupt = true;
+    let mut cancelling = false;
+    loop {
+        tokio::select! {
+            event = owner.next() => match event {
+                Some(HostEvent::Run(RunEvent::Agent(AgentEvent::Finished(done)))) => {
+                    outcome = Some(done);
+                }
+                Some(HostEvent::Run(RunEvent::Agent(event))) => printer.event(event),
+                Some(HostEvent::TurnEnded { turn: ended, outcome: last }) if ended == turn => {
+                    outcome = outcome.or(last);
+                    break;
+                }
+                Some(_) => {}
+                None => break,
+            },
+            signal = &mut interrupt, if can_interrupt => {
+                live.cancel();
+                if !cancelling {
+                    cancelling = true;
+                    view.warning("cancelling…");
+                }
+                if signal == signals::Interrupt::Terminate {
+                    // Resolves at once from now on: stop listening.
+                    can_interrupt = false;
+                } else {
+                    interrupt.set(signals::interrupted());
                 }
             }
         }
@@ -109,9 +121,9 @@ impl Printer<'_> {
             }
             // Notices (a background task ended) reach the model before its next request;
             // the person sees them too.
-            AgentEvent::MessageAdded { message } if message.role == keel_provider::Role::User => {
+            AgentEvent::MessageAdded { message } if message.role == keel::provider::Role::User => {
                 for block in &message.content {
-                    if let keel_provider::ContentBlock::Text { text } = block
+                    if let keel::provider::ContentBlock::Text { text } = block
                         && let Some(notice) = text.strip_prefix("[notification] ")
                     {
                         view.stop_spinner();

@@ -22,17 +22,16 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use keel_engine::{HookConfig, HookEvent, PermissionRule};
+use keel::engine::{HookConfig, HookEvent, PermissionRule};
 use serde::Deserialize;
 use serde_json::Value;
 
 use super::parse::ConfigError;
-use crate::approve::LiveMode;
-use crate::claude_cli::PermissionMode;
+use crate::modes::{LiveMode, PermissionMode};
 
 /// One Claude Code settings file, as far as keel reads it.
 #[derive(Debug, Clone, Default, PartialEq)]
-pub(crate) struct ClaudeSettings {
+pub struct ClaudeSettings {
     /// `permissions.allow`: rules in Claude Code's syntax (`Bash(npm test:*)`).
     pub allow: Vec<String>,
     /// `permissions.deny`.
@@ -96,14 +95,14 @@ struct HookEntry {
 }
 
 /// Reads the settings file at `path`; `None` when there is none.
-pub(crate) fn read(path: &Path) -> Result<Option<ClaudeSettings>, ConfigError> {
+pub fn read(path: &Path) -> Result<Option<ClaudeSettings>, ConfigError> {
     super::parse::read_text(path)?
         .map(|text| parse(path, &text))
         .transpose()
 }
 
 /// `--settings`: a file, or JSON text when the argument starts with `{`.
-pub(crate) fn from_flag(given: &str) -> Result<ClaudeSettings, ConfigError> {
+pub fn from_flag(given: &str) -> Result<ClaudeSettings, ConfigError> {
     if given.trim_start().starts_with('{') {
         return parse(Path::new("--settings"), given);
     }
@@ -116,7 +115,7 @@ pub(crate) fn from_flag(given: &str) -> Result<ClaudeSettings, ConfigError> {
 }
 
 /// Parses one settings file's text.
-pub(crate) fn parse(path: &Path, text: &str) -> Result<ClaudeSettings, ConfigError> {
+pub fn parse(path: &Path, text: &str) -> Result<ClaudeSettings, ConfigError> {
     let error = |line: Option<usize>, message: String| ConfigError {
         file: path.to_path_buf(),
         line,
@@ -239,7 +238,7 @@ fn event_named(name: &str) -> Result<HookEvent, String> {
 
 /// The command lines of the hooks in the settings file at `path`, read leniently (a file that
 /// does not parse names none; it is refused when loaded anyway).
-pub(crate) fn commands_in(path: &Path) -> Vec<String> {
+pub fn commands_in(path: &Path) -> Vec<String> {
     let Ok(text) = std::fs::read_to_string(path) else {
         return Vec::new();
     };

@@ -18,7 +18,7 @@ use serde::Deserialize;
 /// `bearer_token_env_var`), with its time limits.
 #[derive(Debug, Clone, Default, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub(crate) struct McpServerToml {
+pub struct McpServerToml {
     /// The program to start.
     pub command: Option<String>,
     /// Its arguments.
@@ -52,7 +52,7 @@ pub(crate) struct McpServerToml {
 
 impl McpServerToml {
     /// Checks what serde cannot: one of `command` and `url`, usable timeouts, a valid name.
-    pub(crate) fn check(&self, name: &str) -> Result<(), String> {
+    pub fn check(&self, name: &str) -> Result<(), String> {
         let key = format!("mcp_servers.{name}");
         match (&self.command, &self.url) {
             (None, None) => {
@@ -93,7 +93,7 @@ impl McpServerToml {
     }
 
     /// The commands it would run, for the project's trust hash and protected scripts.
-    pub(crate) fn command_line(&self) -> Option<String> {
+    pub fn command_line(&self) -> Option<String> {
         let command = self.command.as_ref()?;
         let mut line = command.clone();
         for arg in &self.args {
@@ -104,7 +104,7 @@ impl McpServerToml {
     }
 
     /// The server's configuration, reading the variables it names through `lookup`.
-    pub(crate) fn to_config(
+    pub fn to_config(
         &self,
         name: &str,
         lookup: &dyn Fn(&str) -> Option<String>,
@@ -160,14 +160,14 @@ fn home_path(path: &str) -> PathBuf {
 }
 
 /// The project's `.mcp.json` in `dir`, if there is one.
-pub(crate) fn project_mcp_json(dir: &Path) -> Option<PathBuf> {
+pub fn project_mcp_json(dir: &Path) -> Option<PathBuf> {
     let path = dir.join(".mcp.json");
     path.is_file().then_some(path)
 }
 
 /// The command lines of the servers in a `.mcp.json` (for the trust hash): best effort, never
 /// an error.
-pub(crate) fn commands_in_mcp_json(path: &Path) -> Vec<String> {
+pub fn commands_in_mcp_json(path: &Path) -> Vec<String> {
     let Ok(text) = std::fs::read_to_string(path) else {
         return Vec::new();
     };
@@ -201,7 +201,7 @@ pub(crate) fn commands_in_mcp_json(path: &Path) -> Vec<String> {
 
 /// The servers of a Claude Code `.mcp.json` file or of inline JSON (`--mcp-config` takes
 /// either, as `claude` does); errors are one line naming the file.
-pub(crate) fn read_claude_json(
+pub fn read_claude_json(
     given: &str,
     lookup: &dyn Fn(&str) -> Option<String>,
 ) -> Result<Vec<McpServerConfig>, String> {

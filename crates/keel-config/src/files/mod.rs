@@ -8,55 +8,33 @@
 //! Flags and environment variables win over both (see `setup`). A file that cannot be used is
 //! one error naming the file, the line, the key and what is allowed.
 
-pub(crate) mod claude;
-pub(crate) mod mcp;
-pub(crate) mod models;
+pub mod claude;
+pub mod mcp;
+pub mod models;
 mod parse;
-pub(crate) mod project;
+pub mod project;
+mod project_keys;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use keel_engine::{HookConfig, PermissionRules};
+use keel::engine::{HookConfig, PermissionRules};
 
-use crate::approve::LiveMode;
-use keel_sandbox::SandboxMode;
+pub use crate::modes::{ApprovalMode, LiveMode};
+use keel::sandbox::SandboxMode;
 use serde::Deserialize;
 
-pub(crate) use parse::{ConfigError, ProjectTrust};
-pub(crate) use project::{Project, Trust};
+pub use parse::{ConfigError, ProjectTrust};
+pub use project::{Project, Trust};
 
 use parse::ConfigFile;
 
-/// Who approves destructive tool calls.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, clap::ValueEnum)]
-#[serde(rename_all = "lowercase")]
-pub(crate) enum ApprovalMode {
-    /// Ask on the terminal.
-    Ask,
-    /// Refuse them; the model is told why.
-    Deny,
-    /// Allow everything.
-    Allow,
-}
-
-impl ApprovalMode {
-    /// The name as written in flags and files.
-    pub(crate) fn name(self) -> &'static str {
-        match self {
-            Self::Ask => "ask",
-            Self::Deny => "deny",
-            Self::Allow => "allow",
-        }
-    }
-}
-
-pub(crate) use keel_provider::ProviderKind;
+pub use keel::provider::ProviderKind;
 
 /// A `[providers.NAME]` table.
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub(crate) struct ProviderConfig {
+pub struct ProviderConfig {
     /// Which wire format it speaks.
     pub kind: ProviderKind,
     /// Where it is served.
@@ -72,7 +50,7 @@ pub(crate) struct ProviderConfig {
 /// The `[permissions]` table.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub(crate) struct PermissionsConfig {
+pub struct PermissionsConfig {
     /// Calls that run without asking, e.g. `run_command(cargo test*)`.
     #[serde(default)]
     pub allow: Vec<String>,
@@ -86,8 +64,8 @@ pub(crate) struct PermissionsConfig {
 
 impl PermissionsConfig {
     /// The rules as the engine reads them.
-    pub(crate) fn texts(&self) -> keel_engine::RuleTexts {
-        keel_engine::RuleTexts {
+    pub fn texts(&self) -> keel::engine::RuleTexts {
+        keel::engine::RuleTexts {
             allow: self.allow.clone(),
             ask: self.ask.clone(),
             deny: self.deny.clone(),
@@ -98,7 +76,7 @@ impl PermissionsConfig {
 /// The `[tools]` table.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub(crate) struct ToolsConfig {
+pub struct ToolsConfig {
     /// The longest timeout a `run_command` call may ask for.
     pub run_command_max_timeout_secs: Option<u64>,
     /// The tool set (`--tools`): an untrusted project may choose only `lean`.
@@ -108,7 +86,7 @@ pub(crate) struct ToolsConfig {
 /// `[tools] profile`: the tool set, as [`keel::ToolProfile`] names them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
 #[serde(rename_all = "lowercase")]
-pub(crate) enum ToolsProfile {
+pub enum ToolsProfile {
     /// Every tool.
     Full,
     /// Six tools under short descriptions, for small models.
@@ -117,7 +95,7 @@ pub(crate) enum ToolsProfile {
 
 impl ToolsProfile {
     /// The facade's profile.
-    pub(crate) fn profile(self) -> keel::ToolProfile {
+    pub fn profile(self) -> keel::ToolProfile {
         match self {
             Self::Full => keel::ToolProfile::Full,
             Self::Lean => keel::ToolProfile::Lean,
@@ -128,7 +106,7 @@ impl ToolsProfile {
 /// A `[tasks.runners.NAME]` table.
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub(crate) struct RunnerConfig {
+pub struct RunnerConfig {
     /// The program and its arguments; `{task}` becomes the task's text (one argument, no
     /// shell), `{workdir}` its directory.
     pub command: Vec<String>,
@@ -137,7 +115,7 @@ pub(crate) struct RunnerConfig {
 /// The `[tasks]` table.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub(crate) struct TasksConfig {
+pub struct TasksConfig {
     /// Tasks running at once beyond which `start_task` refuses (default 8).
     pub max_running: Option<usize>,
     /// A task's timeout in seconds (default 3600).
@@ -154,7 +132,7 @@ pub(crate) struct TasksConfig {
 /// Honoured from the user's config and from trusted projects only.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub(crate) struct SnapshotsConfig {
+pub struct SnapshotsConfig {
     /// Whether snapshots are taken (default true).
     pub enabled: Option<bool>,
     /// Snapshots older than this many days are dropped (default 30).
@@ -167,16 +145,16 @@ pub(crate) struct SnapshotsConfig {
 
 impl SnapshotsConfig {
     /// Whether snapshots are on.
-    pub(crate) fn enabled(&self) -> bool {
+    pub fn enabled(&self) -> bool {
         self.enabled.unwrap_or(true)
     }
 
     /// The limits these settings give, keel's defaults for what is not set.
-    pub(crate) fn limits(&self) -> keel_snapshot::SnapshotLimits {
-        let defaults = keel_snapshot::SnapshotLimits::default();
+    pub fn limits(&self) -> keel::snapshot::SnapshotLimits {
+        let defaults = keel::snapshot::SnapshotLimits::default();
         const DAY: u64 = 24 * 60 * 60;
         const MIB: u64 = 1 << 20;
-        keel_snapshot::SnapshotLimits {
+        keel::snapshot::SnapshotLimits {
             max_age: self.max_age_days.map_or(defaults.max_age, |d| {
                 std::time::Duration::from_secs(d.saturating_mul(DAY))
             }),
@@ -192,7 +170,7 @@ impl SnapshotsConfig {
 
 /// The configuration of both files, merged.
 #[derive(Debug, Clone, Default, PartialEq)]
-pub(crate) struct Config {
+pub struct Config {
     /// The provider: `anthropic`, `openai` or a `[providers.NAME]` name.
     pub provider: Option<String>,
     /// `[provider] idle_timeout_secs`: the longest wait for the next piece of a reply.
@@ -255,7 +233,7 @@ pub(crate) struct Config {
 
 /// One value a file set.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct Origin {
+pub struct Origin {
     /// The key (`model`, `permissions.deny`, `hooks.PreToolUse`, `env.NAME`).
     pub key: String,
     /// The value as written (a rule, a hook's command).
@@ -266,7 +244,7 @@ pub(crate) struct Origin {
 
 /// Where the configuration is read from.
 #[derive(Debug, Clone, Copy)]
-pub(crate) struct Sources<'a> {
+pub struct Sources<'a> {
     /// `$KEEL_HOME`, holding the user's `config.toml`.
     pub keel_home: Option<&'a Path>,
     /// Claude Code's user directory (`$CLAUDE_CONFIG_DIR`, else `~/.claude`), holding the
@@ -285,7 +263,7 @@ pub(crate) struct Sources<'a> {
 impl<'a> Sources<'a> {
     /// keel's own files only, as before Claude Code's were read (tests).
     #[cfg(test)]
-    pub(crate) fn keel(keel_home: Option<&'a Path>, cwd: &'a Path, trust_project: bool) -> Self {
+    pub fn keel(keel_home: Option<&'a Path>, cwd: &'a Path, trust_project: bool) -> Self {
         Self {
             keel_home,
             claude_home: None,
@@ -299,7 +277,7 @@ impl<'a> Sources<'a> {
 
 /// What `keel -p`'s Claude Code flags say of Claude Code's settings files.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub(crate) struct ClaudeFiles {
+pub struct ClaudeFiles {
     /// `--settings`: a file or JSON text.
     pub settings: Option<String>,
     /// `--setting-sources`.
@@ -308,7 +286,7 @@ pub(crate) struct ClaudeFiles {
 
 /// Which of Claude Code's settings files are read: `--setting-sources user,project,local`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct SettingSources {
+pub struct SettingSources {
     /// `~/.claude/settings.json`.
     pub user: bool,
     /// `.claude/settings.json`.
@@ -325,14 +303,14 @@ impl Default for SettingSources {
 
 impl SettingSources {
     /// Every file (no `--setting-sources`).
-    pub(crate) const ALL: Self = Self {
+    pub const ALL: Self = Self {
         user: true,
         project: true,
         local: true,
     };
 
     /// `--setting-sources`' list (comma separated; empty reads none of them).
-    pub(crate) fn parse(list: &str) -> Result<Self, String> {
+    pub fn parse(list: &str) -> Result<Self, String> {
         let mut sources = Self {
             user: false,
             project: false,
@@ -376,21 +354,21 @@ impl Defaults {
     fn keel() -> Self {
         let tasks = keel_tasks::TaskLimits::default();
         Self {
-            max_iterations: keel_engine::DEFAULT_MAX_ITERATIONS,
-            run_command_max_timeout_secs: keel_sandbox::SandboxPolicy::default()
+            max_iterations: keel::engine::DEFAULT_MAX_ITERATIONS,
+            run_command_max_timeout_secs: keel::sandbox::SandboxPolicy::default()
                 .max_command_timeout
                 .as_secs(),
             max_running: tasks.max_running,
             timeout_secs: tasks.timeout_secs,
-            idle_timeout_secs: keel_provider::DEFAULT_IDLE_TIMEOUT.as_secs(),
-            request_timeout_secs: keel_provider::DEFAULT_REQUEST_DEADLINE.as_secs(),
+            idle_timeout_secs: keel::provider::DEFAULT_IDLE_TIMEOUT.as_secs(),
+            request_timeout_secs: keel::provider::DEFAULT_REQUEST_DEADLINE.as_secs(),
         }
     }
 }
 
 impl Config {
     /// Where `key` was set last (the file whose value counts), if a file set it.
-    pub(crate) fn last_origin(&self, key: &str) -> Option<&Origin> {
+    pub fn last_origin(&self, key: &str) -> Option<&Origin> {
         self.origins.iter().rev().find(|origin| origin.key == key)
     }
 
@@ -398,7 +376,7 @@ impl Config {
     /// whose values win), then the project's (`.claude/settings.json`,
     /// `.claude/settings.local.json`, then `.keel/config.toml`, each winning over the one
     /// before; see [`project::locate`]), then `--settings`. Any of them may be absent.
-    pub(crate) fn load(sources: &Sources<'_>) -> Result<Self, ConfigError> {
+    pub fn load(sources: &Sources<'_>) -> Result<Self, ConfigError> {
         let user = sources.keel_home.map(|home| home.join("config.toml"));
         let mut config = Config::default();
         if let Some(path) = &user
@@ -681,226 +659,6 @@ impl Config {
         self.projects = projects;
     }
 
-    /// The project's file (and `.mcp.json`, when there is one): what it may set depends on
-    /// `project.trust`; what it may not is recorded in `project.ignored`.
-    fn apply_project(
-        &mut self,
-        file: ConfigFile,
-        path: &Path,
-        mcp_json: Option<PathBuf>,
-        project: &mut Project,
-    ) {
-        let ConfigFile {
-            provider,
-            model,
-            small_model,
-            max_iterations,
-            approvals,
-            sandbox,
-            mut providers,
-            permissions,
-            hooks,
-            tools,
-            tasks,
-            snapshots,
-            mcp_servers,
-            projects,
-            context_window,
-            compaction_model,
-            models,
-        } = file;
-        // Always: the model, and rules that only forbid or ask.
-        self.record_scalars(
-            path,
-            &[
-                ("model", model.as_deref()),
-                ("small_model", small_model.as_deref()),
-            ],
-        );
-        self.record(path, "permissions.deny", &permissions.deny);
-        self.record(path, "permissions.ask", &permissions.ask);
-        self.model = model.or(self.model.take());
-        self.small_model = small_model.or(self.small_model.take());
-        self.permissions.deny.extend(permissions.deny);
-        self.permissions.ask.extend(permissions.ask);
-        // Never from a project, trusted or not.
-        if !projects.is_empty() {
-            project
-                .ignored
-                .push("projects (only your own config records trust)".into());
-        }
-        // The provider names keel knows without a `[providers.NAME]` table.
-        for name in ProviderKind::ALL.map(ProviderKind::name) {
-            if providers.remove(name).is_some() {
-                project.ignored.push(format!(
-                    "providers.{name} (a built-in provider is configured only in your own \
-                     config or the environment)"
-                ));
-            }
-        }
-        let grants = project.trust.grants();
-        let mut power = Vec::new();
-        let mut take = |present: bool, key: &str| {
-            if present {
-                power.push(key.to_owned());
-            }
-            present && grants
-        };
-        let provider = provider.unwrap_or_default();
-        if take(provider.name.is_some(), "provider") {
-            self.record_scalars(path, &[("provider", provider.name.as_deref())]);
-            self.provider = provider.name;
-        }
-        for (name, table) in providers {
-            if take(true, &format!("providers.{name}")) {
-                self.providers.insert(name, table);
-            }
-        }
-        if take(approvals.is_some(), "approvals") {
-            self.record_scalars(path, &[("approvals", approvals.map(ApprovalMode::name))]);
-            self.approvals = approvals;
-        }
-        if let Some(sandbox) = sandbox {
-            if take(sandbox.mode.is_some(), "sandbox") {
-                self.record_scalars(path, &[("sandbox", sandbox.mode.map(sandbox_name))]);
-                self.sandbox = sandbox.mode;
-            }
-            if take(sandbox.network.is_some(), "sandbox.network") {
-                self.network = sandbox.network;
-            }
-            if take(!sandbox.writable_roots.is_empty(), "sandbox.writable_roots") {
-                self.writable_roots.extend(sandbox.writable_roots);
-            }
-        }
-        if take(!permissions.allow.is_empty(), "permissions.allow") {
-            self.record(path, "permissions.allow", &permissions.allow);
-            self.permissions.allow.extend(permissions.allow);
-        }
-        if take(!hooks.is_empty(), "hooks") {
-            for hook in &hooks {
-                self.record(
-                    path,
-                    &format!("hooks.{}", hook.event),
-                    std::slice::from_ref(&hook.command),
-                );
-            }
-            project
-                .commands
-                .extend(hooks.iter().map(|h| h.command.clone()));
-            self.hooks.extend(hooks);
-        }
-        if take(!tasks.runners.is_empty(), "tasks.runners") {
-            project.commands.extend(
-                tasks
-                    .runners
-                    .values()
-                    .map(|runner| runner.command.join(" ")),
-            );
-            self.tasks.runners.extend(tasks.runners);
-        }
-        // Snapshots are a safety net: only the user, or a project they trust, sets them.
-        if let Some(snapshots) = snapshots
-            && take(true, "snapshots")
-        {
-            self.snapshots = snapshots;
-        }
-        // MCP servers start programs (or send the project's headers to a URL).
-        if take(!mcp_servers.is_empty(), "mcp_servers") {
-            project.commands.extend(
-                mcp_servers
-                    .values()
-                    .filter_map(mcp::McpServerToml::command_line),
-            );
-            self.project_mcp_names.extend(mcp_servers.keys().cloned());
-            self.mcp_servers.extend(mcp_servers);
-        }
-        if let Some(json) = mcp_json
-            && take(true, ".mcp.json (its MCP servers)")
-        {
-            project.commands.extend(mcp::commands_in_mcp_json(&json));
-            self.project_mcp_json = Some(json);
-        }
-        if take(!tasks.allowed_agents.is_empty(), "tasks.allowed_agents") {
-            self.tasks.allowed_agents.extend(tasks.allowed_agents);
-        }
-        // The tool set: any project may narrow it to lean; full (every tool, delegation and
-        // tasks included, even for a small model) only a trusted one may choose.
-        if let Some(profile) = tools.profile
-            && (profile == ToolsProfile::Lean || take(true, "tools.profile = \"full\""))
-        {
-            self.record_scalars(path, &[("tools.profile", Some(profile.profile().name()))]);
-            self.tools.profile = Some(profile);
-        }
-        // A tier may send the work to another provider, a price may defeat a budget, a window
-        // decides when the conversation is summarized, and by which model.
-        // Every table is named in the notice, not only the first.
-        let mut models_present = false;
-        for name in models.keys() {
-            models_present |= take(true, &format!("models.{name}"));
-        }
-        let window = take(context_window.is_some(), "context_window");
-        let summarizer = take(compaction_model.is_some(), "compaction_model");
-        if models_present || window || summarizer {
-            self.apply_models(path, context_window, compaction_model, models);
-        }
-        // Limits: a trusted project sets them; an untrusted one may only lower them.
-        let defaults = Defaults::keel();
-        let mut limit = |key: &str, current: &mut Option<u64>, default: u64, value: Option<u64>| {
-            let Some(value) = value else { return };
-            if grants || value <= current.unwrap_or(default) {
-                *current = Some(value);
-            } else {
-                project.ignored.push(format!(
-                    "{key} (an untrusted project may only lower limits)"
-                ));
-            }
-        };
-        let mut iterations = self.max_iterations.map(u64::from);
-        limit(
-            "max_iterations",
-            &mut iterations,
-            u64::from(defaults.max_iterations),
-            max_iterations.map(u64::from),
-        );
-        self.max_iterations = iterations.and_then(|n| u32::try_from(n).ok());
-        limit(
-            "tools.run_command_max_timeout_secs",
-            &mut self.tools.run_command_max_timeout_secs,
-            defaults.run_command_max_timeout_secs,
-            tools.run_command_max_timeout_secs,
-        );
-        let mut running = self.tasks.max_running.map(|n| n as u64);
-        limit(
-            "tasks.max_running",
-            &mut running,
-            defaults.max_running as u64,
-            tasks.max_running.map(|n| n as u64),
-        );
-        self.tasks.max_running = running.and_then(|n| usize::try_from(n).ok());
-        limit(
-            "tasks.timeout_secs",
-            &mut self.tasks.timeout_secs,
-            defaults.timeout_secs,
-            tasks.timeout_secs,
-        );
-        limit(
-            "provider.idle_timeout_secs",
-            &mut self.idle_timeout_secs,
-            defaults.idle_timeout_secs,
-            provider.idle_timeout_secs,
-        );
-        limit(
-            "provider.request_timeout_secs",
-            &mut self.request_timeout_secs,
-            defaults.request_timeout_secs,
-            provider.request_timeout_secs,
-        );
-        if !grants {
-            project.ignored.splice(0..0, power.iter().cloned());
-        }
-        project.needs_trust = power;
-    }
-
     /// A file's `context_window`, `compaction_model` and `[models.NAME]` tables, over what an
     /// earlier file set (key by key).
     fn apply_models(
@@ -959,14 +717,14 @@ impl Config {
     }
 
     /// The permission rules of both files.
-    pub(crate) fn permission_rules(&self) -> Result<PermissionRules, String> {
+    pub fn permission_rules(&self) -> Result<PermissionRules, String> {
         PermissionRules::from_texts(&self.permissions.texts())
             .map_err(|err| format!("[permissions]: {err}"))
     }
 }
 
 /// Checks `text` as the user's config file at `path` (before keel writes it).
-pub(crate) fn parse_user(path: &Path, text: &str) -> Result<(), ConfigError> {
+pub fn parse_user(path: &Path, text: &str) -> Result<(), ConfigError> {
     parse::parse(path, text).map(|_| ())
 }
 

@@ -13,13 +13,13 @@
 
 use std::collections::BTreeMap;
 
-use keel_provider::{ModelCatalog, ModelInfo, Pricing};
+use keel::provider::{ModelCatalog, ModelInfo, Pricing};
 use serde::{Deserialize, Deserializer};
 
 /// A `[models.NAME]` table.
 #[derive(Debug, Clone, Default, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub(crate) struct ModelTable {
+pub struct ModelTable {
     /// The provider serving the model: `anthropic`, `openai` or a `[providers.NAME]` name.
     pub provider: Option<String>,
     /// The model a tier runs (tier tables only).
@@ -46,7 +46,7 @@ pub(crate) struct ModelTable {
 
 /// A tier a `[models.NAME]` table may configure.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Tier {
+pub enum Tier {
     /// `small` (or `fast`): the cheap model for simple jobs.
     Small,
     /// `strong`: the model for the hardest jobs.
@@ -55,7 +55,7 @@ pub(crate) enum Tier {
 
 impl Tier {
     /// The tier a table name stands for, if it is one.
-    pub(crate) fn of(name: &str) -> Option<Self> {
+    pub fn of(name: &str) -> Option<Self> {
         match name {
             "small" | "fast" => Some(Self::Small),
             "strong" => Some(Self::Strong),
@@ -228,10 +228,7 @@ pub(super) fn line_of_key(text: &str, path: &[String]) -> Option<usize> {
 /// `later`'s tables over `earlier`'s (a project's over the user's): a tier table replaces the
 /// tier's whole (its model and its provider go together: small and fast are one tier); a
 /// model's table wins key by key.
-pub(crate) fn merge(
-    earlier: &mut BTreeMap<String, ModelTable>,
-    later: BTreeMap<String, ModelTable>,
-) {
+pub fn merge(earlier: &mut BTreeMap<String, ModelTable>, later: BTreeMap<String, ModelTable>) {
     for (name, table) in later {
         if let Some(tier) = Tier::of(&name) {
             earlier.retain(|known, _| Tier::of(known) != Some(tier));
@@ -266,7 +263,7 @@ pub(crate) fn merge(
 }
 
 /// A table's keys as written, in one line (`keel config` shows it).
-pub(crate) fn describe(table: &ModelTable) -> String {
+pub fn describe(table: &ModelTable) -> String {
     let mut keys = Vec::new();
     let mut text = |key: &str, value: &Option<String>| {
         if let Some(value) = value {
@@ -298,7 +295,7 @@ pub(crate) fn describe(table: &ModelTable) -> String {
 
 /// The model id a table describes: a tier table's `model` (a name people use, `haiku`, as
 /// the model it names: the id requests carry), else its name.
-pub(crate) fn model_id<'a>(name: &'a str, table: &'a ModelTable) -> &'a str {
+pub fn model_id<'a>(name: &'a str, table: &'a ModelTable) -> &'a str {
     match Tier::of(name) {
         Some(_) => ModelCatalog::expand_alias(table.model.as_deref().unwrap_or(name).trim()),
         None => name.trim(),
@@ -306,7 +303,7 @@ pub(crate) fn model_id<'a>(name: &'a str, table: &'a ModelTable) -> &'a str {
 }
 
 /// The table configuring `tier`, if any (`small` or `fast` for the small tier).
-pub(crate) fn tier(models: &BTreeMap<String, ModelTable>, tier: Tier) -> Option<&ModelTable> {
+pub fn tier(models: &BTreeMap<String, ModelTable>, tier: Tier) -> Option<&ModelTable> {
     models
         .iter()
         .find(|(name, _)| Tier::of(name) == Some(tier))
@@ -317,7 +314,7 @@ pub(crate) fn tier(models: &BTreeMap<String, ModelTable>, tier: Tier) -> Option<
 /// leaves out keeps the catalog's value for that model (none for a model it does not know;
 /// cache prices default to the input price). Prices a table gives replace the model's
 /// long-prompt prices too.
-pub(crate) fn catalog(models: &BTreeMap<String, ModelTable>) -> ModelCatalog {
+pub fn catalog(models: &BTreeMap<String, ModelTable>) -> ModelCatalog {
     let mut catalog = ModelCatalog::built_in();
     for (name, table) in models {
         let id = model_id(name, table);

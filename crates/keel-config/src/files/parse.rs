@@ -5,8 +5,8 @@ use std::collections::BTreeMap;
 use std::fmt;
 use std::path::{Path, PathBuf};
 
-use keel_engine::{HookConfig, Hooks, PermissionRules};
-use keel_sandbox::SandboxMode;
+use keel::engine::{HookConfig, Hooks, PermissionRules};
+use keel::sandbox::SandboxMode;
 use serde::{Deserialize, Deserializer};
 
 use super::mcp::McpServerToml;
@@ -96,7 +96,7 @@ impl StringOrTable for ProviderSetting {
 /// the hash of its configuration files. Read from the user's file only.
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub(crate) struct ProjectTrust {
+pub struct ProjectTrust {
     /// Whether the project's configuration may grant powers.
     pub trusted: bool,
     /// The hash of the configuration files the decision was made on (`sha256:...`).
@@ -142,7 +142,7 @@ pub(super) struct ConfigFile {
 
 /// A configuration file that cannot be used; displayed as one line.
 #[derive(Debug, PartialEq, Eq)]
-pub(crate) struct ConfigError {
+pub struct ConfigError {
     /// The file.
     pub file: PathBuf,
     /// The 1-based line, when known.
@@ -288,7 +288,7 @@ fn check(file: &ConfigFile) -> Result<(), String> {
         .map_err(|err| format!("[permissions]: {err}"))?;
     Hooks::from_config(
         &file.hooks,
-        std::sync::Arc::new(keel_sandbox::ProcessGroupRunner),
+        std::sync::Arc::new(keel::sandbox::ProcessGroupRunner),
     )
     .map_err(|err| format!("[[hooks]]: {err}"))?;
     Ok(())

@@ -18,7 +18,7 @@ use super::parse::ProjectTrust;
 /// The project files that can grant powers, relative to the project's directory (the ones
 /// the sandbox protects). The trust hash covers all of them, so trusting one version of them
 /// trusts exactly that version.
-pub(crate) use keel_sandbox::CONFIG_FILES as POWER_FILES;
+pub use keel::sandbox::CONFIG_FILES as POWER_FILES;
 
 /// The most bytes of one power file hashed; a larger file is hashed as "too large" (and
 /// a config that large is refused when read anyway).
@@ -28,8 +28,8 @@ const MAX_HASHED: u64 = 16 * 1024 * 1024;
 /// that holds `.keel/config.toml`, `.claude/settings.json` or `.claude/settings.local.json`,
 /// else the repository root; outside a repository, `cwd` itself (ancestors of a directory
 /// that is not a repository are never read).
-pub(crate) fn locate(cwd: &Path) -> PathBuf {
-    let Some(root) = keel_sandbox::repository_root(cwd) else {
+pub fn locate(cwd: &Path) -> PathBuf {
+    let Some(root) = keel::sandbox::repository_root(cwd) else {
         return cwd.to_path_buf();
     };
     for dir in cwd.ancestors() {
@@ -52,7 +52,7 @@ pub(crate) fn locate(cwd: &Path) -> PathBuf {
 /// inside the project its hooks and task runners name (so a pull that changes a trusted
 /// hook's script makes the project untrusted again, like an edit of its config), and over its
 /// skill files (whose `allowed-tools` a trusted project's skills grant).
-pub(crate) fn config_hash(dir: &Path) -> String {
+pub fn config_hash(dir: &Path) -> String {
     let mut hasher = Sha256::new();
     let scripts = referenced_files(dir, &[dir], &commands_in_config(dir));
     let names = POWER_FILES
@@ -132,7 +132,7 @@ fn read_capped(path: &Path) -> std::io::Result<Option<Vec<u8>>> {
 
 /// What the user decided about a project's configuration.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Trust {
+pub enum Trust {
     /// Trusted, and its files are as they were when trusted.
     Trusted,
     /// Trusted for this run by `--trust-project`.
@@ -147,7 +147,7 @@ pub(crate) enum Trust {
 
 impl Trust {
     /// The decision recorded for `dir` with its files hashing to `hash`.
-    pub(crate) fn of(dir: &Path, hash: &str, records: &BTreeMap<String, ProjectTrust>) -> Self {
+    pub fn of(dir: &Path, hash: &str, records: &BTreeMap<String, ProjectTrust>) -> Self {
         match records.get(&dir.display().to_string()) {
             Some(record) if record.config_hash == hash => {
                 if record.trusted {
@@ -162,14 +162,14 @@ impl Trust {
     }
 
     /// Whether the project's configuration may grant powers.
-    pub(crate) fn grants(self) -> bool {
+    pub fn grants(self) -> bool {
         matches!(self, Self::Trusted | Self::TrustedByFlag)
     }
 }
 
 /// A project configuration file that was read, and what became of it.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct Project {
+pub struct Project {
     /// The project's directory (holding `.keel/`).
     pub dir: PathBuf,
     /// Its `.keel/config.toml`.
@@ -189,7 +189,7 @@ pub(crate) struct Project {
 
 impl Project {
     /// One line for stderr when keys were ignored, saying which and how to trust.
-    pub(crate) fn notice(&self) -> Option<String> {
+    pub fn notice(&self) -> Option<String> {
         if self.ignored.is_empty() {
             return None;
         }
@@ -216,7 +216,7 @@ impl Project {
 /// The command lines of the hooks, task runners and MCP servers `dir/.keel/config.toml` and
 /// `dir/.mcp.json` set, read leniently (a file that does not parse names none; it is refused
 /// when loaded anyway).
-pub(crate) fn commands_in_config(dir: &Path) -> Vec<String> {
+pub fn commands_in_config(dir: &Path) -> Vec<String> {
     let mut commands = commands_in_toml(dir);
     commands.extend(super::mcp::commands_in_mcp_json(&dir.join(".mcp.json")));
     for name in ["settings.json", "settings.local.json"] {
@@ -265,7 +265,7 @@ fn commands_in_toml(dir: &Path) -> Vec<String> {
 /// The files inside the project that `commands` (hook commands, runners' command lines)
 /// name: words that are paths of existing files inside `dir`, taken relative to each of
 /// `bases`. Protecting them keeps the model from rewriting what a trusted hook runs.
-pub(crate) fn referenced_files(dir: &Path, bases: &[&Path], commands: &[String]) -> Vec<PathBuf> {
+pub fn referenced_files(dir: &Path, bases: &[&Path], commands: &[String]) -> Vec<PathBuf> {
     let mut scripts = Vec::new();
     for command in commands {
         // Claude Code's hooks name their scripts from the project directory.

@@ -1,4 +1,4 @@
-//! The JSON lines `keel exec` prints, in the shapes Claude Code 2.1 prints for
+//! Events as Claude Code's stream-json lines: the JSON lines `keel exec` prints, in the shapes Claude Code 2.1 prints for
 //! `--output-format json` and `stream-json` (as the Claude Agent SDKs' parsers and
 //! `sdk.d.ts` type them), so tools written for `claude -p` read keel's too.
 //!
@@ -26,15 +26,15 @@ mod partial;
 use std::collections::{HashMap, HashSet};
 use std::time::Duration;
 
-use keel_engine::history::INTERRUPTED;
-use keel_engine::{AgentEvent, CostByProvider, FailureKind, RunOutcome, Stop};
-use keel_provider::{ContentBlock, Message, ProviderError, Role, StopReason, Usage};
+use keel::engine::history::INTERRUPTED;
+use keel::engine::{AgentEvent, CostByProvider, FailureKind, RunOutcome, Stop};
+use keel::provider::{ContentBlock, Message, ProviderError, Role, StopReason, Usage};
 use serde_json::{Value, json};
 
 use partial::{PartialReply, Streamed};
 
 /// `success`, `error_max_turns` or `error_during_execution`.
-pub(crate) fn result_subtype(stop: &Stop) -> &'static str {
+pub fn result_subtype(stop: &Stop) -> &'static str {
     match stop {
         Stop::Completed => "success",
         Stop::MaxIterations => "error_max_turns",
@@ -56,7 +56,7 @@ fn api_usage(usage: &Usage) -> Value {
 /// Usage and cost by provider, each in `modelUsage`'s words: `{"anthropic": {"inputTokens":
 /// …, "outputTokens": …, "cacheReadInputTokens": …, "cacheCreationInputTokens": …,
 /// "webSearchRequests": 0, "costUSD": … or null}}`.
-pub(crate) fn cost_by_provider_json(costs: &CostByProvider) -> Value {
+pub fn cost_by_provider_json(costs: &CostByProvider) -> Value {
     let providers: serde_json::Map<String, Value> = costs
         .iter()
         .map(|(name, cost)| {
@@ -102,11 +102,11 @@ fn timestamp() -> String {
 }
 
 fn new_uuid() -> String {
-    keel_engine::session_store::new_uuid()
+    keel::engine::session_store::new_uuid()
 }
 
 /// An MCP server named in the configuration, and whether it started.
-pub(crate) struct McpStatus {
+pub struct McpStatus {
     /// Its name.
     pub name: String,
     /// `connected` or `failed`.
@@ -114,7 +114,7 @@ pub(crate) struct McpStatus {
 }
 
 /// What the `system`/`init` line says about the run.
-pub(crate) struct InitInfo<'a> {
+pub struct InitInfo<'a> {
     /// The working directory.
     pub cwd: &'a std::path::Path,
     /// The provider's name (keel's own field).
@@ -138,6 +138,65 @@ pub(crate) struct InitInfo<'a> {
     pub additional_directories: Vec<std::path::PathBuf>,
 }
 
+impl<'a> InitInfo<'a> {
+    /// What `settings` and the agent they built (`coding`) say of the run.
+    pub fn of(settings: &'a keel_config::Settings, coding: &keel::CodingAgent) -> Self {
+        let mcp_servers = settings
+            .mcp_status()
+            .into_iter()
+            .map(|(name, status)| McpStatus {
+                name: name.to_owned(),
+                status,
+            })
+            .collect();
+        let (agents, skills) = coding
+            .delegates()
+            .map_or_else(Default::default, |delegates| {
+                (
+                    delegates
+                        .runner()
+                        .definitions()
+                        .all()
+                        .iter()
+                        .map(|agent| agent.name.clone())
+                        .collect(),
+                    delegates.skills().names().map(str::to_owned).collect(),
+                )
+            });
+        Self {
+            cwd: &settings.cwd,
+            provider: &settings.provider_name,
+            tools: coding
+                .agent()
+                .tools()
+                .definitions()
+                .into_iter()
+                .map(|definition| definition.name)
+                .collect(),
+            mcp_servers,
+            approvals: settings.approvals.name(),
+            sandbox: sandbox_name(settings.policy.mode),
+            api_key_source: if settings.origin.key_var == "ANTHROPIC_API_KEY" {
+                "ANTHROPIC_API_KEY"
+            } else {
+                "none"
+            },
+            agents,
+            skills,
+            additional_directories: settings.allow_read.clone(),
+        }
+    }
+}
+
+/// The name `--sandbox` takes for `mode`.
+pub fn sandbox_name(mode: keel::sandbox::SandboxMode) -> &'static str {
+    match mode {
+        keel::sandbox::SandboxMode::ReadOnly => "read-only",
+        keel::sandbox::SandboxMode::FullAccess => "full-access",
+        _ => "workspace-write",
+    }
+}
+
 /// Claude Code's permission mode for keel's `--approvals`: `allow` runs everything
 /// (`bypassPermissions`), `deny` refuses what is not allowed by a rule without asking
 /// (`dontAsk`), `ask` asks (`default`).
@@ -152,7 +211,7 @@ fn permission_mode(approvals: &str) -> &'static str {
 /// The model's limits as `modelUsage` reports them; `None` for a model keel's catalog does
 /// not know (written as `null`).
 #[derive(Debug, Clone, Copy, Default)]
-pub(crate) struct ModelLimits {
+pub struct ModelLimits {
     /// Its context window, in tokens.
     pub context_window: Option<u64>,
     /// The most tokens it writes in one reply.
@@ -161,7 +220,7 @@ pub(crate) struct ModelLimits {
 
 impl ModelLimits {
     /// The limits `catalog` gives `model`.
-    pub(crate) fn of(catalog: &keel_provider::ModelCatalog, model: &str) -> Self {
+    pub fn of(catalog: &keel::provider::ModelCatalog, model: &str) -> Self {
         catalog.get(model).map_or_else(Self::default, |info| Self {
             context_window: info.context_window,
             max_output_tokens: info.max_output_tokens,
@@ -182,13 +241,13 @@ struct Reply {
 
 /// One `stream-json` (or `json`) output stream in Claude Code's shapes; see the module's
 /// documentation for the lines.
-pub(crate) struct ClaudeStream {
+pub struct ClaudeStream {
     session_id: String,
     model: String,
     partial_messages: bool,
     limits: ModelLimits,
     /// Where the limits come from.
-    catalog: keel_provider::ModelCatalog,
+    catalog: keel::provider::ModelCatalog,
     reply: Option<Reply>,
     /// Calls that ran (a `ToolCallStarted` came): a call that ends without one was refused.
     started: HashSet<String>,
@@ -208,13 +267,13 @@ pub(crate) struct ClaudeStream {
 impl ClaudeStream {
     /// A stream for session `session_id` run on `model`; `partial_messages` adds the
     /// `stream_event` lines.
-    pub(crate) fn new(session_id: &str, model: &str, partial_messages: bool) -> Self {
+    pub fn new(session_id: &str, model: &str, partial_messages: bool) -> Self {
         Self {
             session_id: session_id.to_owned(),
             model: model.to_owned(),
             partial_messages,
-            limits: ModelLimits::of(&keel_provider::ModelCatalog::built_in(), model),
-            catalog: keel_provider::ModelCatalog::built_in(),
+            limits: ModelLimits::of(&keel::provider::ModelCatalog::built_in(), model),
+            catalog: keel::provider::ModelCatalog::built_in(),
             reply: None,
             started: HashSet::new(),
             calls: HashMap::new(),
@@ -230,7 +289,7 @@ impl ClaudeStream {
 
     /// Takes the limits `modelUsage` reports from `catalog` (by default the built-in
     /// catalog; the config's `[models.NAME]` tables add to it).
-    pub(crate) fn with_catalog(mut self, catalog: keel_provider::ModelCatalog) -> Self {
+    pub fn with_catalog(mut self, catalog: keel::provider::ModelCatalog) -> Self {
         self.limits = ModelLimits::of(&catalog, &self.model);
         self.catalog = catalog;
         self
@@ -238,7 +297,7 @@ impl ClaudeStream {
 
     /// Goes on with `model` (the program switched models between turns): later lines name
     /// it, and `modelUsage` gives its limits.
-    pub(crate) fn set_model(&mut self, model: &str) {
+    pub fn set_model(&mut self, model: &str) {
         model.clone_into(&mut self.model);
         self.limits = ModelLimits::of(&self.catalog, model);
     }
@@ -260,7 +319,7 @@ impl ClaudeStream {
     /// warning that the CLI is too old); a check against a Claude Code version (e.g.
     /// `verbatim_prompts`, 2.1.248) rightly finds keel lacks that feature. `capabilities` is
     /// empty: keel implements none of the control-protocol capabilities listed there.
-    pub(crate) fn init(&self, info: &InitInfo<'_>) -> Value {
+    pub fn init(&self, info: &InitInfo<'_>) -> Value {
         let servers: Vec<Value> = info
             .mcp_servers
             .iter()
@@ -332,7 +391,7 @@ impl ClaudeStream {
 
     /// The lines `event` makes (none for most events; all of them are still read, for the
     /// result's figures).
-    pub(crate) fn event(&mut self, event: &AgentEvent) -> Vec<Value> {
+    pub fn event(&mut self, event: &AgentEvent) -> Vec<Value> {
         match event {
             AgentEvent::ReplyStarted { id, model } => {
                 self.reply = None;
@@ -519,7 +578,7 @@ impl ClaudeStream {
     /// A `system`/`task_notification` line for a background task that ended: `status` is
     /// Claude Code's (`completed`, `failed` for a failure or a timeout or an interruption,
     /// `stopped` for a cancellation), `output_file` the task's log, `summary` what it did.
-    pub(crate) fn task_notification(&self, task: &keel_tasks::TaskRecord) -> Value {
+    pub fn task_notification(&self, task: &keel_tasks::TaskRecord) -> Value {
         use keel_tasks::TaskStatus;
         let status = match task.status {
             TaskStatus::Completed => "completed",
@@ -553,7 +612,7 @@ impl ClaudeStream {
     /// `keel_cost_by_provider` (keel's own) is the running total's usage and cost by the
     /// provider that served each call (the config's names: `local` for a tier on a local
     /// server), `costUSD` `null` for one that served a model without a known price.
-    pub(crate) fn result(&mut self, outcome: &RunOutcome, duration: Duration) -> Value {
+    pub fn result(&mut self, outcome: &RunOutcome, duration: Duration) -> Value {
         self.total_usage.add(&outcome.usage);
         self.total_cost = self.total_cost.zip(outcome.cost_usd).map(|(a, b)| a + b);
         self.total_by_provider.merge(&outcome.cost_by_provider);
@@ -701,7 +760,7 @@ mod tests {
 
     #[test]
     fn stream_json_shows_images_by_type_and_size_only() {
-        let big = keel_provider::ImageData::new("image/png", png_base64_of_len(16_384)).unwrap();
+        let big = keel::provider::ImageData::new("image/png", png_base64_of_len(16_384)).unwrap();
         let message = Message::new(
             Role::User,
             vec![

@@ -8,10 +8,10 @@
 //! with the full input, stop) once the reply is complete, as are blocks that were not
 //! streamed at all (a provider that sends text in one piece still has its text streamed).
 //!
-//! [`AgentEvent::TextDelta`]: keel_engine::AgentEvent::TextDelta
-//! [`AgentEvent::ThinkingDelta`]: keel_engine::AgentEvent::ThinkingDelta
+//! [`AgentEvent::TextDelta`]: keel::engine::AgentEvent::TextDelta
+//! [`AgentEvent::ThinkingDelta`]: keel::engine::AgentEvent::ThinkingDelta
 
-use keel_provider::{ContentBlock, Usage};
+use keel::provider::{ContentBlock, Usage};
 use serde_json::{Value, json};
 
 /// The kind of a block streamed so far.

@@ -1,0 +1,2 @@
+//! keel-config integration tests.
+#![allow(clippy::too_many_lines)]
