@@ -4,12 +4,11 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, deprecated)]
 
-mod server_support;
-
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use crate::server_support::*;
 use keel_mcp::server::LogLevel;
 use rmcp::model::{
     CallToolRequestParams, CallToolResult, CancelledNotificationParam, ClientRequest,
@@ -17,7 +16,6 @@ use rmcp::model::{
 };
 use rmcp::service::{RoleClient, RunningService};
 use serde_json::{Value, json};
-use server_support::*;
 
 struct Fixture {
     _dir: tempfile::TempDir,

@@ -3,17 +3,15 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, deprecated)]
 
-mod server_support;
-
 use std::sync::Arc;
 
+use crate::server_support::*;
 use keel_mcp::server::BearerToken;
 use rmcp::ServiceExt as _;
 use rmcp::model::CallToolRequestParams;
 use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 use serde_json::json;
-use server_support::*;
 
 const TOKEN: &str = "test-token-0123456789abcdef";
 

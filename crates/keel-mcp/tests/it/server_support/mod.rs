@@ -1,12 +1,6 @@
 //! A registry of small tools and an in-process rmcp client, for the server tests.
 
-#![allow(
-    dead_code,
-    deprecated,
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::panic
-)]
+#![allow(deprecated, clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
