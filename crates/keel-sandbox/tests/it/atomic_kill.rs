@@ -5,7 +5,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use std::path::Path;
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use keel_sandbox::PathSandbox;
@@ -79,8 +79,7 @@ fn killed_writes_leave_old_or_new_contents_and_no_temp() {
     std::fs::write(dir.path().join("data.txt"), &a).unwrap();
     let spawn = || {
         let _ = std::fs::remove_file(dir.path().join("fresh.txt"));
-        Command::new(std::env::current_exe().unwrap())
-            .args(["--exact", "child_writes_until_killed", "--nocapture"])
+        keel_test_support::rerun::command(module_path!(), "child_writes_until_killed")
             .env(CHILD_DIR, dir.path())
             .stdout(Stdio::null())
             .stderr(Stdio::null())

@@ -15,8 +15,7 @@ use keel_sandbox::tools::{RunCommand, RunCommandArgs};
 use keel_sandbox::{CommandSandbox, SandboxMode, SandboxPolicy};
 use keel_tool::{Tool, ToolContext, ToolOutput};
 
-mod common;
-use common::in_both_modes;
+use crate::common::in_both_modes;
 
 fn workspace() -> tempfile::TempDir {
     tempfile::Builder::new()
@@ -46,7 +45,7 @@ async fn run(root: &Path, command: &str) -> ToolOutput {
 
 #[test]
 fn device_nodes_cannot_be_made() {
-    in_both_modes("device_nodes_cannot_be_made", async || {
+    in_both_modes(module_path!(), "device_nodes_cannot_be_made", async || {
         let root = workspace();
         let output = run(
             root.path(),
@@ -63,6 +62,7 @@ fn device_nodes_cannot_be_made() {
 #[test]
 fn commands_hold_no_capabilities_and_cannot_read_keel_through_proc() {
     in_both_modes(
+        module_path!(),
         "commands_hold_no_capabilities_and_cannot_read_keel_through_proc",
         async || {
             let root = workspace();
@@ -103,6 +103,7 @@ fn commands_hold_no_capabilities_and_cannot_read_keel_through_proc() {
 #[test]
 fn tmpdir_is_the_session_dir_and_the_system_temp_dir_is_not_writable() {
     in_both_modes(
+        module_path!(),
         "tmpdir_is_the_session_dir_and_the_system_temp_dir_is_not_writable",
         async || {
             let root = workspace();
@@ -141,6 +142,7 @@ fn cargo_home() -> Option<PathBuf> {
 #[test]
 fn cargo_home_is_read_only_but_for_its_lock_files() {
     in_both_modes(
+        module_path!(),
         "cargo_home_is_read_only_but_for_its_lock_files",
         async || {
             let Some(home) = cargo_home() else {
@@ -231,6 +233,7 @@ fn index_cache_has(cache: &Path, name: &str) -> bool {
 #[test]
 fn an_offline_cargo_build_works_with_the_network_off() {
     in_both_modes(
+        module_path!(),
         "an_offline_cargo_build_works_with_the_network_off",
         async || {
             let Some(home) = cargo_home() else {
@@ -298,53 +301,61 @@ fn session_sockets_are_hidden_where_namespaces_work() {
 
 #[test]
 fn command_sandbox_confines_another_program() {
-    in_both_modes("command_sandbox_confines_another_program", async || {
-        let root = workspace();
-        let temp = root.path().join(".scratch/tmp");
-        let policy = SandboxPolicy::default();
-        let sandbox = CommandSandbox::prepare(root.path(), &policy, &temp).unwrap();
-        assert!(sandbox.confined());
-        assert!(sandbox.network_blocked());
-        let snapshot = sandbox.snapshot_protected();
-        let mut command = tokio::process::Command::new("sh");
-        command
+    in_both_modes(
+        module_path!(),
+        "command_sandbox_confines_another_program",
+        async || {
+            let root = workspace();
+            let temp = root.path().join(".scratch/tmp");
+            let policy = SandboxPolicy::default();
+            let sandbox = CommandSandbox::prepare(root.path(), &policy, &temp).unwrap();
+            assert!(sandbox.confined());
+            assert!(sandbox.network_blocked());
+            let snapshot = sandbox.snapshot_protected();
+            let mut command = tokio::process::Command::new("sh");
+            command
             .arg("-c")
             .arg("echo ok > inside; touch /var/tmp/keel-cs-outside-$$ || echo refused; mkdir -p .keel; echo 'x' > .keel/config.toml; echo $TMPDIR")
             .current_dir(root.path())
             .process_group(0);
-        sandbox.apply(&mut command);
-        let output = command.output().await.unwrap();
-        let text = String::from_utf8_lossy(&output.stdout);
-        assert!(text.contains("refused"), "{text}");
-        assert!(
-            text.contains(&*sandbox.temp_dir().to_string_lossy()),
-            "{text}"
-        );
-        assert!(root.path().join("inside").exists());
-        let report = snapshot.restore();
-        assert_eq!(
-            report.restored,
-            [PathBuf::from(".keel/config.toml")],
-            "{report:?}"
-        );
-        assert!(!root.path().join(".keel/config.toml").exists());
-    });
+            sandbox.apply(&mut command);
+            let output = command.output().await.unwrap();
+            let text = String::from_utf8_lossy(&output.stdout);
+            assert!(text.contains("refused"), "{text}");
+            assert!(
+                text.contains(&*sandbox.temp_dir().to_string_lossy()),
+                "{text}"
+            );
+            assert!(root.path().join("inside").exists());
+            let report = snapshot.restore();
+            assert_eq!(
+                report.restored,
+                [PathBuf::from(".keel/config.toml")],
+                "{report:?}"
+            );
+            assert!(!root.path().join(".keel/config.toml").exists());
+        },
+    );
 }
 
 #[test]
 fn read_only_and_full_access_modes() {
-    in_both_modes("read_only_and_full_access_modes", async || {
-        let root = workspace();
-        let ctx = ToolContext::new(root.path(), "modes-test");
-        let read_only = SandboxPolicy::with_mode(SandboxMode::ReadOnly);
-        let output = run_with(root.path(), read_only, &ctx, "touch x || echo refused").await;
-        assert_eq!(
-            output.content,
-            "touch: cannot touch 'x': Permission denied\nrefused\n[exit code 0]\n"
-        );
-        let full = SandboxPolicy::with_mode(SandboxMode::FullAccess);
-        let output = run_with(root.path(), full, &ctx, "touch x && echo made").await;
-        assert_eq!(output.content, "made\n[exit code 0]\n");
-        assert_eq!(output.metadata["confined"], false);
-    });
+    in_both_modes(
+        module_path!(),
+        "read_only_and_full_access_modes",
+        async || {
+            let root = workspace();
+            let ctx = ToolContext::new(root.path(), "modes-test");
+            let read_only = SandboxPolicy::with_mode(SandboxMode::ReadOnly);
+            let output = run_with(root.path(), read_only, &ctx, "touch x || echo refused").await;
+            assert_eq!(
+                output.content,
+                "touch: cannot touch 'x': Permission denied\nrefused\n[exit code 0]\n"
+            );
+            let full = SandboxPolicy::with_mode(SandboxMode::FullAccess);
+            let output = run_with(root.path(), full, &ctx, "touch x && echo made").await;
+            assert_eq!(output.content, "made\n[exit code 0]\n");
+            assert_eq!(output.metadata["confined"], false);
+        },
+    );
 }

@@ -95,8 +95,9 @@ async fn call(root: &Path, policy: SandboxPolicy, command: &str) -> Result<ToolO
 async fn probe(network: bool, action: &str, target: &str) -> Option<(String, ToolOutput)> {
     let root = tempfile::tempdir().unwrap();
     let exe = std::env::current_exe().unwrap();
+    let probe = keel_test_support::rerun::test_name(module_path!(), "net_probe");
     let command = format!(
-        "KEEL_PROBE={action} KEEL_PROBE_TARGET='{target}' '{}' --exact net_probe --nocapture \
+        "KEEL_PROBE={action} KEEL_PROBE_TARGET='{target}' '{}' --exact {probe} --nocapture \
          --test-threads=1",
         exe.display()
     );

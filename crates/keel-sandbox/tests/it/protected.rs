@@ -18,8 +18,7 @@ use keel_sandbox::{PathSandbox, SandboxMode, SandboxPolicy, default_tools};
 use keel_tool::{Effect, Tool, ToolContext, ToolOutput};
 use serde_json::json;
 
-mod common;
-use common::in_both_modes;
+use crate::common::in_both_modes;
 
 /// A git repository with a commit, a `.keel/config.toml` and a `.mcp.json`.
 fn repo() -> tempfile::TempDir {
@@ -96,6 +95,7 @@ fn live_hooks(root: &Path) -> Vec<PathBuf> {
 #[test]
 fn git_config_fsmonitor_and_hooks_leave_nothing_that_runs_later() {
     in_both_modes(
+        module_path!(),
         "git_config_fsmonitor_and_hooks_leave_nothing_that_runs_later",
         async || {
             let root = repo();
@@ -150,66 +150,75 @@ fn git_config_fsmonitor_and_hooks_leave_nothing_that_runs_later() {
 
 #[test]
 fn keel_config_and_mcp_json_are_protected() {
-    in_both_modes("keel_config_and_mcp_json_are_protected", async || {
-        let root = repo();
-        let command = "echo 'sandbox = \"full-access\"' >> .keel/config.toml; \
+    in_both_modes(
+        module_path!(),
+        "keel_config_and_mcp_json_are_protected",
+        async || {
+            let root = repo();
+            let command = "echo 'sandbox = \"full-access\"' >> .keel/config.toml; \
                        echo '{\"mcpServers\":{}}' > .mcp.json; \
                        mkdir -p .claude && echo '{}' > .claude/settings.json; echo done";
-        let output = run(root.path(), SandboxPolicy::default(), command).await;
-        assert!(output.content.contains("done"), "{}", output.content);
-        assert_eq!(
-            std::fs::read_to_string(root.path().join(".keel/config.toml")).unwrap(),
-            "model = \"m\"\n"
-        );
-        assert_eq!(
-            std::fs::read_to_string(root.path().join(".mcp.json")).unwrap(),
-            "{}\n"
-        );
-        // Created where none was: removed.
-        assert!(!root.path().join(".claude/settings.json").exists());
-        let restored = restored(&output);
-        assert!(
-            restored.contains(&".claude/settings.json".to_owned()),
-            "{restored:?}"
-        );
-        if namespaces(&output) {
+            let output = run(root.path(), SandboxPolicy::default(), command).await;
+            assert!(output.content.contains("done"), "{}", output.content);
             assert_eq!(
-                output.content.matches("Read-only file system").count(),
-                2,
-                "{}",
-                output.content
+                std::fs::read_to_string(root.path().join(".keel/config.toml")).unwrap(),
+                "model = \"m\"\n"
             );
-        } else {
+            assert_eq!(
+                std::fs::read_to_string(root.path().join(".mcp.json")).unwrap(),
+                "{}\n"
+            );
+            // Created where none was: removed.
+            assert!(!root.path().join(".claude/settings.json").exists());
+            let restored = restored(&output);
             assert!(
-                restored.contains(&".keel/config.toml".to_owned()),
+                restored.contains(&".claude/settings.json".to_owned()),
                 "{restored:?}"
             );
-            assert!(restored.contains(&".mcp.json".to_owned()), "{restored:?}");
-        }
-    });
+            if namespaces(&output) {
+                assert_eq!(
+                    output.content.matches("Read-only file system").count(),
+                    2,
+                    "{}",
+                    output.content
+                );
+            } else {
+                assert!(
+                    restored.contains(&".keel/config.toml".to_owned()),
+                    "{restored:?}"
+                );
+                assert!(restored.contains(&".mcp.json".to_owned()), "{restored:?}");
+            }
+        },
+    );
 }
 
 #[test]
 fn moving_the_config_directory_aside_is_undone() {
-    in_both_modes("moving_the_config_directory_aside_is_undone", async || {
-        let root = repo();
-        let command = "mv .keel .keel-old && mkdir .keel && \
+    in_both_modes(
+        module_path!(),
+        "moving_the_config_directory_aside_is_undone",
+        async || {
+            let root = repo();
+            let command = "mv .keel .keel-old && mkdir .keel && \
                        echo 'approvals = \"allow\"' > .keel/config.toml && echo moved";
-        let output = run(root.path(), SandboxPolicy::default(), command).await;
-        assert!(output.content.contains("moved"), "{}", output.content);
-        assert_eq!(
-            std::fs::read_to_string(root.path().join(".keel/config.toml")).unwrap(),
-            "model = \"m\"\n",
-            "{}",
-            output.content
-        );
-        assert_eq!(restored(&output), [".keel/config.toml"]);
-    });
+            let output = run(root.path(), SandboxPolicy::default(), command).await;
+            assert!(output.content.contains("moved"), "{}", output.content);
+            assert_eq!(
+                std::fs::read_to_string(root.path().join(".keel/config.toml")).unwrap(),
+                "model = \"m\"\n",
+                "{}",
+                output.content
+            );
+            assert_eq!(restored(&output), [".keel/config.toml"]);
+        },
+    );
 }
 
 #[test]
 fn a_new_repository_made_by_a_command_keeps_no_config_or_hooks() {
     in_both_modes(
+        module_path!(),
         "a_new_repository_made_by_a_command_keeps_no_config_or_hooks",
         async || {
             let root = tempfile::Builder::new()
@@ -237,24 +246,29 @@ fn a_new_repository_made_by_a_command_keeps_no_config_or_hooks() {
 
 #[test]
 fn full_access_commands_are_restored_too() {
-    in_both_modes("full_access_commands_are_restored_too", async || {
-        let root = repo();
-        let output = run(
-            root.path(),
-            SandboxPolicy::with_mode(SandboxMode::FullAccess),
-            "git config core.fsmonitor evil && echo set",
-        )
-        .await;
-        assert!(output.content.contains("set"), "{}", output.content);
-        assert_eq!(restored(&output), [".git/config"]);
-        let config = std::fs::read_to_string(root.path().join(".git/config")).unwrap();
-        assert!(!config.contains("fsmonitor"), "{config}");
-    });
+    in_both_modes(
+        module_path!(),
+        "full_access_commands_are_restored_too",
+        async || {
+            let root = repo();
+            let output = run(
+                root.path(),
+                SandboxPolicy::with_mode(SandboxMode::FullAccess),
+                "git config core.fsmonitor evil && echo set",
+            )
+            .await;
+            assert!(output.content.contains("set"), "{}", output.content);
+            assert_eq!(restored(&output), [".git/config"]);
+            let config = std::fs::read_to_string(root.path().join(".git/config")).unwrap();
+            assert!(!config.contains("fsmonitor"), "{config}");
+        },
+    );
 }
 
 #[test]
 fn policy_protected_paths_and_hooks_path_are_protected() {
     in_both_modes(
+        module_path!(),
         "policy_protected_paths_and_hooks_path_are_protected",
         async || {
             let root = repo();

@@ -226,12 +226,11 @@ fn credentials_and_session_sockets_are_not_passed_on() {
         );
         return;
     }
-    let status = std::process::Command::new(std::env::current_exe().unwrap())
-        .args([
-            "--exact",
+    keel_test_support::rerun::run(
+        keel_test_support::rerun::command(
+            module_path!(),
             "credentials_and_session_sockets_are_not_passed_on",
-            "--test-threads=1",
-        ])
+        )
         .env("KEEL_TEST_CREDENTIALS_CHILD", "1")
         .env("ANTHROPIC_API_KEY", "sk-ant-secret")
         .env("OPENAI_API_KEY", "sk-openai-secret")
@@ -242,10 +241,8 @@ fn credentials_and_session_sockets_are_not_passed_on() {
         .env("GITHUB_PAT", "pat-secret")
         .env("TMUX", "/tmp/tmux-0/default,1,0")
         .env("SSH_AUTH_SOCK", "/tmp/ssh-x/agent.sock")
-        .env("KEEL_TEST_VISIBLE", "yes")
-        .status()
-        .unwrap();
-    assert!(status.success(), "the child test failed: {status}");
+        .env("KEEL_TEST_VISIBLE", "yes"),
+    );
 }
 
 #[tokio::test]

@@ -3,18 +3,16 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 /// Runs `test` here, then — unless this process already runs without namespaces — again in a
-/// child test process (this test only) with `KEEL_SANDBOX_NO_NAMESPACES=1`, so both the
-/// namespace path and the detect-and-restore path are tested.
-pub(crate) fn in_both_modes(name: &str, test: impl AsyncFnOnce()) {
+/// child test process (this test only: `name` in the module whose `module_path!()` is
+/// `module_path`) with `KEEL_SANDBOX_NO_NAMESPACES=1`, so both the namespace path and the
+/// detect-and-restore path are tested.
+pub(crate) fn in_both_modes(module_path: &str, name: &str, test: impl AsyncFnOnce()) {
     let runtime = tokio::runtime::Runtime::new().unwrap();
     runtime.block_on(test());
     if std::env::var_os("KEEL_SANDBOX_NO_NAMESPACES").is_some() {
         return;
     }
-    let status = std::process::Command::new(std::env::current_exe().unwrap())
-        .args(["--exact", name, "--test-threads=1", "--nocapture"])
-        .env("KEEL_SANDBOX_NO_NAMESPACES", "1")
-        .status()
-        .unwrap();
-    assert!(status.success(), "{name} without namespaces: {status}");
+    keel_test_support::rerun::run(
+        keel_test_support::rerun::command(module_path, name).env("KEEL_SANDBOX_NO_NAMESPACES", "1"),
+    );
 }
