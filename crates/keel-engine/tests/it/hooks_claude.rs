@@ -22,7 +22,7 @@ use serde_json::{Value, json};
 use tempfile::TempDir;
 
 /// Claude Code's hook inputs, recorded (see the fixture's README).
-const CLAUDE_INPUTS: &str = include_str!("fixtures/claude-code-2.1.328/hook-inputs.json");
+const CLAUDE_INPUTS: &str = include_str!("../fixtures/claude-code-2.1.328/hook-inputs.json");
 
 /// Fields Claude Code sends that keel does not (it has no prompt ids, no per-call duration
 /// for hooks, no background task list or cron jobs in the Stop input).

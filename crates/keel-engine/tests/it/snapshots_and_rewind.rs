@@ -4,11 +4,9 @@
 // Tests report failures by panicking.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-mod common;
-
 use std::sync::Arc;
 
-use common::{FakeSnapshots, Runs, counting_tools};
+use crate::common::{FakeSnapshots, Runs, counting_tools};
 use futures::StreamExt;
 use keel_engine::{Agent, AgentEvent, JsonlSessionStore, SessionError, SessionStore, Stop};
 use keel_provider::{ContentBlock, Message, StopReason};

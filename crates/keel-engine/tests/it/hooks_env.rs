@@ -1,15 +1,17 @@
 //! Command hooks never see credentials, agent sockets or the variables the host hides: a
 //! hook that prints its environment shows none of them.
 //!
-//! This file holds one test because it sets variables of the test process itself.
+//! The variables are planted in a child test process (this test, run again alone), not in
+//! this one: setting them here would race with the tests on the other threads.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
-// Setting the test process's environment is unsafe in edition 2024.
-#![allow(unsafe_code)]
 
 use keel_engine::{HookConfig, HookEvent, HookInput, Hooks};
 use tempfile::TempDir;
 
-/// Variables planted in this process, and whether a hook may see them.
+/// Set in the child test process, which holds the planted variables.
+const CHILD: &str = "KEEL_TEST_HOOKS_ENV_CHILD";
+
+/// Variables planted in the child process, and whether a hook may see them.
 const PLANTED: [(&str, &str, bool); 8] = [
     ("KEEL_TEST_PROVIDER_API_KEY", "sk-planted-api-key", false),
     ("KEEL_TEST_GITHUB_TOKEN", "ghp_planted_token", false),
@@ -50,10 +52,19 @@ fn env_hook() -> Hooks {
 
 #[tokio::test]
 async fn hook_commands_never_see_credentials_sockets_or_hidden_variables() {
-    for (name, value, _) in PLANTED {
-        // SAFETY: the only test of this binary, on a current-thread runtime: no other thread
-        // reads the environment while it is changed.
-        unsafe { std::env::set_var(name, value) };
+    if std::env::var_os(CHILD).is_none() {
+        let mut child = keel_test_support::rerun::command(
+            module_path!(),
+            "hook_commands_never_see_credentials_sockets_or_hidden_variables",
+        );
+        child.env(CHILD, "1");
+        for (name, value, _) in PLANTED {
+            child.env(name, value);
+        }
+        tokio::task::spawn_blocking(move || keel_test_support::rerun::run(&mut child))
+            .await
+            .unwrap();
+        return;
     }
     let dir = TempDir::new().unwrap();
     let hooks = env_hook().hide_env(["KEEL_TEST_CUSTOM_CREDS"]);

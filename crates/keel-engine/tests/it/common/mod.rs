@@ -1,14 +1,12 @@
 //! Tools and snapshot stores shared by the snapshot, crash and retry tests.
 
 #![allow(
-    dead_code,
     unreachable_pub,
     clippy::unwrap_used,
     clippy::expect_used,
     clippy::panic
 )]
 
-use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
 use keel_snapshot::{
@@ -92,11 +90,6 @@ impl Snapshots for FakeSnapshots {
     fn restore(&self, id: &str) -> Result<RestoreReport, SnapshotError> {
         Err(SnapshotError::NotFound { id: id.into() })
     }
-}
-
-/// A path that is only used to keep a temp dir alive.
-pub fn keep(dir: &tempfile::TempDir) -> PathBuf {
-    dir.path().to_path_buf()
 }
 
 /// Whether `messages` is a request the real APIs accept: it starts with a user message,

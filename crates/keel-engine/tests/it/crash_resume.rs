@@ -6,14 +6,12 @@
 // Tests report failures by panicking.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-mod common;
-
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
-use common::{Runs, Token, check_request};
+use crate::common::{Runs, Token, check_request};
 use keel_engine::history::STOPPED;
 use keel_engine::{
     Agent, JsonlSessionStore, LoadedSession, Notifier, SessionError, SessionLog, SessionMeta,

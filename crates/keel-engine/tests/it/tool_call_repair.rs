@@ -6,11 +6,9 @@
 // Tests report failures by panicking.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-mod common;
-
 use std::sync::Arc;
 
-use common::{Runs, check_request, counting_tools};
+use crate::common::{Runs, check_request, counting_tools};
 use futures::StreamExt;
 use keel_engine::repair::{REPAIR_NOTE_PREFIX, RepairKind, repair_reply};
 use keel_engine::{Agent, AgentEvent, Stop};

@@ -5,11 +5,9 @@
 // Tests report failures by panicking.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-mod common;
-
 use std::sync::Arc;
 
-use common::{Runs, check_request, counting_tools};
+use crate::common::{Runs, check_request, counting_tools};
 use keel_engine::{Agent, MemorySessionStore, SessionRecord, SessionStore, Stop};
 use keel_provider::{ContentBlock, Message, Role, StopReason};
 use keel_test_support::scripted::{ScriptedProvider, Turn, reply};

@@ -4,12 +4,10 @@
 // Tests report failures by panicking.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-mod common;
-
 use std::sync::Arc;
 use std::time::Duration;
 
-use common::{Runs, counting_tools};
+use crate::common::{Runs, counting_tools};
 use futures::StreamExt;
 use keel_engine::{Agent, AgentBuilder, AgentEvent, MemorySessionStore, Stop};
 use keel_provider::{ContentBlock, ProviderError, StopReason, StreamEvent, TimeoutLimit};
