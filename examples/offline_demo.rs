@@ -12,7 +12,7 @@
 
 // An example talks to its user on stdout and stderr.
 #![allow(clippy::print_stdout, clippy::print_stderr)]
-// Its report is read by keel-cli's tests/offline_demo.rs, which includes this file.
+// Its report is read by keel-cli's tests/it/offline_demo.rs, which includes this file.
 #![allow(unreachable_pub)]
 
 use std::collections::HashMap;

@@ -211,14 +211,11 @@ fn kill_descendants_spares_only_surviving_processes() {
         kept.wait().unwrap();
         return;
     }
-    let mut command = std::process::Command::new(std::env::current_exe().unwrap());
-    command
-        .args([
-            "--exact",
-            "kill_descendants_spares_only_surviving_processes",
-            "--test-threads=1",
-        ])
-        .env("KEEL_TEST_KILL_DESCENDANTS_CHILD", "1");
+    let mut command = keel_test_support::rerun::command(
+        module_path!(),
+        "kill_descendants_spares_only_surviving_processes",
+    );
+    command.env("KEEL_TEST_KILL_DESCENDANTS_CHILD", "1");
     let (mut child, _guard) = reaper::spawn_std(&mut command, false).unwrap();
     assert!(child.wait().unwrap().success());
 }

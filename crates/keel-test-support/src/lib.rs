@@ -11,6 +11,8 @@
 //! - [`scripted`]: a [`Provider`](keel_provider::Provider) that replays scripted replies and
 //!   records every request.
 //! - [`render`]: scripted replies rendered in the Anthropic and OpenAI wire formats.
+//! - [`rerun`]: one test run again alone in a child process (the same test binary), for
+//!   what must not be shared with the tests on the other threads: environment variables.
 //! - [`rng`]: a seeded generator for property-style tests.
 //! - [`temp`]: temporary directories.
 //! - [`git`]: temporary git repositories.
@@ -43,6 +45,7 @@ pub mod mock;
 pub mod peers;
 pub mod raw_http;
 pub mod render;
+pub mod rerun;
 pub mod rng;
 pub mod scripted;
 pub mod temp;

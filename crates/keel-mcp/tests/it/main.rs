@@ -1,0 +1,12 @@
+//! keel-mcp's integration tests: one binary, a module per area. (A binary per file would
+//! link each one on its own, statically; see .cargo/config.toml.)
+
+// Tests are exempt from the long-function rule.
+#![allow(clippy::too_many_lines)]
+
+mod server_support;
+
+mod channel;
+mod client;
+mod server_http;
+mod server_stdio;
