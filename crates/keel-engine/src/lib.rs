@@ -73,8 +73,9 @@ pub use error::EngineError;
 pub use events::{AgentEvent, Compacted, RunOutcome, Stop};
 pub use failure::{FailureKind, RunFailure};
 pub use hooks::{
-    CompactTrigger, Hook, HookAnswer, HookConfig, HookConfigError, HookEvent, HookInput,
-    HookOutcome, HookReport, Hooks, PermissionDecision, SessionEndReason, SessionStartSource,
+    CompactTrigger, Hook, HookAnswer, HookConfig, HookConfigError, HookEvent, HookEventInput,
+    HookInput, HookOutcome, HookReport, HookSessionInfo, HookSubagent, HookToolCall,
+    HookToolResponse, Hooks, PermissionDecision, SessionEndReason, SessionStartSource,
     answer_from_json, outcome_from_json,
 };
 pub use keel_provider::{CostByProvider, ProviderCost};
