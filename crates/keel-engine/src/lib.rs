@@ -1,3 +1,5 @@
+// Unit tests are exempt from the long-function rule; the library's own code is not.
+#![cfg_attr(test, allow(clippy::too_many_lines))]
 //! # keel-engine
 //!
 //! The agent loop: the model reads, edits, runs, sees errors and iterates until done.
@@ -73,8 +75,9 @@ pub use error::EngineError;
 pub use events::{AgentEvent, Compacted, RunOutcome, Stop};
 pub use failure::{FailureKind, RunFailure};
 pub use hooks::{
-    CompactTrigger, Hook, HookAnswer, HookConfig, HookConfigError, HookEvent, HookInput,
-    HookOutcome, HookReport, Hooks, PermissionDecision, SessionEndReason, SessionStartSource,
+    CompactTrigger, Hook, HookAnswer, HookConfig, HookConfigError, HookEvent, HookEventInput,
+    HookInput, HookOutcome, HookReport, HookSessionInfo, HookSubagent, HookToolCall,
+    HookToolResponse, Hooks, PermissionDecision, SessionEndReason, SessionStartSource,
     answer_from_json, outcome_from_json,
 };
 pub use keel_provider::{CostByProvider, ProviderCost};

@@ -168,7 +168,7 @@ impl Hook for ProgramHook {
         input_json["permission_mode"] = json!(self.mode.get().claude_name());
         if input_json.get("transcript_path").is_none() {
             input_json["transcript_path"] =
-                json!(self.sessions.join(format!("{}.jsonl", input.session_id)));
+                json!(self.sessions.join(format!("{}.jsonl", input.session_id())));
         }
         let answer = self
             .control
@@ -176,10 +176,10 @@ impl Hook for ProgramHook {
                 "subtype": "hook_callback",
                 "callback_id": self.callback_id,
                 "input": input_json,
-                "tool_use_id": input.tool_use_id,
+                "tool_use_id": input.tool_use_id(),
             }))
             .await?;
-        answer_from_json(input.hook_event_name, &answer)
+        answer_from_json(input.hook_event_name(), &answer)
     }
 
     fn name(&self) -> &str {

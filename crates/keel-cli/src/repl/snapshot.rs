@@ -118,9 +118,8 @@ impl SnapshotHook {
 impl Hook for SnapshotHook {
     async fn run(&self, input: &HookInput) -> Result<HookOutcome, String> {
         let Some(path) = input
-            .tool_input
-            .as_ref()
-            .and_then(|tool_input| target(&input.cwd, tool_input))
+            .tool_input()
+            .and_then(|tool_input| target(input.cwd(), tool_input))
         else {
             return Ok(HookOutcome::Continue);
         };

@@ -35,7 +35,7 @@ impl CommandHook {
         input: &HookInput,
         hidden: &[String],
     ) -> Result<HookAnswer, String> {
-        let event = input.hook_event_name;
+        let event = input.hook_event_name();
         let command = &self.config.command;
         let who = format!("command hook `{command}` ({event})");
         let spec = self
@@ -80,11 +80,12 @@ impl CommandHook {
     fn spec(&self, input: &HookInput, hidden: &[String]) -> Result<ProcessSpec, String> {
         let stdin = serde_json::to_vec(input)
             .map_err(|error| format!("could not serialize its input: {error}"))?;
-        let mut spec = ProcessSpec::shell(&self.config.command, &input.cwd);
+        let cwd = input.cwd();
+        let mut spec = ProcessSpec::shell(&self.config.command, cwd);
         spec.env = vec![
-            ("KEEL_SESSION_ID".into(), input.session_id.clone().into()),
-            ("KEEL_PROJECT_DIR".into(), input.cwd.clone().into()),
-            ("CLAUDE_PROJECT_DIR".into(), input.cwd.clone().into()),
+            ("KEEL_SESSION_ID".into(), input.session_id().into()),
+            ("KEEL_PROJECT_DIR".into(), cwd.into()),
+            ("CLAUDE_PROJECT_DIR".into(), cwd.into()),
         ];
         spec.hidden_env = hidden.to_vec();
         spec.stdin = stdin;

@@ -50,12 +50,14 @@
 //! [`HookInput`] as JSON on its stdin, as Claude Code 2.1 writes it: `session_id`,
 //! `transcript_path` (the session's file, when it is saved), `cwd`, `permission_mode`
 //! ([`Session::set_permission_mode`](crate::Session::set_permission_mode); not at
-//! `SessionStart`), `hook_event_name`, then the event's own fields. Tool events carry
+//! `SessionStart`), `agent_id` and `agent_type` (in a sub-agent's session),
+//! `hook_event_name`, then the event's own fields ([`HookEventInput`]). Tool events carry
 //! Claude's tool name (`Bash`, `Read`, `Write`, `Edit`, `Grep`, `Glob`, `LS`, `Agent`; keel's
 //! for a tool without a twin) and Claude's shapes of `tool_input` and `tool_response`
 //! (absolute `file_path`, `structuredPatch`, `stdout`…; see [`keel_tool::claude::tool_input`]
-//! and [`keel_tool::claude::tool_response`]). A Rust hook reads keel's own view in the
-//! fields of [`HookInput`] (keel's name and arguments) and Claude's through its methods.
+//! and [`keel_tool::claude::tool_response`]). A Rust hook reads keel's own view through
+//! [`HookInput`]'s methods (keel's name and arguments: [`HookInput::tool_name`], …) and
+//! Claude's through its `claude_` ones, or matches on [`HookInput::event`].
 //!
 //! # Output
 //!
@@ -99,21 +101,24 @@
 //! Hook failures are reported, never fatal: [`Hooks::run`] cannot fail.
 
 mod command;
+mod input;
 
 use std::fmt;
 use std::panic::AssertUnwindSafe;
-use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
 use futures::FutureExt as _;
-use keel_tool::{ProcessRunner, ToolOutput};
+use keel_tool::ProcessRunner;
 use regex::Regex;
 use serde::{Deserialize, Serialize};
-use serde_json::{Value, json};
+use serde_json::Value;
 
 use command::CommandHook;
+pub use input::{
+    HookEventInput, HookInput, HookSessionInfo, HookSubagent, HookToolCall, HookToolResponse,
+};
 
 /// The timeout of a command hook whose configuration sets none.
 pub const DEFAULT_HOOK_TIMEOUT: Duration = Duration::from_secs(60);
@@ -233,370 +238,6 @@ pub enum CompactTrigger {
     Auto,
 }
 
-/// What a hook receives.
-///
-/// Its public fields are keel's view, for Rust hooks: `tool_name` is keel's tool name
-/// (`run_command`), `tool_input` keel's arguments (relative `path`), `tool_response` keel's
-/// result `{"content": "...", "is_error": false}` (plus `"images": [{"media_type",
-/// "bytes"}]` when it carries images; their data is not passed).
-///
-/// Serialized — the JSON on a command hook's stdin, and what a Rust hook forwards to a Claude
-/// Agent SDK program — it is Claude Code's view, field for field as Claude Code 2.1 sends
-/// it: `tool_name` is Claude's name for a tool that has one (`Bash`, `Edit`, see
-/// [`keel_tool::claude`]), `tool_input` and `tool_response` are in that tool's Claude shape
-/// ([`keel_tool::claude::tool_input`], [`keel_tool::claude::tool_response`]: absolute
-/// `file_path`, `structuredPatch`, `stdout`…); keel's tools without a twin keep keel's name
-/// and shapes. Fields come in Claude Code's order (`session_id`, `transcript_path`, `cwd`,
-/// `permission_mode`, `hook_event_name`, then the event's own), and absent ones are left out.
-#[derive(Debug, Clone, PartialEq)]
-pub struct HookInput {
-    /// The session's id.
-    pub session_id: String,
-    /// The session's file (JSON Lines), when the session is saved.
-    pub transcript_path: Option<PathBuf>,
-    /// The session's working directory; command hooks run there.
-    pub cwd: PathBuf,
-    /// Claude Code's name of the approval mode: `default`, `acceptEdits`, `plan`,
-    /// `bypassPermissions` ([`Session::set_permission_mode`](crate::Session::set_permission_mode));
-    /// not given to `SessionStart`, as Claude Code does not.
-    pub permission_mode: Option<String>,
-    /// The event the hooks run for.
-    pub hook_event_name: HookEvent,
-    /// `SessionStart`: why the session starts.
-    pub source: Option<SessionStartSource>,
-    /// `UserPromptSubmit`: the prompt's text.
-    pub prompt: Option<String>,
-    /// The tool's name, keel's (tool events).
-    pub tool_name: Option<String>,
-    /// The tool call's arguments, keel's (tool events).
-    pub tool_input: Option<Value>,
-    /// The tool's result, keel's shape (`PostToolUse`).
-    pub tool_response: Option<Value>,
-    /// The tool call's id (tool events), as the model gave it.
-    pub tool_use_id: Option<String>,
-    /// `PostToolUseFailure`: the failed call's result text.
-    pub error: Option<String>,
-    /// `Stop`, `SubagentStop`: whether the model is already working on because a stop hook
-    /// blocked, so that a hook can avoid sending it back forever.
-    pub stop_hook_active: Option<bool>,
-    /// `Stop`, `SubagentStop`: the text of the model's last reply.
-    pub last_assistant_message: Option<String>,
-    /// `PreCompact`: what started the compaction.
-    pub trigger: Option<CompactTrigger>,
-    /// `PreCompact`: the person's instructions for the summary (empty when none).
-    pub custom_instructions: Option<String>,
-    /// `SessionEnd`: why the session ends.
-    pub reason: Option<SessionEndReason>,
-    /// `Notification`: what the person is told.
-    pub message: Option<String>,
-    /// `Notification`: its kind (`permission_prompt`).
-    pub notification_type: Option<String>,
-    /// In a sub-agent's session: its id (the session's id).
-    pub agent_id: Option<String>,
-    /// In a sub-agent's session: the sub-agent's name.
-    pub agent_type: Option<String>,
-    /// `PostToolUse`: the result itself, for its Claude shape (no images).
-    output: Option<ToolOutput>,
-}
-
-impl HookInput {
-    fn base(session_id: impl Into<String>, cwd: impl Into<PathBuf>, event: HookEvent) -> Self {
-        Self {
-            session_id: session_id.into(),
-            transcript_path: None,
-            cwd: cwd.into(),
-            permission_mode: None,
-            hook_event_name: event,
-            source: None,
-            prompt: None,
-            tool_name: None,
-            tool_input: None,
-            tool_response: None,
-            tool_use_id: None,
-            error: None,
-            stop_hook_active: None,
-            last_assistant_message: None,
-            trigger: None,
-            custom_instructions: None,
-            reason: None,
-            message: None,
-            notification_type: None,
-            agent_id: None,
-            agent_type: None,
-            output: None,
-        }
-    }
-
-    /// The same input, for the tool call `id`.
-    #[must_use]
-    pub fn with_tool_use_id(mut self, id: impl Into<String>) -> Self {
-        self.tool_use_id = Some(id.into());
-        self
-    }
-
-    /// The input of a `SessionStart` hook.
-    pub fn session_start(
-        session_id: impl Into<String>,
-        cwd: impl Into<PathBuf>,
-        source: SessionStartSource,
-    ) -> Self {
-        Self {
-            source: Some(source),
-            ..Self::base(session_id, cwd, HookEvent::SessionStart)
-        }
-    }
-
-    /// The input of a `UserPromptSubmit` hook.
-    pub fn user_prompt_submit(
-        session_id: impl Into<String>,
-        cwd: impl Into<PathBuf>,
-        prompt: impl Into<String>,
-    ) -> Self {
-        Self {
-            prompt: Some(prompt.into()),
-            ..Self::base(session_id, cwd, HookEvent::UserPromptSubmit)
-        }
-    }
-
-    /// The input of a `PreToolUse` hook: keel's tool name and arguments.
-    pub fn pre_tool_use(
-        session_id: impl Into<String>,
-        cwd: impl Into<PathBuf>,
-        tool_name: impl Into<String>,
-        tool_input: Value,
-    ) -> Self {
-        Self {
-            tool_name: Some(tool_name.into()),
-            tool_input: Some(tool_input),
-            ..Self::base(session_id, cwd, HookEvent::PreToolUse)
-        }
-    }
-
-    /// The input of a `PostToolUse` hook: keel's tool name and arguments, and the call's
-    /// result.
-    pub fn post_tool_use(
-        session_id: impl Into<String>,
-        cwd: impl Into<PathBuf>,
-        tool_name: impl Into<String>,
-        tool_input: Value,
-        output: &ToolOutput,
-    ) -> Self {
-        let mut response = json!({"content": output.content, "is_error": output.is_error});
-        if !output.images.is_empty() {
-            response["images"] = output
-                .images
-                .iter()
-                .map(
-                    |image| json!({"media_type": image.media_type(), "bytes": image.decoded_len()}),
-                )
-                .collect();
-        }
-        let kept = ToolOutput {
-            content: output.content.clone(),
-            is_error: output.is_error,
-            metadata: output.metadata.clone(),
-            images: Vec::new(),
-            delegated: keel_provider::CostByProvider::default(),
-        };
-        Self {
-            tool_name: Some(tool_name.into()),
-            tool_input: Some(tool_input),
-            tool_response: Some(response),
-            output: Some(kept),
-            ..Self::base(session_id, cwd, HookEvent::PostToolUse)
-        }
-    }
-
-    /// The input of a `PostToolUseFailure` hook: keel's tool name and arguments, and the
-    /// failed call's result text.
-    pub fn post_tool_use_failure(
-        session_id: impl Into<String>,
-        cwd: impl Into<PathBuf>,
-        tool_name: impl Into<String>,
-        tool_input: Value,
-        error: impl Into<String>,
-    ) -> Self {
-        Self {
-            tool_name: Some(tool_name.into()),
-            tool_input: Some(tool_input),
-            error: Some(error.into()),
-            ..Self::base(session_id, cwd, HookEvent::PostToolUseFailure)
-        }
-    }
-
-    /// The input of a `Notification` hook.
-    pub fn notification(
-        session_id: impl Into<String>,
-        cwd: impl Into<PathBuf>,
-        message: impl Into<String>,
-        notification_type: impl Into<String>,
-    ) -> Self {
-        Self {
-            message: Some(message.into()),
-            notification_type: Some(notification_type.into()),
-            ..Self::base(session_id, cwd, HookEvent::Notification)
-        }
-    }
-
-    /// The input of a `Stop` hook; `stop_hook_active` says whether the model is already
-    /// working on because a `Stop` hook blocked, `last_assistant_message` is the text of its
-    /// last reply.
-    pub fn stop(
-        session_id: impl Into<String>,
-        cwd: impl Into<PathBuf>,
-        stop_hook_active: bool,
-        last_assistant_message: impl Into<String>,
-    ) -> Self {
-        Self {
-            stop_hook_active: Some(stop_hook_active),
-            last_assistant_message: Some(last_assistant_message.into()),
-            ..Self::base(session_id, cwd, HookEvent::Stop)
-        }
-    }
-
-    /// The input of a `SubagentStop` hook: as [`HookInput::stop`], for a sub-agent's session.
-    pub fn subagent_stop(
-        session_id: impl Into<String>,
-        cwd: impl Into<PathBuf>,
-        stop_hook_active: bool,
-        last_assistant_message: impl Into<String>,
-    ) -> Self {
-        Self {
-            hook_event_name: HookEvent::SubagentStop,
-            ..Self::stop(session_id, cwd, stop_hook_active, last_assistant_message)
-        }
-    }
-
-    /// The input of a `PreCompact` hook.
-    pub fn pre_compact(
-        session_id: impl Into<String>,
-        cwd: impl Into<PathBuf>,
-        trigger: CompactTrigger,
-        custom_instructions: impl Into<String>,
-    ) -> Self {
-        Self {
-            trigger: Some(trigger),
-            custom_instructions: Some(custom_instructions.into()),
-            ..Self::base(session_id, cwd, HookEvent::PreCompact)
-        }
-    }
-
-    /// The input of a `SessionEnd` hook.
-    pub fn session_end(
-        session_id: impl Into<String>,
-        cwd: impl Into<PathBuf>,
-        reason: SessionEndReason,
-    ) -> Self {
-        Self {
-            reason: Some(reason),
-            ..Self::base(session_id, cwd, HookEvent::SessionEnd)
-        }
-    }
-
-    /// Claude Code's name of the tool (`Bash` for `run_command`), or keel's for a tool
-    /// without a Claude twin; `None` outside tool events.
-    pub fn claude_tool_name(&self) -> Option<&str> {
-        self.tool_name
-            .as_deref()
-            .map(|name| keel_tool::claude::claude_name(name).unwrap_or(name))
-    }
-
-    /// The tool call's arguments in Claude Code's shape ([`keel_tool::claude::tool_input`]).
-    pub fn claude_tool_input(&self) -> Option<Value> {
-        let name = self.tool_name.as_deref()?;
-        let input = self.tool_input.as_ref()?;
-        Some(keel_tool::claude::tool_input(name, input, &self.cwd))
-    }
-
-    /// The tool's result in Claude Code's shape ([`keel_tool::claude::tool_response`]);
-    /// `PostToolUse` only.
-    pub fn claude_tool_response(&self) -> Option<Value> {
-        match (&self.output, self.tool_name.as_deref()) {
-            (Some(output), Some(name)) => {
-                let null = Value::Null;
-                let input = self.tool_input.as_ref().unwrap_or(&null);
-                Some(keel_tool::claude::tool_response(
-                    name, input, output, &self.cwd,
-                ))
-            }
-            _ => self.tool_response.clone(),
-        }
-    }
-}
-
-/// [`HookInput`] as Claude Code sends it, in its field order.
-#[derive(Serialize)]
-struct ClaudeHookInput<'a> {
-    session_id: &'a str,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    transcript_path: Option<&'a Path>,
-    cwd: &'a Path,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    permission_mode: Option<&'a str>,
-    hook_event_name: HookEvent,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    agent_id: Option<&'a str>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    agent_type: Option<&'a str>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    source: Option<SessionStartSource>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    prompt: Option<&'a str>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    tool_name: Option<&'a str>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    tool_input: Option<Value>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    tool_response: Option<Value>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    tool_use_id: Option<&'a str>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    error: Option<&'a str>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    stop_hook_active: Option<bool>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    last_assistant_message: Option<&'a str>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    trigger: Option<CompactTrigger>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    custom_instructions: Option<&'a str>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    reason: Option<SessionEndReason>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    message: Option<&'a str>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    notification_type: Option<&'a str>,
-}
-
-impl Serialize for HookInput {
-    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        ClaudeHookInput {
-            session_id: &self.session_id,
-            transcript_path: self.transcript_path.as_deref(),
-            cwd: &self.cwd,
-            permission_mode: self.permission_mode.as_deref(),
-            hook_event_name: self.hook_event_name,
-            agent_id: self.agent_id.as_deref(),
-            agent_type: self.agent_type.as_deref(),
-            source: self.source,
-            prompt: self.prompt.as_deref(),
-            tool_name: self.claude_tool_name(),
-            tool_input: self.claude_tool_input(),
-            tool_response: self.claude_tool_response(),
-            tool_use_id: self.tool_use_id.as_deref(),
-            error: self.error.as_deref(),
-            stop_hook_active: self.stop_hook_active,
-            last_assistant_message: self.last_assistant_message.as_deref(),
-            trigger: self.trigger,
-            custom_instructions: self.custom_instructions.as_deref(),
-            reason: self.reason,
-            message: self.message.as_deref(),
-            notification_type: self.notification_type.as_deref(),
-        }
-        .serialize(serializer)
-    }
-}
-
 /// A permission decision given by a `PreToolUse` hook.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum PermissionDecision {
@@ -695,9 +336,10 @@ pub fn answer_from_json(event: HookEvent, answer: &Value) -> Result<HookAnswer, 
     command::parse_json(event, answer)
 }
 
-/// A Rust hook. It reads keel's view of the input in [`HookInput`]'s fields (keel's tool
-/// names and arguments), Claude Code's through its methods
-/// ([`HookInput::claude_tool_name`], …) or by serializing it (what a command hook reads).
+/// A Rust hook. It reads keel's view of the input through [`HookInput`]'s methods (keel's
+/// tool names and arguments: [`HookInput::tool_name`], …), Claude Code's through its
+/// `claude_` ones ([`HookInput::claude_tool_name`], …) or by serializing it (what a command
+/// hook reads).
 #[async_trait]
 pub trait Hook: Send + Sync {
     /// Runs the hook. An `Err` is a failure: it is reported in [`HookReport::failures`] and the
@@ -906,8 +548,8 @@ struct Entry {
 
 impl Entry {
     fn applies_to(&self, input: &HookInput) -> bool {
-        self.event == input.hook_event_name
-            && (!self.event.is_tool_event() || self.matcher.matches(input.tool_name.as_deref()))
+        self.event == input.hook_event_name()
+            && (!self.event.is_tool_event() || self.matcher.matches(input.tool_name()))
     }
 }
 
@@ -1096,8 +738,8 @@ impl Hooks {
         self.entries.iter().any(|entry| entry.event == event)
     }
 
-    /// Runs every hook for `input.hook_event_name` whose matcher matches `input.tool_name`, in
-    /// order, one after the other; never fails.
+    /// Runs every hook for the input's event whose matcher matches its tool name, in order,
+    /// one after the other; never fails.
     pub async fn run(&self, input: &HookInput) -> HookReport {
         let mut report = HookReport::default();
         for entry in self.entries.iter().filter(|entry| entry.applies_to(input)) {
@@ -1116,13 +758,13 @@ impl Hooks {
                     }
                 }
                 Err(failure) => {
-                    tracing::warn!(event = %input.hook_event_name, %failure, "hook failed");
+                    tracing::warn!(event = %input.hook_event_name(), %failure, "hook failed");
                     report.failures.push(failure);
                 }
             }
         }
         tracing::debug!(
-            event = %input.hook_event_name,
+            event = %input.hook_event_name(),
             outcome = ?report.outcome,
             failures = report.failures.len(),
             "hooks ran"
@@ -1159,7 +801,7 @@ impl From<HookOutcome> for HookAnswer {
 
 async fn run_rust(hook: &dyn Hook, input: &HookInput) -> Result<HookAnswer, String> {
     let name = hook.name();
-    let event = input.hook_event_name;
+    let event = input.hook_event_name();
     match AssertUnwindSafe(hook.answer(input)).catch_unwind().await {
         Ok(Ok(answer)) => Ok(answer),
         Ok(Err(error)) => Err(format!("Rust hook `{name}` ({event}) failed: {error}")),

@@ -148,7 +148,8 @@ pub(super) fn decide(gate: GateInput<'_>) -> GateDecision {
 impl Session {
     /// Whether a call runs: gathers what [`decide`] needs (the effect, the rules' verdict, the
     /// `PreToolUse` hooks' outcome unless a rule denies the call), and asks the approver when
-    /// it says so. [`Decision::Cancel`] cancels the run.
+    /// it says so ([`ask_approver`](Self::ask_approver)). [`Decision::Cancel`] cancels the
+    /// run.
     ///
     /// A `PreToolUse` hook's `updatedInput` replaces the call's input (in keel's shape) before
     /// anything is decided: its effect and the rules' verdict are those of the new input, so
@@ -164,34 +165,17 @@ impl Session {
         if cancel.is_cancelled() {
             return self.answer(call, ToolOutput::error(INTERRUPTED), sink);
         }
-        let mut effect = self.config.tools().effect(call.as_call());
-        let mut verdict = self
-            .config
-            .permissions()
-            .check(&call.name, &call.input, &self.cwd);
+        let (mut effect, mut verdict) = self.judge(call);
         let denied = matches!(verdict, Verdict::Deny { .. });
         let hook = if !denied
             && call.invalid.is_none()
             && self.config.hooks().handles(HookEvent::PreToolUse)
         {
-            let input =
-                HookInput::pre_tool_use(&self.id, &self.cwd, &call.name, call.input.clone())
-                    .with_tool_use_id(&call.id);
-            let report = self.hooks(input, sink).await;
-            if let HookOutcome::Stop { reason } = &report.outcome {
-                self.request_stop(reason.clone());
+            let (outcome, input_changed) = self.pre_tool_use_hooks(call, sink).await;
+            if input_changed {
+                (effect, verdict) = self.judge(call);
             }
-            if let Some(updated) = report.updated_input {
-                let input = keel_tool::claude::keel_input(&call.name, &updated, &self.cwd);
-                tracing::debug!(call = %call.id, %input, "a PreToolUse hook changed the input");
-                call.input = input;
-                effect = self.config.tools().effect(call.as_call());
-                verdict = self
-                    .config
-                    .permissions()
-                    .check(&call.name, &call.input, &self.cwd);
-            }
-            Some(report.outcome)
+            Some(outcome)
         } else {
             None
         };
@@ -231,6 +215,54 @@ impl Session {
             tracing::debug!(call = %call.id, tool = %call.name, "run by a standing grant");
             return Plan::Run { read_only: false };
         }
+        self.ask_approver(call, request, remember, cancel, sink)
+            .await
+    }
+
+    /// The call's effect and the permission rules' verdict on it.
+    fn judge(&self, call: &OwnedCall) -> (Effect, Verdict) {
+        let effect = self.config.tools().effect(call.as_call());
+        let verdict = self
+            .config
+            .permissions()
+            .check(&call.name, &call.input, &self.cwd);
+        (effect, verdict)
+    }
+
+    /// Runs the `PreToolUse` hooks on `call`: a hook's `"continue": false` asks the run to
+    /// stop, an `updatedInput` (in Claude Code's shape) replaces the call's input, in keel's.
+    /// Returns their outcome, and whether the input changed.
+    async fn pre_tool_use_hooks(
+        &mut self,
+        call: &mut OwnedCall,
+        sink: &Sink,
+    ) -> (HookOutcome, bool) {
+        let input = HookInput::pre_tool_use(&self.id, &self.cwd, &call.name, call.input.clone())
+            .with_tool_use_id(&call.id);
+        let report = self.hooks(input, sink).await;
+        if let HookOutcome::Stop { reason } = &report.outcome {
+            self.request_stop(reason.clone());
+        }
+        let Some(updated) = report.updated_input else {
+            return (report.outcome, false);
+        };
+        let input = keel_tool::claude::keel_input(&call.name, &updated, &self.cwd);
+        tracing::debug!(call = %call.id, %input, "a PreToolUse hook changed the input");
+        call.input = input;
+        (report.outcome, true)
+    }
+
+    /// Asks the approver about `call` (`request`), after the `Notification` hooks (whose
+    /// `"continue": false` refuses the call and stops the run), and remembers an "always"
+    /// answer for the request's scope when `remember` says it may.
+    async fn ask_approver(
+        &mut self,
+        call: &OwnedCall,
+        request: ApprovalRequest,
+        remember: bool,
+        cancel: &CancellationToken,
+        sink: &Sink,
+    ) -> Plan {
         if self.config.hooks().handles(HookEvent::Notification) {
             let tool = keel_tool::claude::claude_name(&call.name).unwrap_or(&call.name);
             let input = HookInput::notification(

@@ -30,7 +30,7 @@ use crate::compaction::CompactionError;
 use crate::events::{AgentEvent, Compacted, RunOutcome};
 use crate::history::check_rewind;
 use crate::hooks::{
-    CompactTrigger, HookEvent, HookInput, HookOutcome, HookReport, SessionEndReason,
+    CompactTrigger, HookEvent, HookInput, HookOutcome, HookReport, HookSubagent, SessionEndReason,
     SessionStartSource,
 };
 use crate::session_store::{SessionError, SessionLog, SessionRecord};
@@ -454,18 +454,21 @@ impl Session {
     /// (`transcript_path`, `permission_mode`, the sub-agent); failures become warnings, never
     /// errors, and `systemMessage`s [`AgentEvent::HookMessage`]s.
     async fn hooks(&self, mut input: HookInput, sink: &Sink) -> HookReport {
-        let event = input.hook_event_name;
+        let event = input.hook_event_name();
         if !self.config.hooks().handles(event) {
             return HookReport::default();
         }
-        input.transcript_path.clone_from(&self.transcript_path);
+        let session = &mut input.session;
+        session.transcript_path.clone_from(&self.transcript_path);
         // Claude Code does not tell SessionStart hooks the mode.
         if event != HookEvent::SessionStart {
-            input.permission_mode = Some(self.permission_mode.clone());
+            session.permission_mode = Some(self.permission_mode.clone());
         }
         if let Some(agent_type) = &self.subagent {
-            input.agent_id = Some(self.id.clone());
-            input.agent_type = Some(agent_type.clone());
+            session.subagent = Some(HookSubagent {
+                agent_id: self.id.clone(),
+                agent_type: agent_type.clone(),
+            });
         }
         let report = self.config.hooks().run(&input).await;
         for failure in &report.failures {

@@ -4,7 +4,7 @@
 use futures::StreamExt;
 use keel_provider::{
     CompletionRequest, ContentBlock, Message, ProviderError, ResponseAssembler, Role, StopReason,
-    StreamEvent, ToolUseResponse,
+    StreamEvent, ToolDefinition, ToolUseResponse,
 };
 use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
@@ -129,6 +129,11 @@ impl Session {
         }
     }
 
+    /// The turns of a run, one model call each, until a phase ends the run: the
+    /// [limits](Self::check_limits), the [turn's request](Self::start_turn), the
+    /// [model turn](Self::model_turn), the [reply accepted](Self::accept_reply), then the
+    /// [final reply](Self::final_reply) when it makes no calls, else its
+    /// [calls answered](Self::answer_calls).
     pub(super) async fn iterate(
         &mut self,
         cancel: &CancellationToken,
@@ -136,274 +141,415 @@ impl Session {
         state: &mut RunState,
     ) -> Stop {
         let limit = self.config.max_iterations();
-        let warn_at = (limit * 4).div_ceil(5);
         loop {
-            if cancel.is_cancelled() {
-                return Stop::Cancelled;
+            if let Some(stop) = self.check_limits(cancel, sink, state, limit).await {
+                return stop;
             }
-            if state.iterations >= limit {
-                return Stop::MaxIterations;
-            }
-            if let Some(budget) = self.config.output_token_budget()
-                && state.usage.output_tokens >= budget
-            {
-                return Stop::TokenBudget {
-                    used: state.usage.output_tokens,
-                    budget,
-                };
-            }
-            // Calls whose price is not known count for nothing: hosts check that the model
-            // has a price before they set a budget.
-            if let Some(budget_usd) = self.config.cost_budget_usd()
-                && state.spent_usd >= budget_usd
-            {
-                return Stop::CostBudget {
-                    spent_usd: state.spent_usd,
-                    budget_usd,
-                };
-            }
-            if !state.warned && limit > 1 && state.iterations >= warn_at {
-                state.warned = true;
-                emit(
-                    sink,
-                    AgentEvent::IterationWarning {
-                        used: state.iterations,
-                        limit,
-                    },
-                );
-                if !self
-                    .config
-                    .approver()
-                    .continue_after_warning(state.iterations, limit)
-                    .await
-                {
-                    return Stop::MaxIterations;
-                }
-            }
-            state.iterations += 1;
-            emit(
-                sink,
-                AgentEvent::TurnStarted {
-                    iteration: state.iterations,
-                },
-            );
-            self.canonicalize_history();
-            self.take_notices(sink).await;
-            // Tools that change while the agent runs (an MCP server's) are brought up to
-            // date before the request that offers them.
-            self.config.tools().refresh_sources().await;
-            let mut request = self.turn_request(state, limit);
-            let estimate = estimate_tokens(
-                request.system.as_deref(),
-                &request.tools,
-                &request.messages,
-                self.last_report,
-            );
-            if needs_compaction(
-                estimate,
-                self.config.model(),
-                self.config.catalog(),
-                self.config.compaction(),
-            ) {
-                if let Some(stop) = self.compact(cancel, sink, state).await {
-                    return stop;
-                }
-                request = self.turn_request(state, limit);
-            }
+            let mut request = match self.start_turn(cancel, sink, state, limit).await {
+                Ok(request) => request,
+                Err(stop) => return stop,
+            };
             let turn_span = tracing::info_span!("turn", iteration = state.iterations);
-            let call_started = std::time::Instant::now();
-            let mut turn = self
-                .call_model_retrying(&request, cancel, sink)
-                .instrument(turn_span.clone())
-                .await;
-            if let ModelTurn::Failed(ProviderError::ContextLengthExceeded { .. }) = &turn {
-                // Too long for the model: compact, then try once more.
-                if let Some(stop) = self.compact(cancel, sink, state).await {
-                    return stop;
-                }
-                request = self.turn_request(state, limit);
-                turn = self.call_model_retrying(&request, cancel, sink).await;
-            }
-            if let ModelTurn::Failed(error) = &turn
-                && error.is_retryable()
-                && let Some(fallback) = self.config.fallback_model()
-                && fallback != self.config.model()
+            let response = match self
+                .model_turn(&mut request, &turn_span, cancel, sink, state, limit)
+                .await
             {
-                // The model is overloaded or failing past the provider's retries: the
-                // session goes on with the fallback model (Claude Code's --fallback-model).
-                let fallback = fallback.to_owned();
-                emit(
-                    sink,
-                    AgentEvent::Warning {
-                        message: format!(
-                            "{} failed ({error}); going on with the fallback model {fallback}",
-                            self.config.model()
-                        ),
-                    },
-                );
-                self.set_model(fallback);
-                request = self.turn_request(state, limit);
-                turn = self.call_model_retrying(&request, cancel, sink).await;
-            }
-            let prompt_messages = request.messages.len();
-            let mut response = match turn {
-                ModelTurn::Reply(response) => response,
-                ModelTurn::Cancelled { partial_text } => {
-                    // What the user saw stays in the history.
-                    if !partial_text.is_empty() {
-                        self.add_message(Message::assistant(partial_text), sink);
-                    }
-                    return Stop::Cancelled;
-                }
-                ModelTurn::Failed(error) | ModelTurn::CutOff(error) => {
-                    return Stop::Failed(RunFailure::from(error));
-                }
+                Ok(response) => response,
+                Err(stop) => return stop,
             };
-            self.account(&response, sink, state);
-            emit(
-                sink,
-                AgentEvent::ReplyFinished {
-                    stop_reason: response.stop_reason.clone(),
-                    duration: call_started.elapsed(),
-                },
-            );
-            self.last_report = Some((response.usage, prompt_messages));
-            // Calls the model got almost right are mended, and said to be, before anything
-            // runs or is saved.
-            let mut repairs = if response.stop_reason == StopReason::MaxTokens {
-                Vec::new()
-            } else {
-                crate::repair::repair_reply(&mut response.content, &request.tools)
-            };
-            if !repairs.is_empty() && response.stop_reason != StopReason::ToolUse {
-                response.stop_reason = StopReason::ToolUse;
-            }
-            let text = response.text();
-            let call_in_text = repairs.iter().any(|repair| {
-                repair
-                    .kinds
-                    .contains(&crate::repair::RepairKind::CallFromText)
-            });
-            if !text.trim().is_empty() && !call_in_text {
-                state.last_text = text.clone();
-            }
-            if !response.content.is_empty() {
-                // Missing or reused call ids are replaced before anything runs or is saved.
-                let start = self.history.len();
-                self.history.push(Message::new(
-                    Role::Assistant,
-                    std::mem::take(&mut response.content),
-                ));
-                unique_ids_from(&mut self.history, start);
-                if let Some(reply) = self.history.pop() {
-                    response.content = reply.content;
-                }
-                for mut repair in repairs.drain(..) {
-                    if let Some(ContentBlock::ToolUse { id, .. }) =
-                        response.content.get(repair.block)
-                    {
-                        repair.call_id.clone_from(id);
-                    }
-                    state.repaired_calls += 1;
-                    tracing::info!(tool = %repair.tool, "repaired a tool call: {}", repair.describe());
-                    emit(sink, AgentEvent::ToolCallRepaired { repair });
-                }
-                // Write-ahead: the reply and its calls are in the session file before the
-                // first call runs.
-                self.add_message(response.to_message(), sink);
-            }
-            if response.stop_reason == StopReason::Refusal {
-                return Stop::Refused {
-                    reason: if text.trim().is_empty() {
-                        "the model declined to answer".into()
-                    } else {
-                        text
-                    },
+            let (calls, stop_reason) =
+                match self.accept_reply(response, &request.tools, sink, state) {
+                    Ok(accepted) => accepted,
+                    Err(stop) => return stop,
                 };
-            }
-            let calls: Vec<OwnedCall> = response
-                .tool_calls()
-                .into_iter()
-                .map(OwnedCall::from)
-                .collect();
-            if calls.is_empty() {
-                if response.stop_reason == StopReason::PauseTurn {
+            let stop = if calls.is_empty() {
+                if stop_reason == StopReason::PauseTurn {
                     continue;
                 }
-                state.cut_at_end = response.stop_reason == StopReason::MaxTokens;
-                let event = if self.subagent.is_some() {
-                    HookEvent::SubagentStop
-                } else {
-                    HookEvent::Stop
-                };
-                if state.stop_blocks < MAX_STOP_BLOCKS && self.config.hooks().handles(event) {
-                    let active = state.stop_blocks > 0;
-                    let last = state.last_text.clone();
-                    let input = match event {
-                        HookEvent::SubagentStop => {
-                            HookInput::subagent_stop(&self.id, &self.cwd, active, last)
-                        }
-                        _ => HookInput::stop(&self.id, &self.cwd, active, last),
-                    };
-                    match self.hooks(input, sink).await.outcome {
-                        HookOutcome::Block { reason } => {
-                            // A Stop hook sends the model back to work with its reason.
-                            state.stop_blocks += 1;
-                            self.add_message(Message::user(reason), sink);
-                            continue;
-                        }
-                        HookOutcome::Stop { reason } => return Stop::HookStopped { reason },
-                        _ => {}
-                    }
-                }
-                return Stop::Completed;
-            }
-            if response.stop_reason == StopReason::MaxTokens {
-                state.cut_replies += 1;
-                if state.cut_replies > MAX_CUT_REPLIES {
-                    let results = calls
-                        .iter()
-                        .map(|c| ContentBlock::tool_result(&c.id, INTERRUPTED, true))
-                        .collect();
-                    self.add_message(Message::new(Role::User, results), sink);
-                    return Stop::Failed(RunFailure::new(
-                        FailureKind::OutputLimit,
-                        format!(
-                            "the model's replies were cut off at the output limit ({} tokens) {} times in a row",
-                            self.config.max_tokens(),
-                            state.cut_replies
-                        ),
-                    ));
-                }
+                self.final_reply(&stop_reason, sink, state).await
             } else {
-                state.cut_replies = 0;
-            }
-            let results = self
-                .run_tools(&calls, cancel, sink, state)
-                .instrument(turn_span)
-                .await;
-            // Each result is in the session file already, written as its call ended.
-            for result in results {
-                insert_result(&mut self.history, result);
-            }
-            if sink.is_some()
-                && let Some(message) = self.history.last()
-            {
-                emit(
-                    sink,
-                    AgentEvent::MessageAdded {
-                        message: message.clone(),
-                    },
-                );
-            }
-            self.sync();
-            if cancel.is_cancelled() {
-                return Stop::Cancelled;
-            }
-            if let Some(reason) = self.take_stop_request() {
-                return Stop::HookStopped { reason };
+                self.answer_calls(&calls, &stop_reason, turn_span, cancel, sink, state)
+                    .await
+            };
+            if let Some(stop) = stop {
+                return stop;
             }
         }
+    }
+
+    /// The checks before a model call: cancellation, the iteration limit, the output-token
+    /// and cost budgets, and once four fifths of the iterations are used, the warning, after
+    /// which the approver may end the run. `Some(stop)` ends the run.
+    async fn check_limits(
+        &self,
+        cancel: &CancellationToken,
+        sink: &Sink,
+        state: &mut RunState,
+        limit: u32,
+    ) -> Option<Stop> {
+        if cancel.is_cancelled() {
+            return Some(Stop::Cancelled);
+        }
+        if state.iterations >= limit {
+            return Some(Stop::MaxIterations);
+        }
+        if let Some(budget) = self.config.output_token_budget()
+            && state.usage.output_tokens >= budget
+        {
+            return Some(Stop::TokenBudget {
+                used: state.usage.output_tokens,
+                budget,
+            });
+        }
+        // Calls whose price is not known count for nothing: hosts check that the model
+        // has a price before they set a budget.
+        if let Some(budget_usd) = self.config.cost_budget_usd()
+            && state.spent_usd >= budget_usd
+        {
+            return Some(Stop::CostBudget {
+                spent_usd: state.spent_usd,
+                budget_usd,
+            });
+        }
+        let warn_at = (limit * 4).div_ceil(5);
+        if !state.warned && limit > 1 && state.iterations >= warn_at {
+            state.warned = true;
+            emit(
+                sink,
+                AgentEvent::IterationWarning {
+                    used: state.iterations,
+                    limit,
+                },
+            );
+            if !self
+                .config
+                .approver()
+                .continue_after_warning(state.iterations, limit)
+                .await
+            {
+                return Some(Stop::MaxIterations);
+            }
+        }
+        None
+    }
+
+    /// The start of a turn: counts and announces it, brings the history, the notices and
+    /// the tools up to date, and builds its request, compacting the history first when the
+    /// request would fill the model's window. `Err(stop)` ends the run (a hook stopped it, or
+    /// it was cancelled, while compacting).
+    async fn start_turn(
+        &mut self,
+        cancel: &CancellationToken,
+        sink: &Sink,
+        state: &mut RunState,
+        limit: u32,
+    ) -> Result<CompletionRequest, Stop> {
+        state.iterations += 1;
+        emit(
+            sink,
+            AgentEvent::TurnStarted {
+                iteration: state.iterations,
+            },
+        );
+        self.canonicalize_history();
+        self.take_notices(sink).await;
+        // Tools that change while the agent runs (an MCP server's) are brought up to
+        // date before the request that offers them.
+        self.config.tools().refresh_sources().await;
+        let request = self.turn_request(state, limit);
+        let estimate = estimate_tokens(
+            request.system.as_deref(),
+            &request.tools,
+            &request.messages,
+            self.last_report,
+        );
+        if !needs_compaction(
+            estimate,
+            self.config.model(),
+            self.config.catalog(),
+            self.config.compaction(),
+        ) {
+            return Ok(request);
+        }
+        if let Some(stop) = self.compact(cancel, sink, state).await {
+            return Err(stop);
+        }
+        Ok(self.turn_request(state, limit))
+    }
+
+    /// The model turn: `request` sent and its reply streamed
+    /// ([`call_model_recovering`](Self::call_model_recovering): with its retries), then
+    /// counted (usage, cost) and reported. `request` is left as last sent. `Err(stop)` ends
+    /// the run: cancelled (what was streamed of the reply stays in the history) or failed.
+    async fn model_turn(
+        &mut self,
+        request: &mut CompletionRequest,
+        turn_span: &tracing::Span,
+        cancel: &CancellationToken,
+        sink: &Sink,
+        state: &mut RunState,
+        limit: u32,
+    ) -> Result<ToolUseResponse, Stop> {
+        let call_started = std::time::Instant::now();
+        let turn = self
+            .call_model_recovering(request, turn_span, cancel, sink, state, limit)
+            .await?;
+        let prompt_messages = request.messages.len();
+        let response = match turn {
+            ModelTurn::Reply(response) => response,
+            ModelTurn::Cancelled { partial_text } => {
+                // What the user saw stays in the history.
+                if !partial_text.is_empty() {
+                    self.add_message(Message::assistant(partial_text), sink);
+                }
+                return Err(Stop::Cancelled);
+            }
+            ModelTurn::Failed(error) | ModelTurn::CutOff(error) => {
+                return Err(Stop::Failed(RunFailure::from(error)));
+            }
+        };
+        self.account(&response, sink, state);
+        emit(
+            sink,
+            AgentEvent::ReplyFinished {
+                stop_reason: response.stop_reason.clone(),
+                duration: call_started.elapsed(),
+            },
+        );
+        self.last_report = Some((response.usage, prompt_messages));
+        Ok(response)
+    }
+
+    /// [`Session::call_model_retrying`] on `request` (in `turn_span`), and when that fails,
+    /// once more: after a compaction when the request was too long for the model, then on
+    /// the fallback model when the model is overloaded or failing. `request` is rebuilt for
+    /// each new try. `Err(stop)` ends the run (a hook stopped it, or it was cancelled, while
+    /// compacting).
+    async fn call_model_recovering(
+        &mut self,
+        request: &mut CompletionRequest,
+        turn_span: &tracing::Span,
+        cancel: &CancellationToken,
+        sink: &Sink,
+        state: &mut RunState,
+        limit: u32,
+    ) -> Result<ModelTurn, Stop> {
+        let mut turn = self
+            .call_model_retrying(request, cancel, sink)
+            .instrument(turn_span.clone())
+            .await;
+        if let ModelTurn::Failed(ProviderError::ContextLengthExceeded { .. }) = &turn {
+            // Too long for the model: compact, then try once more.
+            if let Some(stop) = self.compact(cancel, sink, state).await {
+                return Err(stop);
+            }
+            *request = self.turn_request(state, limit);
+            turn = self.call_model_retrying(request, cancel, sink).await;
+        }
+        if let ModelTurn::Failed(error) = &turn
+            && error.is_retryable()
+            && let Some(fallback) = self.config.fallback_model()
+            && fallback != self.config.model()
+        {
+            // The model is overloaded or failing past the provider's retries: the
+            // session goes on with the fallback model (Claude Code's --fallback-model).
+            let fallback = fallback.to_owned();
+            emit(
+                sink,
+                AgentEvent::Warning {
+                    message: format!(
+                        "{} failed ({error}); going on with the fallback model {fallback}",
+                        self.config.model()
+                    ),
+                },
+            );
+            self.set_model(fallback);
+            *request = self.turn_request(state, limit);
+            turn = self.call_model_retrying(request, cancel, sink).await;
+        }
+        Ok(turn)
+    }
+
+    /// Accepts the model's reply: mends the calls it got almost right (offered `tools`),
+    /// keeps its text as the run's last, gives its calls unique ids and records it —
+    /// write-ahead: the reply and its calls are in the session file before the first call
+    /// runs. Returns its calls and why it ended; `Err(stop)` when the model refused.
+    fn accept_reply(
+        &mut self,
+        mut response: ToolUseResponse,
+        tools: &[ToolDefinition],
+        sink: &Sink,
+        state: &mut RunState,
+    ) -> Result<(Vec<OwnedCall>, StopReason), Stop> {
+        // Calls the model got almost right are mended, and said to be, before anything
+        // runs or is saved.
+        let mut repairs = if response.stop_reason == StopReason::MaxTokens {
+            Vec::new()
+        } else {
+            crate::repair::repair_reply(&mut response.content, tools)
+        };
+        if !repairs.is_empty() && response.stop_reason != StopReason::ToolUse {
+            response.stop_reason = StopReason::ToolUse;
+        }
+        let text = response.text();
+        let call_in_text = repairs.iter().any(|repair| {
+            repair
+                .kinds
+                .contains(&crate::repair::RepairKind::CallFromText)
+        });
+        if !text.trim().is_empty() && !call_in_text {
+            state.last_text = text.clone();
+        }
+        if !response.content.is_empty() {
+            // Missing or reused call ids are replaced before anything runs or is saved.
+            let start = self.history.len();
+            self.history.push(Message::new(
+                Role::Assistant,
+                std::mem::take(&mut response.content),
+            ));
+            unique_ids_from(&mut self.history, start);
+            if let Some(reply) = self.history.pop() {
+                response.content = reply.content;
+            }
+            for mut repair in repairs.drain(..) {
+                if let Some(ContentBlock::ToolUse { id, .. }) = response.content.get(repair.block) {
+                    repair.call_id.clone_from(id);
+                }
+                state.repaired_calls += 1;
+                tracing::info!(tool = %repair.tool, "repaired a tool call: {}", repair.describe());
+                emit(sink, AgentEvent::ToolCallRepaired { repair });
+            }
+            // Write-ahead: the reply and its calls are in the session file before the
+            // first call runs.
+            self.add_message(response.to_message(), sink);
+        }
+        if response.stop_reason == StopReason::Refusal {
+            return Err(Stop::Refused {
+                reason: if text.trim().is_empty() {
+                    "the model declined to answer".into()
+                } else {
+                    text
+                },
+            });
+        }
+        let calls = response
+            .tool_calls()
+            .into_iter()
+            .map(OwnedCall::from)
+            .collect();
+        Ok((calls, response.stop_reason))
+    }
+
+    /// The final reply, one that makes no calls (and did not pause the turn): whether it was
+    /// cut off at the output limit, and the `Stop` hooks (`SubagentStop` in a sub-agent's
+    /// session), which may send the model back to work with their reason (up to
+    /// [`MAX_STOP_BLOCKS`] times a run) or stop the run. `None` when a hook sent the model
+    /// back to work; else how the run ends.
+    async fn final_reply(
+        &mut self,
+        stop_reason: &StopReason,
+        sink: &Sink,
+        state: &mut RunState,
+    ) -> Option<Stop> {
+        state.cut_at_end = *stop_reason == StopReason::MaxTokens;
+        let event = if self.subagent.is_some() {
+            HookEvent::SubagentStop
+        } else {
+            HookEvent::Stop
+        };
+        if state.stop_blocks >= MAX_STOP_BLOCKS || !self.config.hooks().handles(event) {
+            return Some(Stop::Completed);
+        }
+        let active = state.stop_blocks > 0;
+        let last = state.last_text.clone();
+        let input = match event {
+            HookEvent::SubagentStop => HookInput::subagent_stop(&self.id, &self.cwd, active, last),
+            _ => HookInput::stop(&self.id, &self.cwd, active, last),
+        };
+        match self.hooks(input, sink).await.outcome {
+            HookOutcome::Block { reason } => {
+                // A Stop hook sends the model back to work with its reason.
+                state.stop_blocks += 1;
+                self.add_message(Message::user(reason), sink);
+                None
+            }
+            HookOutcome::Stop { reason } => Some(Stop::HookStopped { reason }),
+            _ => Some(Stop::Completed),
+        }
+    }
+
+    /// Answers the reply's calls: [counts](Self::count_cut_reply) a reply cut off at the
+    /// output limit, runs the calls (in `turn_span`), puts their results in the history —
+    /// each is in the session file already, written as its call ended — and syncs the file.
+    /// `Some(stop)` ends the run: replies cut off too often, cancelled, or a hook's stop.
+    async fn answer_calls(
+        &mut self,
+        calls: &[OwnedCall],
+        stop_reason: &StopReason,
+        turn_span: tracing::Span,
+        cancel: &CancellationToken,
+        sink: &Sink,
+        state: &mut RunState,
+    ) -> Option<Stop> {
+        if let Some(stop) = self.count_cut_reply(calls, stop_reason, sink, state) {
+            return Some(stop);
+        }
+        let results = self
+            .run_tools(calls, cancel, sink, state)
+            .instrument(turn_span)
+            .await;
+        for result in results {
+            insert_result(&mut self.history, result);
+        }
+        if sink.is_some()
+            && let Some(message) = self.history.last()
+        {
+            emit(
+                sink,
+                AgentEvent::MessageAdded {
+                    message: message.clone(),
+                },
+            );
+        }
+        self.sync();
+        if cancel.is_cancelled() {
+            return Some(Stop::Cancelled);
+        }
+        self.take_stop_request()
+            .map(|reason| Stop::HookStopped { reason })
+    }
+
+    /// Counts the replies with calls cut off at the output limit in a row: past
+    /// [`MAX_CUT_REPLIES`], `calls` are answered as interrupted and the run fails
+    /// (`Some(stop)`); a reply that was not cut off starts the count again.
+    fn count_cut_reply(
+        &mut self,
+        calls: &[OwnedCall],
+        stop_reason: &StopReason,
+        sink: &Sink,
+        state: &mut RunState,
+    ) -> Option<Stop> {
+        if *stop_reason != StopReason::MaxTokens {
+            state.cut_replies = 0;
+            return None;
+        }
+        state.cut_replies += 1;
+        if state.cut_replies <= MAX_CUT_REPLIES {
+            return None;
+        }
+        let results = calls
+            .iter()
+            .map(|c| ContentBlock::tool_result(&c.id, INTERRUPTED, true))
+            .collect();
+        self.add_message(Message::new(Role::User, results), sink);
+        Some(Stop::Failed(RunFailure::new(
+            FailureKind::OutputLimit,
+            format!(
+                "the model's replies were cut off at the output limit ({} tokens) {} times in a row",
+                self.config.max_tokens(),
+                state.cut_replies
+            ),
+        )))
     }
 
     /// Replaces older turns with a summary. `Some(stop)` ends the run (cancelled while

@@ -158,7 +158,7 @@ async fn legacy_decision_block_and_continue_false() {
 
 /// Runs a hook that saves its stdin, and returns it with the temporary path redacted.
 async fn captured_stdin(dir: &Path, input: &HookInput) -> Value {
-    let hooks = hooks(&[config(input.hook_event_name, None, "cat > stdin.json")]);
+    let hooks = hooks(&[config(input.hook_event_name(), None, "cat > stdin.json")]);
     let report = hooks.run(input).await;
     assert_eq!(report.outcome, HookOutcome::Continue);
     assert!(report.failures.is_empty(), "{:?}", report.failures);
@@ -501,7 +501,7 @@ struct Counting {
 #[async_trait]
 impl Hook for Counting {
     async fn run(&self, input: &HookInput) -> Result<HookOutcome, String> {
-        assert_eq!(input.hook_event_name, HookEvent::PostToolUse);
+        assert_eq!(input.hook_event_name(), HookEvent::PostToolUse);
         self.calls.fetch_add(1, Ordering::SeqCst);
         self.answer.clone()
     }

@@ -310,7 +310,7 @@ impl keel_engine::Hook for Capture {
         self.0
             .lock()
             .unwrap()
-            .push(input.tool_response.clone().unwrap_or_default());
+            .push(input.tool_response().cloned().unwrap_or_default());
         Ok(keel_engine::HookOutcome::Continue)
     }
 }
