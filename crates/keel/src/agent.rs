@@ -54,8 +54,9 @@ impl std::fmt::Debug for CodingAgent {
     }
 }
 
-/// What a [`CodingAgent::run`] reports as it goes.
-#[derive(Debug)]
+/// What a [`CodingAgent::run`] reports as it goes. `Clone`, so a host can hand each event to
+/// several subscribers.
+#[derive(Debug, Clone)]
 #[non_exhaustive]
 pub enum RunEvent {
     /// Something happened in a run (the first, or the one after the tasks ended). Each run
