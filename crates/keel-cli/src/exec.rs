@@ -348,7 +348,11 @@ pub(crate) async fn stream_run(
     // A run stopped by a signal waits for no task: the tasks go on without keel (their
     // supervisors are detached).
     let wait = wait_for_tasks && !signals::terminating();
-    let events = coding.run_content(session, prompt, wait);
+    let events = if wait {
+        futures::future::Either::Left(coding.run_content(session, prompt))
+    } else {
+        futures::future::Either::Right(coding.run_content_without_waiting(session, prompt))
+    };
     futures::pin_mut!(events);
     loop {
         let event = tokio::select! {

@@ -199,26 +199,55 @@ impl CodingAgent {
         self.delegates().and_then(|d| d.tasks())
     }
 
-    /// Runs `prompt` in `session`; when the run completes with background tasks it started
-    /// still running and `wait_for_tasks` is set, waits for them to end and runs
+    /// Runs `prompt` in `session`, as `keel exec` does: when the run completes with
+    /// background tasks it started still running, waits for them to end
+    /// ([`RunEvent::WaitingForTasks`], then [`RunEvent::TasksEnded`]) and runs
     /// [`TASKS_ENDED_PROMPT`] so the model checks their results. The last event is
     /// [`RunEvent::Done`]. Dropping the stream stops it (while waiting, the tasks go on).
+    /// [`run_without_waiting`](Self::run_without_waiting) ends with the first run.
     pub fn run<'a>(
         &'a self,
         session: &'a mut Session,
         prompt: &'a str,
-        wait_for_tasks: bool,
     ) -> impl Stream<Item = RunEvent> + Send + 'a {
-        self.run_content(
-            session,
-            vec![keel_provider::ContentBlock::text(prompt)],
-            wait_for_tasks,
-        )
+        self.run_content(session, vec![keel_provider::ContentBlock::text(prompt)])
+    }
+
+    /// Runs `prompt` in `session` and ends with it, leaving the background tasks it started
+    /// running (`keel exec --no-wait-tasks`): their notifications reach the session's next
+    /// run. The last event is [`RunEvent::Done`].
+    pub fn run_without_waiting<'a>(
+        &'a self,
+        session: &'a mut Session,
+        prompt: &'a str,
+    ) -> impl Stream<Item = RunEvent> + Send + 'a {
+        self.run_content_without_waiting(session, vec![keel_provider::ContentBlock::text(prompt)])
     }
 
     /// [`run`](Self::run) with a prompt of several blocks: text and
     /// [images](keel_provider::ContentBlock::image) the person attached.
     pub fn run_content<'a>(
+        &'a self,
+        session: &'a mut Session,
+        prompt: Vec<keel_provider::ContentBlock>,
+    ) -> impl Stream<Item = RunEvent> + Send + 'a {
+        self.stream_run(session, prompt, true)
+    }
+
+    /// [`run_without_waiting`](Self::run_without_waiting) with a prompt of several blocks:
+    /// text and [images](keel_provider::ContentBlock::image) the person attached.
+    pub fn run_content_without_waiting<'a>(
+        &'a self,
+        session: &'a mut Session,
+        prompt: Vec<keel_provider::ContentBlock>,
+    ) -> impl Stream<Item = RunEvent> + Send + 'a {
+        self.stream_run(session, prompt, false)
+    }
+
+    /// The events of a run of `prompt` in `session`, waiting for its background tasks when
+    /// `wait_for_tasks` (the one implementation behind [`run`](Self::run) and
+    /// [`run_without_waiting`](Self::run_without_waiting)).
+    fn stream_run<'a>(
         &'a self,
         session: &'a mut Session,
         prompt: Vec<keel_provider::ContentBlock>,
