@@ -80,6 +80,47 @@ impl CodingAgent {
         CodingAgentBuilder::new(provider)
     }
 
+    /// The agent `keel exec` would run here with no flags and no config file: the provider
+    /// the environment names (keel-provider's one detection, [`keel_provider::from_env`]:
+    /// `ANTHROPIC_API_KEY`, else `OPENAI_BASE_URL` / `OPENAI_API_KEY`, or `KEEL_PROVIDER`),
+    /// the current directory, keel's home from [`home_dir`](crate::home_dir), and the
+    /// builder's defaults for the rest. No provider configured is
+    /// [`BuildError::Provider`], whose message says which variable to set.
+    ///
+    /// ```no_run
+    /// # async fn host() -> Result<(), Box<dyn std::error::Error>> {
+    /// let outcome = keel::CodingAgent::from_env()?.prompt("Fix the failing test").await?;
+    /// println!("{}", outcome.text);
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn from_env() -> Result<Self, BuildError> {
+        Self::builder(keel_provider::from_env()?).build()
+    }
+
+    /// [`from_env`](Self::from_env) with the variables `lookup` gives instead of the
+    /// process's (a host's own settings, a test's): the provider's (as
+    /// [`ProviderConfig::detect_with`](keel_provider::ProviderConfig::detect_with) reads
+    /// them), `KEEL_HOME` and `HOME` for keel's home ([`home_dir_from`](crate::home_dir_from))
+    /// and `HOME` for the user's. The working directory is still the current one.
+    pub fn from_env_with(lookup: impl Fn(&str) -> Option<String>) -> Result<Self, BuildError> {
+        let provider = keel_provider::ProviderConfig::detect_with(&lookup)?
+            .build_with(&lookup)?
+            .provider;
+        let keel_home = lookup("KEEL_HOME");
+        let user_home = lookup("HOME").filter(|home| !home.is_empty());
+        let home = crate::home_dir_from(
+            keel_home.as_deref().map(Path::new),
+            user_home.as_deref().map(Path::new),
+        )?;
+        let builder = Self::builder(provider).home(home);
+        match user_home {
+            Some(user_home) => builder.user_home(user_home),
+            None => builder,
+        }
+        .build()
+    }
+
     pub(crate) fn new(parts: Parts) -> Self {
         Self { parts }
     }
@@ -242,6 +283,43 @@ impl CodingAgent {
         prompt: Vec<keel_provider::ContentBlock>,
     ) -> impl Stream<Item = RunEvent> + Send + 'a {
         self.stream_run(session, prompt, false)
+    }
+
+    /// Runs `prompt` in a new session and returns its outcome (its
+    /// [`text`](RunOutcome::text) is the reply), waiting for the background tasks it starts
+    /// as [`run`](Self::run) does. The session is saved like any other:
+    /// [`resume_latest`](Self::resume_latest) reopens it. A run that fails says so in its
+    /// [`stop`](RunOutcome::stop); the error is only for a session that cannot be opened.
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use keel::prelude::*;
+    /// use keel_test_support::scripted::ScriptedProvider;
+    ///
+    /// # tokio::runtime::Runtime::new()?.block_on(async {
+    /// # let workspace = tempfile::tempdir()?;
+    /// # let home = tempfile::tempdir()?;
+    /// // CodingAgent::from_env()? in a host; a scripted model here.
+    /// let model = Arc::new(ScriptedProvider::new().then_text("All tests pass."));
+    /// let agent = CodingAgent::builder(model).cwd(workspace.path()).home(home.path()).build()?;
+    /// let outcome = agent.prompt("Run the tests").await?;
+    /// assert_eq!(outcome.stop, Stop::Completed);
+    /// assert_eq!(outcome.text, "All tests pass.");
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// # })?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub async fn prompt(&self, prompt: &str) -> Result<RunOutcome, BuildError> {
+        let mut session = self.session()?;
+        let events = self.run(&mut session, prompt);
+        futures::pin_mut!(events);
+        let mut outcome = None;
+        while let Some(event) = events.next().await {
+            if let RunEvent::Done(done) = event {
+                outcome = Some(done);
+            }
+        }
+        outcome.ok_or(BuildError::NoOutcome)
     }
 
     /// The events of a run of `prompt` in `session`, waiting for its background tasks when

@@ -9,6 +9,9 @@
 //! store — under one set of [`Policies`] (approver, permission rules, hooks, sandbox policy)
 //! that every delegated run takes whole: a delegated run is never freer than its parent.
 //! The `keel` CLI is this builder plus flags, config files and rendering.
+//! [`CodingAgent::from_env`] is the builder with its defaults and the provider the environment
+//! names; with [`CodingAgent::prompt`] a host is two statements:
+//! `CodingAgent::from_env()?.prompt("Fix the failing test").await?`.
 //!
 //! For a model with a small context window (a local one on Ollama, llama.cpp or vLLM), the
 //! [lean](ToolProfile::Lean) [`ToolProfile`] offers six tools under short definitions with a
