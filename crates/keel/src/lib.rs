@@ -104,9 +104,32 @@ pub use keel_sandbox as sandbox;
 pub use keel_snapshot as snapshot;
 pub use keel_tool as tool;
 
-/// What a host needs to build, run and extend the agent.
+/// What a host needs to build, run and extend the agent, `#[async_trait]` included: a host
+/// implementing [`Approver`](keel_engine::Approver), [`Hook`](keel_engine::Hook),
+/// [`Provider`](keel_provider::Provider) or [`ToolSource`](keel_tool::ToolSource) needs no
+/// dependency of its own for it.
+///
+/// ```
+/// use keel::prelude::*;
+///
+/// /// Allows `cargo` commands; refuses every other gated call, saying why.
+/// struct CargoOnly;
+///
+/// #[async_trait]
+/// impl Approver for CargoOnly {
+///     async fn approve(&self, request: &ApprovalRequest) -> Decision {
+///         let command = request.input["command"].as_str().unwrap_or_default();
+///         if request.tool == "run_command" && command.starts_with("cargo ") {
+///             Decision::Allow
+///         } else {
+///             Decision::Deny(format!("only cargo commands, not {}", request.tool))
+///         }
+///     }
+/// }
+/// ```
 pub mod prelude {
     pub use crate::{BuildError, CodingAgent, CodingAgentBuilder, Policies, RunEvent};
+    pub use async_trait::async_trait;
     pub use keel_engine::{
         AgentEvent, AllowAll, ApprovalRequest, Approver, Decision, DenyGated, HookConfig, Hooks,
         PermissionRules, RunOutcome, Session, Stop,
