@@ -19,14 +19,13 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let prompt = std::env::args()
         .nth(1)
         .unwrap_or_else(|| "Summarize this project".into());
-    let agent = CodingAgent::builder(keel::provider::from_env()?)
-        .cwd(".")
-        .build()?;
+    // The provider the environment names, the current directory, keel's home ($KEEL_HOME,
+    // else ~/.keel); CodingAgent::builder says otherwise.
+    let agent = CodingAgent::from_env()?;
     for warning in agent.warnings() {
         eprintln!("warning: {warning}");
     }
-    let mut session = agent.session()?;
-    let outcome = session.run(&prompt).await;
+    let outcome = agent.prompt(&prompt).await?;
     println!("{}", outcome.text);
     if outcome.stop != Stop::Completed {
         return Err(format!("the run ended: {}", outcome.stop.name()).into());

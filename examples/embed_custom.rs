@@ -53,7 +53,8 @@ impl Tool for OpenTickets {
 /// Allows `cargo` commands; refuses every other gated call, saying why.
 struct CargoOnly;
 
-#[async_trait::async_trait]
+// `async_trait` comes with keel's prelude: no dependency of the host's own.
+#[async_trait]
 impl Approver for CargoOnly {
     async fn approve(&self, request: &ApprovalRequest) -> Decision {
         let command = request.input["command"].as_str().unwrap_or_default();

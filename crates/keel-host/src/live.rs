@@ -345,8 +345,11 @@ async fn run_turn(
     session.set_permission_mode(inner.mode.claude_name());
     inner.hub.publish(HostEvent::TurnStarted { turn: number });
     let events = match wait {
-        TaskWait::Wait => inner.coding.run_content(&mut session, prompt, true),
-        TaskWait::Leave => inner.coding.run_content(&mut session, prompt, false),
+        TaskWait::Wait => inner.coding.run_content(&mut session, prompt).left_stream(),
+        TaskWait::Leave => inner
+            .coding
+            .run_content_without_waiting(&mut session, prompt)
+            .right_stream(),
     };
     futures::pin_mut!(events);
     let mut done = None;

@@ -266,107 +266,9 @@ fn classify_words(
     {
         at += 1;
     }
-    // Wrappers that run the rest of the words as a command.
-    loop {
-        while words.get(at).is_some_and(|word| is_assignment(word)) {
-            at += 1;
-        }
-        let Some(program) = words.get(at).map(|word| basename(word)) else {
-            return;
-        };
-        let next = match program {
-            "env" => {
-                let mut i = at + 1;
-                while let Some(word) = words.get(i) {
-                    if let Some(split) = word
-                        .strip_prefix("--split-string=")
-                        .or_else(|| (word == "-S" || word == "--split-string").then_some(""))
-                    {
-                        let script = if split.is_empty() {
-                            words[i + 1..].join(" ")
-                        } else {
-                            words[i..].join(" ")
-                        };
-                        let script = script.strip_prefix("--split-string=").unwrap_or(&script);
-                        classify_source(script, depth + 1, verdict);
-                        return;
-                    }
-                    if is_assignment(word) {
-                        i += 1;
-                    } else if ["-C", "--chdir"].contains(&word.as_str())
-                        || word.starts_with("--chdir=")
-                    {
-                        verdict.lose_dir();
-                        i += 1 + usize::from(!word.contains('='));
-                    } else if ["-u", "--unset"].contains(&word.as_str()) {
-                        i += 2;
-                    } else if word.starts_with('-') {
-                        i += 1;
-                    } else {
-                        break;
-                    }
-                }
-                i
-            }
-            "command" => {
-                let rest = &words[at + 1..];
-                if rest.first().is_some_and(|w| w == "-v" || w == "-V") {
-                    return;
-                }
-                skip_options(words, at + 1, &[])
-            }
-            "builtin" | "nohup" | "exec" | "time" | "stdbuf" | "setsid" => {
-                skip_options(words, at + 1, &["-a", "-f", "-o", "-i", "-e"])
-            }
-            "nice" | "ionice" | "chrt" | "taskset" => {
-                skip_options(words, at + 1, &["-n", "-c", "-p", "--adjustment"])
-            }
-            "timeout" => skip_options(words, at + 1, &["-s", "--signal", "-k", "--kill-after"]) + 1,
-            "watch" => {
-                let from = skip_options(words, at + 1, &["-n", "--interval", "-d"]);
-                let script = words.get(from..).unwrap_or_default().join(" ");
-                classify_source(&script, depth + 1, verdict);
-                return;
-            }
-            "busybox" | "toybox" => at + 1,
-            "sudo" | "doas" | "pkexec" | "su" | "run0" => {
-                verdict.destructive(format!("{program} runs a command as root"));
-                skip_options(
-                    words,
-                    at + 1,
-                    &["-u", "-g", "-C", "-D", "-h", "-p", "-r", "-t", "-U"],
-                )
-            }
-            "xargs" => {
-                let from = skip_options(
-                    words,
-                    at + 1,
-                    &[
-                        "-I",
-                        "-n",
-                        "-P",
-                        "-L",
-                        "-l",
-                        "-s",
-                        "-d",
-                        "-E",
-                        "-e",
-                        "-a",
-                        "--max-args",
-                    ],
-                );
-                if from >= words.len() {
-                    return; // `xargs` alone runs `echo`.
-                }
-                from
-            }
-            _ => break,
-        };
-        if next <= at {
-            break;
-        }
-        at = next;
-    }
+    let Some(at) = skip_wrappers(words, at, depth, verdict) else {
+        return;
+    };
     let Some(program_word) = words.get(at) else {
         return;
     };
@@ -382,6 +284,118 @@ fn classify_words(
         verdict.lose_dir();
     }
     classify_program(program, args, piped_from, depth, verdict);
+}
+
+/// Wrappers that run the rest of the words as a command (`env`, `sudo`, `timeout`, `xargs`,
+/// ...), from `words[at]` on: the index of the command they run, or `None` when nothing is
+/// left to judge (no command, `command -v`, a bare `xargs`, or a script of `env -S` or
+/// `watch`, judged here).
+fn skip_wrappers(
+    words: &[String],
+    mut at: usize,
+    depth: usize,
+    verdict: &mut Verdict,
+) -> Option<usize> {
+    loop {
+        while words.get(at).is_some_and(|word| is_assignment(word)) {
+            at += 1;
+        }
+        let program = basename(words.get(at)?);
+        let next = match program {
+            "env" => skip_env(words, at, depth, verdict)?,
+            "command" => {
+                let rest = &words[at + 1..];
+                if rest.first().is_some_and(|w| w == "-v" || w == "-V") {
+                    return None;
+                }
+                skip_options(words, at + 1, &[])
+            }
+            "builtin" | "nohup" | "exec" | "time" | "stdbuf" | "setsid" => {
+                skip_options(words, at + 1, &["-a", "-f", "-o", "-i", "-e"])
+            }
+            "nice" | "ionice" | "chrt" | "taskset" => {
+                skip_options(words, at + 1, &["-n", "-c", "-p", "--adjustment"])
+            }
+            "timeout" => skip_options(words, at + 1, &["-s", "--signal", "-k", "--kill-after"]) + 1,
+            "watch" => {
+                let from = skip_options(words, at + 1, &["-n", "--interval", "-d"]);
+                let script = words.get(from..).unwrap_or_default().join(" ");
+                classify_source(&script, depth + 1, verdict);
+                return None;
+            }
+            "busybox" | "toybox" => at + 1,
+            "sudo" | "doas" | "pkexec" | "su" | "run0" => {
+                verdict.destructive(format!("{program} runs a command as root"));
+                skip_options(
+                    words,
+                    at + 1,
+                    &["-u", "-g", "-C", "-D", "-h", "-p", "-r", "-t", "-U"],
+                )
+            }
+            "xargs" => {
+                let from = skip_options(words, at + 1, XARGS_WITH_VALUE);
+                if from >= words.len() {
+                    return None; // `xargs` alone runs `echo`.
+                }
+                from
+            }
+            _ => break,
+        };
+        if next <= at {
+            break;
+        }
+        at = next;
+    }
+    Some(at)
+}
+
+/// `xargs` options that take a value.
+const XARGS_WITH_VALUE: &[&str] = &[
+    "-I",
+    "-n",
+    "-P",
+    "-L",
+    "-l",
+    "-s",
+    "-d",
+    "-E",
+    "-e",
+    "-a",
+    "--max-args",
+];
+
+/// `env [options] [NAME=value...] command` at `words[at]`: the index of the command, or
+/// `None` when `-S` gave it a script, judged here. `-C` runs the command elsewhere.
+fn skip_env(words: &[String], at: usize, depth: usize, verdict: &mut Verdict) -> Option<usize> {
+    let mut i = at + 1;
+    while let Some(word) = words.get(i) {
+        if let Some(split) = word
+            .strip_prefix("--split-string=")
+            .or_else(|| (word == "-S" || word == "--split-string").then_some(""))
+        {
+            let script = if split.is_empty() {
+                words[i + 1..].join(" ")
+            } else {
+                words[i..].join(" ")
+            };
+            let script = script.strip_prefix("--split-string=").unwrap_or(&script);
+            classify_source(script, depth + 1, verdict);
+            return None;
+        }
+        if is_assignment(word) {
+            i += 1;
+        } else if ["-C", "--chdir"].contains(&word.as_str()) || word.starts_with("--chdir=") {
+            verdict.lose_dir();
+            i += 1 + usize::from(!word.contains('='));
+        } else if ["-u", "--unset"].contains(&word.as_str()) {
+            i += 2;
+        } else if word.starts_with('-') {
+            i += 1;
+        } else {
+            break;
+        }
+    }
+    Some(i)
 }
 
 /// Whether a command word is the result of an expansion (`$X`, `${X}`, `$(...)`, backticks,
@@ -429,19 +443,7 @@ fn classify_program(
     }
     match program {
         _ if listed(READ_ONLY, program) => {}
-        "rm" => {
-            let recursive =
-                has_short(args, 'r') || has_short(args, 'R') || has_long(args, "--recursive");
-            let force = has_short(args, 'f') || has_long(args, "--force");
-            match (recursive, force) {
-                (true, true) => verdict.destructive("rm -rf deletes files recursively"),
-                (true, false) => verdict.destructive("rm -r deletes files recursively"),
-                (false, true) => verdict.destructive("rm -f deletes files without asking"),
-                (false, false) => {
-                    verdict.destructive("rm deletes files for good (there is no trash)");
-                }
-            }
-        }
+        "rm" => classify_rm(args, verdict),
         "unlink" => verdict.destructive("unlink deletes a file for good"),
         "rmdir" => verdict.destructive("rmdir deletes directories"),
         "find" => classify_find(args, depth, verdict),
@@ -494,34 +496,8 @@ fn classify_program(
                 verdict.destructive("sed -i edits files in place, replacing what they held");
             }
         }
-        "awk" | "gawk" | "mawk" | "nawk" => {
-            let writes = args.iter().any(|arg| {
-                arg.contains("system")
-                    || arg.contains("| \"")
-                    || arg.contains("|&")
-                    || arg.contains("> \"")
-                    || arg.contains(">\"")
-                    || arg.contains("print >")
-                    || arg.contains("printf >")
-            });
-            if args.iter().any(|arg| arg == "inplace") {
-                verdict.destructive(format!("{program} -i inplace edits files in place"));
-            } else if writes {
-                verdict.mutating();
-            }
-        }
-        "sort" => {
-            if let Some(i) = args.iter().position(|arg| arg == "-o") {
-                let target = args.get(i + 1).map_or("", String::as_str);
-                files::check_write("sort -o", target, true, verdict);
-            } else if let Some(target) = args.iter().find_map(|arg| {
-                arg.strip_prefix("--output=")
-                    .or_else(|| arg.strip_prefix("-o"))
-                    .filter(|target| !target.is_empty())
-            }) {
-                files::check_write("sort -o", target, true, verdict);
-            }
-        }
+        "awk" | "gawk" | "mawk" | "nawk" => classify_awk(program, args, verdict),
+        "sort" => classify_sort(args, verdict),
         "uniq" | "xxd" => {
             if positionals(args).count() >= 2 {
                 verdict.mutating();
@@ -550,6 +526,64 @@ fn classify_program(
         _ if interp::is_interpreter(program) => {
             interp::classify_interpreter(program, args, piped_from, depth, verdict);
         }
+        "go" | "npm" | "pnpm" | "yarn" | "pip" | "pip3" | "rustc" | "rustup" => {
+            classify_toolchain(program, args, verdict);
+        }
+        _ => verdict.mutating(),
+    }
+}
+
+/// `rm`: always destructive (there is no trash), the reason naming `-r` and `-f`.
+fn classify_rm(args: &[String], verdict: &mut Verdict) {
+    let recursive = has_short(args, 'r') || has_short(args, 'R') || has_long(args, "--recursive");
+    let force = has_short(args, 'f') || has_long(args, "--force");
+    match (recursive, force) {
+        (true, true) => verdict.destructive("rm -rf deletes files recursively"),
+        (true, false) => verdict.destructive("rm -r deletes files recursively"),
+        (false, true) => verdict.destructive("rm -f deletes files without asking"),
+        (false, false) => {
+            verdict.destructive("rm deletes files for good (there is no trash)");
+        }
+    }
+}
+
+/// `awk` and its kin: `-i inplace` edits files in place; a program that runs commands or
+/// prints to a file or a pipe mutates.
+fn classify_awk(program: &str, args: &[String], verdict: &mut Verdict) {
+    let writes = args.iter().any(|arg| {
+        arg.contains("system")
+            || arg.contains("| \"")
+            || arg.contains("|&")
+            || arg.contains("> \"")
+            || arg.contains(">\"")
+            || arg.contains("print >")
+            || arg.contains("printf >")
+    });
+    if args.iter().any(|arg| arg == "inplace") {
+        verdict.destructive(format!("{program} -i inplace edits files in place"));
+    } else if writes {
+        verdict.mutating();
+    }
+}
+
+/// `sort -o FILE` (`-oFILE`, `--output=FILE`) writes FILE.
+fn classify_sort(args: &[String], verdict: &mut Verdict) {
+    if let Some(i) = args.iter().position(|arg| arg == "-o") {
+        let target = args.get(i + 1).map_or("", String::as_str);
+        files::check_write("sort -o", target, true, verdict);
+    } else if let Some(target) = args.iter().find_map(|arg| {
+        arg.strip_prefix("--output=")
+            .or_else(|| arg.strip_prefix("-o"))
+            .filter(|target| !target.is_empty())
+    }) {
+        files::check_write("sort -o", target, true, verdict);
+    }
+}
+
+/// A language toolchain (`go`, `npm`, `pip`, `rustup`, ...): read-only for the subcommands
+/// that only look, mutating otherwise.
+fn classify_toolchain(program: &str, args: &[String], verdict: &mut Verdict) {
+    match program {
         "go" => classify_subcommand(
             args,
             &["version", "env", "list", "vet", "doc", "build", "test"],

@@ -24,7 +24,7 @@ use rustix::fs::inotify::{self, ReadFlags};
 use crate::SnapshotError;
 use crate::error::GitContext;
 use crate::meta::Meta;
-use crate::scan::{self, Scanned, Watching};
+use crate::scan::{self, Found, Scanned, Walked, Watching};
 
 /// A full scan at least every this many snapshots...
 pub(crate) const MAX_TAKES: u32 = 20;
@@ -263,93 +263,11 @@ impl Watcher {
         let mut changed = false;
         let mut to_record = Vec::new();
         for dir in dirty {
-            let name = String::from_utf8_lossy(dir).into_owned();
-            let abs = root.join(std::ffi::OsStr::from_bytes(dir));
-            let Ok(meta) = std::fs::symlink_metadata(&abs) else {
-                return Ok(Err((Fallback::DirMoved, index)));
-            };
-            if !meta.is_dir() {
-                return Ok(Err((Fallback::DirMoved, index)));
+            let reread = self.reread_dir(root, exclude, dir, &mut index, &mut changed)?;
+            match reread {
+                Ok(found) => to_record.extend(found),
+                Err(fallback) => return Ok(Err((fallback, index))),
             }
-            if !dir.is_empty() {
-                let Some(mode) = self.meta.dirs.get_mut(&name) else {
-                    return Ok(Err((Fallback::DirMoved, index)));
-                };
-                *mode = meta.mode() & 0o7777;
-            }
-            let listing = scan::walk(root, &abs, Some(1), exclude, Some(&self.watching))?;
-            let prefix = if dir.is_empty() {
-                Vec::new()
-            } else {
-                let mut p = dir.clone();
-                p.push(b'/');
-                p
-            };
-            let child_of =
-                |path: &[u8]| path.starts_with(&prefix) && !path[prefix.len()..].contains(&b'/');
-            // Directories and nested repositories: gone or new ones are a full scan's work,
-            // except a new directory, read whole.
-            let old_dirs: BTreeSet<String> = self
-                .meta
-                .dirs
-                .keys()
-                .filter(|d| child_of(d.as_bytes()))
-                .cloned()
-                .collect();
-            let new_dirs: BTreeSet<String> = listing
-                .dirs
-                .iter()
-                .map(|d| String::from_utf8_lossy(&d.path).into_owned())
-                .collect();
-            if old_dirs.difference(&new_dirs).next().is_some() {
-                return Ok(Err((Fallback::DirMoved, index)));
-            }
-            let old_left: BTreeSet<&String> = self
-                .meta
-                .left_out
-                .iter()
-                .filter(|d| child_of(d.trim_end_matches('/').as_bytes()))
-                .collect();
-            let new_left: BTreeSet<&String> = listing.left_out.iter().collect();
-            if old_left != new_left {
-                return Ok(Err((Fallback::DirMoved, index)));
-            }
-            for found in &listing.dirs {
-                let rel = String::from_utf8_lossy(&found.path).into_owned();
-                let is_new = !self.meta.dirs.contains_key(&rel);
-                self.meta.dirs.insert(rel, found.meta.mode() & 0o7777);
-                if is_new {
-                    let sub = scan::walk(
-                        root,
-                        &root.join(std::ffi::OsStr::from_bytes(&found.path)),
-                        None,
-                        exclude,
-                        Some(&self.watching),
-                    )?;
-                    for d in &sub.dirs {
-                        self.meta.dirs.insert(
-                            String::from_utf8_lossy(&d.path).into_owned(),
-                            d.meta.mode() & 0o7777,
-                        );
-                    }
-                    self.meta.left_out.extend(sub.left_out);
-                    to_record.extend(sub.files);
-                }
-            }
-            // Files: those gone leave the index; the others are recorded (the stat cache
-            // skips the unchanged).
-            let listed: BTreeSet<&[u8]> = listing.files.iter().map(|f| f.path.as_slice()).collect();
-            let gone: Vec<Vec<u8>> = self
-                .files
-                .range(prefix.clone()..)
-                .take_while(|p| p.starts_with(&prefix))
-                .filter(|p| child_of(p) && !listed.contains(p.as_slice()))
-                .cloned()
-                .collect();
-            for path in gone {
-                self.forget(&mut index, &path, &mut changed);
-            }
-            to_record.extend(listing.files);
         }
         if self.watching.failed.load(Ordering::SeqCst) {
             return Ok(Err((Fallback::Lost, index)));
@@ -406,6 +324,123 @@ impl Watcher {
         }))
     }
 
+    /// Re-reads the one directory `dir` (relative; empty for the root): its mode, its
+    /// directories (a new one read whole), its files gone (they leave `index`). The files to
+    /// record (the stat cache skips the unchanged), or why a full scan must do it: the
+    /// directory or one in it moved, gone, or left out differently.
+    fn reread_dir(
+        &mut self,
+        root: &Path,
+        exclude: &Path,
+        dir: &[u8],
+        index: &mut Index,
+        changed: &mut bool,
+    ) -> Result<Result<Vec<Found>, Fallback>, SnapshotError> {
+        let abs = root.join(std::ffi::OsStr::from_bytes(dir));
+        let Ok(meta) = std::fs::symlink_metadata(&abs) else {
+            return Ok(Err(Fallback::DirMoved));
+        };
+        if !meta.is_dir() {
+            return Ok(Err(Fallback::DirMoved));
+        }
+        if !dir.is_empty() {
+            let name = String::from_utf8_lossy(dir);
+            let Some(mode) = self.meta.dirs.get_mut(&*name) else {
+                return Ok(Err(Fallback::DirMoved));
+            };
+            *mode = meta.mode() & 0o7777;
+        }
+        let listing = scan::walk(root, &abs, Some(1), exclude, Some(&self.watching))?;
+        let prefix = if dir.is_empty() {
+            Vec::new()
+        } else {
+            let mut p = dir.to_vec();
+            p.push(b'/');
+            p
+        };
+        // Directories and nested repositories: gone or new ones are a full scan's work,
+        // except a new directory, read whole.
+        if !self.same_dirs(&prefix, &listing) {
+            return Ok(Err(Fallback::DirMoved));
+        }
+        let mut to_record = self.adopt_dirs(root, exclude, &listing.dirs)?;
+        // Files: those gone leave the index; the others are recorded.
+        let listed: BTreeSet<&[u8]> = listing.files.iter().map(|f| f.path.as_slice()).collect();
+        let gone: Vec<Vec<u8>> = self
+            .files
+            .range(prefix.clone()..)
+            .take_while(|p| p.starts_with(&prefix))
+            .filter(|p| child_of(&prefix, p) && !listed.contains(p.as_slice()))
+            .cloned()
+            .collect();
+        for path in gone {
+            self.forget(index, &path, changed);
+        }
+        to_record.extend(listing.files);
+        Ok(Ok(to_record))
+    }
+
+    /// Whether the directories and the left-out entries `listing` found right under `prefix`
+    /// are the ones this state knows there, but for new directories.
+    fn same_dirs(&self, prefix: &[u8], listing: &Walked) -> bool {
+        let old_dirs: BTreeSet<String> = self
+            .meta
+            .dirs
+            .keys()
+            .filter(|d| child_of(prefix, d.as_bytes()))
+            .cloned()
+            .collect();
+        let new_dirs: BTreeSet<String> = listing
+            .dirs
+            .iter()
+            .map(|d| String::from_utf8_lossy(&d.path).into_owned())
+            .collect();
+        if old_dirs.difference(&new_dirs).next().is_some() {
+            return false;
+        }
+        let old_left: BTreeSet<&String> = self
+            .meta
+            .left_out
+            .iter()
+            .filter(|d| child_of(prefix, d.trim_end_matches('/').as_bytes()))
+            .collect();
+        let new_left: BTreeSet<&String> = listing.left_out.iter().collect();
+        old_left == new_left
+    }
+
+    /// Records the modes of `dirs`, reading each new one whole: the files found in them.
+    fn adopt_dirs(
+        &mut self,
+        root: &Path,
+        exclude: &Path,
+        dirs: &[Found],
+    ) -> Result<Vec<Found>, SnapshotError> {
+        let mut files = Vec::new();
+        for found in dirs {
+            let rel = String::from_utf8_lossy(&found.path).into_owned();
+            let is_new = !self.meta.dirs.contains_key(&rel);
+            self.meta.dirs.insert(rel, found.meta.mode() & 0o7777);
+            if is_new {
+                let sub = scan::walk(
+                    root,
+                    &root.join(std::ffi::OsStr::from_bytes(&found.path)),
+                    None,
+                    exclude,
+                    Some(&self.watching),
+                )?;
+                for d in &sub.dirs {
+                    self.meta.dirs.insert(
+                        String::from_utf8_lossy(&d.path).into_owned(),
+                        d.meta.mode() & 0o7777,
+                    );
+                }
+                self.meta.left_out.extend(sub.left_out);
+                files.extend(sub.files);
+            }
+        }
+        Ok(files)
+    }
+
     fn forget_meta(&mut self, path: &[u8]) {
         let name = String::from_utf8_lossy(path);
         self.meta.modes.remove(&*name);
@@ -421,6 +456,11 @@ impl Watcher {
             *changed = true;
         }
     }
+}
+
+/// Whether `path` lies right in the directory `prefix` (`dir/`; empty for the root).
+fn child_of(prefix: &[u8], path: &[u8]) -> bool {
+    path.starts_with(prefix) && !path[prefix.len()..].contains(&b'/')
 }
 
 /// The directory of `path` (relative; empty for the root).

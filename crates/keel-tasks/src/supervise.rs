@@ -177,6 +177,115 @@ enum Ended {
     WaitFailed(std::io::Error),
 }
 
+impl Ended {
+    /// The task's status, exit code and note for this end (`timeout_secs`: the task's
+    /// limit).
+    fn outcome(self, timeout_secs: u64) -> (TaskStatus, Option<i32>, Option<String>) {
+        match self {
+            Ended::Exited(status) => match status.code() {
+                Some(0) => (TaskStatus::Completed, Some(0), None),
+                Some(code) => (TaskStatus::Failed, Some(code), None),
+                None => {
+                    use std::os::unix::process::ExitStatusExt;
+                    let signal = status.signal().unwrap_or_default();
+                    (
+                        TaskStatus::Failed,
+                        None,
+                        Some(format!("the runner was killed by signal {signal}")),
+                    )
+                }
+            },
+            Ended::TimedOut => (
+                TaskStatus::TimedOut,
+                None,
+                Some(format!(
+                    "timed out after {timeout_secs} s: its process group was killed"
+                )),
+            ),
+            Ended::Cancelled => (
+                TaskStatus::Cancelled,
+                None,
+                Some("cancelled: its process group was killed".into()),
+            ),
+            Ended::WaitFailed(err) => (
+                TaskStatus::Failed,
+                None,
+                Some(format!("waiting for the runner failed: {err}")),
+            ),
+        }
+    }
+}
+
+/// Waits for the runner `child` to exit, or for `timeout`, or for the task `id` to be
+/// cancelled in `store` (looked for every [`CANCEL_POLL`]); on the last two its process
+/// `group` is killed.
+async fn watch(
+    child: &mut tokio::process::Child,
+    group: &keel_sandbox::GroupGuard,
+    timeout: Duration,
+    store: &dyn TaskStore,
+    id: &str,
+) -> Ended {
+    let deadline = tokio::time::sleep(timeout);
+    tokio::pin!(deadline);
+    loop {
+        tokio::select! {
+            status = child.wait() => return match status {
+                Ok(status) => Ended::Exited(status),
+                Err(err) => Ended::WaitFailed(err),
+            },
+            () = &mut deadline => {
+                group.kill();
+                let _ = child.wait().await;
+                return Ended::TimedOut;
+            }
+            () = tokio::time::sleep(CANCEL_POLL) => {
+                let cancelled = matches!(
+                    store.get(id),
+                    Ok(Some(now)) if now.status == TaskStatus::Cancelled
+                );
+                if cancelled {
+                    group.kill();
+                    let _ = child.wait().await;
+                    return Ended::Cancelled;
+                }
+            }
+        }
+    }
+}
+
+/// The runner's command: `program` with `args` in `workdir`, no input, its output piped,
+/// its environment scrubbed, `KEEL_TASK_ID` set; a runner other than keel's own confined by
+/// the task's policy (the sandbox returned). The error says why it could not be confined.
+fn runner_command(
+    record: &TaskRecord,
+    settings: &TaskSettings,
+    workdir: &Path,
+    program: &str,
+    args: &[String],
+) -> Result<(Command, Option<CommandSandbox>), String> {
+    let mut command = Command::new(program);
+    command
+        .args(args)
+        .current_dir(workdir)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let own = record.runner == DEFAULT_RUNNER;
+    scrub_runner_env(&mut command, settings, own);
+    command.env("KEEL_TASK_ID", &record.id);
+    if own {
+        return Ok((command, None));
+    }
+    match confine(&mut command, settings, workdir, &record.output_path) {
+        Ok(sandbox) => Ok((command, Some(sandbox))),
+        Err(err) => Err(format!(
+            "cannot confine runner `{}` ({program}): {err}",
+            record.runner
+        )),
+    }
+}
+
 async fn run_runner(store: &dyn TaskStore, record: &TaskRecord) -> TaskEnd {
     let Some(settings) = &record.settings else {
         return failed(no_settings(&record.id));
@@ -206,28 +315,9 @@ async fn run_runner(store: &dyn TaskStore, record: &TaskRecord) -> TaskEnd {
         Some(split) => split,
         None => return failed("the runner's command is empty".into()),
     };
-    let mut command = Command::new(program);
-    command
-        .args(args)
-        .current_dir(&workdir)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
-    let own = record.runner == DEFAULT_RUNNER;
-    scrub_runner_env(&mut command, settings, own);
-    command.env("KEEL_TASK_ID", &record.id);
-    let sandbox = if own {
-        None
-    } else {
-        match confine(&mut command, settings, &workdir, &record.output_path) {
-            Ok(sandbox) => Some(sandbox),
-            Err(err) => {
-                return failed(format!(
-                    "cannot confine runner `{}` ({program}): {err}",
-                    record.runner
-                ));
-            }
-        }
+    let (mut command, sandbox) = match runner_command(record, settings, &workdir, program, args) {
+        Ok(prepared) => prepared,
+        Err(error) => return failed(error),
     };
     // What a confined runner changed of the protected paths is put back when it ends.
     let protected = sandbox.as_ref().map(CommandSandbox::snapshot_protected);
@@ -253,36 +343,8 @@ async fn run_runner(store: &dyn TaskStore, record: &TaskRecord) -> TaskEnd {
     let mut out_tail = Tail::new(OUTPUT_TAIL_LINES, OUTPUT_TAIL_BYTES);
     let mut err_tail = Tail::new(ERROR_TAIL_LINES, ERROR_TAIL_BYTES);
     let timeout = Duration::from_secs(record.timeout_secs.max(1));
-    let watch = async {
-        let deadline = tokio::time::sleep(timeout);
-        tokio::pin!(deadline);
-        loop {
-            tokio::select! {
-                status = child.wait() => return match status {
-                    Ok(status) => Ended::Exited(status),
-                    Err(err) => Ended::WaitFailed(err),
-                },
-                () = &mut deadline => {
-                    group.kill();
-                    let _ = child.wait().await;
-                    return Ended::TimedOut;
-                }
-                () = tokio::time::sleep(CANCEL_POLL) => {
-                    let cancelled = matches!(
-                        store.get(&record.id),
-                        Ok(Some(now)) if now.status == TaskStatus::Cancelled
-                    );
-                    if cancelled {
-                        group.kill();
-                        let _ = child.wait().await;
-                        return Ended::Cancelled;
-                    }
-                }
-            }
-        }
-    };
     let (ended, (), ()) = tokio::join!(
-        watch,
+        watch(&mut child, &group, timeout, store, &record.id),
         pump(stdout, "", &log, &mut out_tail),
         pump(stderr, "[stderr] ", &log, &mut err_tail)
     );
@@ -294,39 +356,7 @@ async fn run_runner(store: &dyn TaskStore, record: &TaskRecord) -> TaskEnd {
     let output_tail = out_tail.text();
     let error_tail = err_tail.text();
     let result_summary = summarize(&output_tail);
-    let (status, exit_code, note) = match ended {
-        Ended::Exited(status) => match status.code() {
-            Some(0) => (TaskStatus::Completed, Some(0), None),
-            Some(code) => (TaskStatus::Failed, Some(code), None),
-            None => {
-                use std::os::unix::process::ExitStatusExt;
-                let signal = status.signal().unwrap_or_default();
-                (
-                    TaskStatus::Failed,
-                    None,
-                    Some(format!("the runner was killed by signal {signal}")),
-                )
-            }
-        },
-        Ended::TimedOut => (
-            TaskStatus::TimedOut,
-            None,
-            Some(format!(
-                "timed out after {} s: its process group was killed",
-                record.timeout_secs
-            )),
-        ),
-        Ended::Cancelled => (
-            TaskStatus::Cancelled,
-            None,
-            Some("cancelled: its process group was killed".into()),
-        ),
-        Ended::WaitFailed(err) => (
-            TaskStatus::Failed,
-            None,
-            Some(format!("waiting for the runner failed: {err}")),
-        ),
-    };
+    let (status, exit_code, note) = ended.outcome(record.timeout_secs);
     let restore_note = restored
         .as_ref()
         .and_then(keel_sandbox::RestoreReport::note);

@@ -54,7 +54,8 @@ impl std::fmt::Debug for CodingAgent {
     }
 }
 
-/// What a [`CodingAgent::run`] reports as it goes.
+/// What a [`CodingAgent::run`] reports as it goes. `Clone`, so a host can hand each event to
+/// several subscribers.
 #[derive(Debug, Clone)]
 #[non_exhaustive]
 pub enum RunEvent {
@@ -77,6 +78,47 @@ impl CodingAgent {
     /// A builder for the agent on `provider`.
     pub fn builder(provider: Arc<dyn Provider>) -> CodingAgentBuilder {
         CodingAgentBuilder::new(provider)
+    }
+
+    /// The agent `keel exec` would run here with no flags and no config file: the provider
+    /// the environment names (keel-provider's one detection, [`keel_provider::from_env`]:
+    /// `ANTHROPIC_API_KEY`, else `OPENAI_BASE_URL` / `OPENAI_API_KEY`, or `KEEL_PROVIDER`),
+    /// the current directory, keel's home from [`home_dir`](crate::home_dir), and the
+    /// builder's defaults for the rest. No provider configured is
+    /// [`BuildError::Provider`], whose message says which variable to set.
+    ///
+    /// ```no_run
+    /// # async fn host() -> Result<(), Box<dyn std::error::Error>> {
+    /// let outcome = keel::CodingAgent::from_env()?.prompt("Fix the failing test").await?;
+    /// println!("{}", outcome.text);
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn from_env() -> Result<Self, BuildError> {
+        Self::builder(keel_provider::from_env()?).build()
+    }
+
+    /// [`from_env`](Self::from_env) with the variables `lookup` gives instead of the
+    /// process's (a host's own settings, a test's): the provider's (as
+    /// [`ProviderConfig::detect_with`](keel_provider::ProviderConfig::detect_with) reads
+    /// them), `KEEL_HOME` and `HOME` for keel's home ([`home_dir_from`](crate::home_dir_from))
+    /// and `HOME` for the user's. The working directory is still the current one.
+    pub fn from_env_with(lookup: impl Fn(&str) -> Option<String>) -> Result<Self, BuildError> {
+        let provider = keel_provider::ProviderConfig::detect_with(&lookup)?
+            .build_with(&lookup)?
+            .provider;
+        let keel_home = lookup("KEEL_HOME");
+        let user_home = lookup("HOME").filter(|home| !home.is_empty());
+        let home = crate::home_dir_from(
+            keel_home.as_deref().map(Path::new),
+            user_home.as_deref().map(Path::new),
+        )?;
+        let builder = Self::builder(provider).home(home);
+        match user_home {
+            Some(user_home) => builder.user_home(user_home),
+            None => builder,
+        }
+        .build()
     }
 
     pub(crate) fn new(parts: Parts) -> Self {
@@ -198,26 +240,92 @@ impl CodingAgent {
         self.delegates().and_then(|d| d.tasks())
     }
 
-    /// Runs `prompt` in `session`; when the run completes with background tasks it started
-    /// still running and `wait_for_tasks` is set, waits for them to end and runs
+    /// Runs `prompt` in `session`, as `keel exec` does: when the run completes with
+    /// background tasks it started still running, waits for them to end
+    /// ([`RunEvent::WaitingForTasks`], then [`RunEvent::TasksEnded`]) and runs
     /// [`TASKS_ENDED_PROMPT`] so the model checks their results. The last event is
     /// [`RunEvent::Done`]. Dropping the stream stops it (while waiting, the tasks go on).
+    /// [`run_without_waiting`](Self::run_without_waiting) ends with the first run.
     pub fn run<'a>(
         &'a self,
         session: &'a mut Session,
         prompt: &'a str,
-        wait_for_tasks: bool,
     ) -> impl Stream<Item = RunEvent> + Send + 'a {
-        self.run_content(
-            session,
-            vec![keel_provider::ContentBlock::text(prompt)],
-            wait_for_tasks,
-        )
+        self.run_content(session, vec![keel_provider::ContentBlock::text(prompt)])
+    }
+
+    /// Runs `prompt` in `session` and ends with it, leaving the background tasks it started
+    /// running (`keel exec --no-wait-tasks`): their notifications reach the session's next
+    /// run. The last event is [`RunEvent::Done`].
+    pub fn run_without_waiting<'a>(
+        &'a self,
+        session: &'a mut Session,
+        prompt: &'a str,
+    ) -> impl Stream<Item = RunEvent> + Send + 'a {
+        self.run_content_without_waiting(session, vec![keel_provider::ContentBlock::text(prompt)])
     }
 
     /// [`run`](Self::run) with a prompt of several blocks: text and
     /// [images](keel_provider::ContentBlock::image) the person attached.
     pub fn run_content<'a>(
+        &'a self,
+        session: &'a mut Session,
+        prompt: Vec<keel_provider::ContentBlock>,
+    ) -> impl Stream<Item = RunEvent> + Send + 'a {
+        self.stream_run(session, prompt, true)
+    }
+
+    /// [`run_without_waiting`](Self::run_without_waiting) with a prompt of several blocks:
+    /// text and [images](keel_provider::ContentBlock::image) the person attached.
+    pub fn run_content_without_waiting<'a>(
+        &'a self,
+        session: &'a mut Session,
+        prompt: Vec<keel_provider::ContentBlock>,
+    ) -> impl Stream<Item = RunEvent> + Send + 'a {
+        self.stream_run(session, prompt, false)
+    }
+
+    /// Runs `prompt` in a new session and returns its outcome (its
+    /// [`text`](RunOutcome::text) is the reply), waiting for the background tasks it starts
+    /// as [`run`](Self::run) does. The session is saved like any other:
+    /// [`resume_latest`](Self::resume_latest) reopens it. A run that fails says so in its
+    /// [`stop`](RunOutcome::stop); the error is only for a session that cannot be opened.
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use keel::prelude::*;
+    /// use keel_test_support::scripted::ScriptedProvider;
+    ///
+    /// # tokio::runtime::Runtime::new()?.block_on(async {
+    /// # let workspace = tempfile::tempdir()?;
+    /// # let home = tempfile::tempdir()?;
+    /// // CodingAgent::from_env()? in a host; a scripted model here.
+    /// let model = Arc::new(ScriptedProvider::new().then_text("All tests pass."));
+    /// let agent = CodingAgent::builder(model).cwd(workspace.path()).home(home.path()).build()?;
+    /// let outcome = agent.prompt("Run the tests").await?;
+    /// assert_eq!(outcome.stop, Stop::Completed);
+    /// assert_eq!(outcome.text, "All tests pass.");
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// # })?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub async fn prompt(&self, prompt: &str) -> Result<RunOutcome, BuildError> {
+        let mut session = self.session()?;
+        let events = self.run(&mut session, prompt);
+        futures::pin_mut!(events);
+        let mut outcome = None;
+        while let Some(event) = events.next().await {
+            if let RunEvent::Done(done) = event {
+                outcome = Some(done);
+            }
+        }
+        outcome.ok_or(BuildError::NoOutcome)
+    }
+
+    /// The events of a run of `prompt` in `session`, waiting for its background tasks when
+    /// `wait_for_tasks` (the one implementation behind [`run`](Self::run) and
+    /// [`run_without_waiting`](Self::run_without_waiting)).
+    fn stream_run<'a>(
         &'a self,
         session: &'a mut Session,
         prompt: Vec<keel_provider::ContentBlock>,

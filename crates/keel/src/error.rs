@@ -2,11 +2,17 @@
 
 use std::path::PathBuf;
 
-/// Why [`CodingAgentBuilder::build`](crate::CodingAgentBuilder::build) (or opening a session)
-/// failed. Each message says what is wrong and how to fix it.
+/// Why [`CodingAgentBuilder::build`](crate::CodingAgentBuilder::build) (or
+/// [`CodingAgent::from_env`](crate::CodingAgent::from_env), opening a session, or
+/// [`CodingAgent::prompt`](crate::CodingAgent::prompt)) failed. Each message says what is
+/// wrong and how to fix it.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum BuildError {
+    /// The environment names no model provider, or the one it names cannot be made (no key,
+    /// a bad base URL): [`CodingAgent::from_env`](crate::CodingAgent::from_env).
+    #[error(transparent)]
+    Provider(#[from] keel_provider::ProviderError),
     /// Neither a home directory was given nor `KEEL_HOME` / `HOME` set.
     #[error(
         "neither KEEL_HOME nor HOME is set: set KEEL_HOME to a directory for keel's config \
@@ -45,4 +51,8 @@ pub enum BuildError {
     /// The agent could not be built or a session opened.
     #[error(transparent)]
     Engine(#[from] keel_engine::EngineError),
+    /// A run's events ended without its outcome, which a run always ends with: a bug in
+    /// keel, to report.
+    #[error("the run ended without an outcome: please report this as a bug in keel")]
+    NoOutcome,
 }

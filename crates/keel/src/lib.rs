@@ -9,6 +9,9 @@
 //! store — under one set of [`Policies`] (approver, permission rules, hooks, sandbox policy)
 //! that every delegated run takes whole: a delegated run is never freer than its parent.
 //! The `keel` CLI is this builder plus flags, config files and rendering.
+//! [`CodingAgent::from_env`] is the builder with its defaults and the provider the environment
+//! names; with [`CodingAgent::prompt`] a host is two statements:
+//! `CodingAgent::from_env()?.prompt("Fix the failing test").await?`.
 //!
 //! For a model with a small context window (a local one on Ollama, llama.cpp or vLLM), the
 //! [lean](ToolProfile::Lean) [`ToolProfile`] offers six tools under short definitions with a
@@ -61,6 +64,9 @@
 //!   [`mcp`]) and, with `delegation`, the agent's `code` and task tools served to MCP hosts
 //!   (`mcp_host`).
 
+// Unit tests may run long (a scenario and its checks); library functions stay within 120 lines.
+#![cfg_attr(test, allow(clippy::too_many_lines))]
+
 mod agent;
 mod builder;
 mod delegates;
@@ -98,9 +104,32 @@ pub use keel_sandbox as sandbox;
 pub use keel_snapshot as snapshot;
 pub use keel_tool as tool;
 
-/// What a host needs to build, run and extend the agent.
+/// What a host needs to build, run and extend the agent, `#[async_trait]` included: a host
+/// implementing [`Approver`](keel_engine::Approver), [`Hook`](keel_engine::Hook),
+/// [`Provider`](keel_provider::Provider) or [`ToolSource`](keel_tool::ToolSource) needs no
+/// dependency of its own for it.
+///
+/// ```
+/// use keel::prelude::*;
+///
+/// /// Allows `cargo` commands; refuses every other gated call, saying why.
+/// struct CargoOnly;
+///
+/// #[async_trait]
+/// impl Approver for CargoOnly {
+///     async fn approve(&self, request: &ApprovalRequest) -> Decision {
+///         let command = request.input["command"].as_str().unwrap_or_default();
+///         if request.tool == "run_command" && command.starts_with("cargo ") {
+///             Decision::Allow
+///         } else {
+///             Decision::Deny(format!("only cargo commands, not {}", request.tool))
+///         }
+///     }
+/// }
+/// ```
 pub mod prelude {
     pub use crate::{BuildError, CodingAgent, CodingAgentBuilder, Policies, RunEvent};
+    pub use async_trait::async_trait;
     pub use keel_engine::{
         AgentEvent, AllowAll, ApprovalRequest, Approver, Decision, DenyGated, HookConfig, Hooks,
         PermissionRules, RunOutcome, Session, Stop,

@@ -18,6 +18,16 @@ const RUNS_COMMAND: &str = "fsmonitor sshcommand pager editor hookspath askpass 
      alternaterefscommand";
 
 pub(super) fn classify_git(args: &[String], verdict: &mut Verdict) {
+    let at = global_options(args, verdict);
+    let Some(sub) = args.get(at) else {
+        return;
+    };
+    classify_subcommand(sub, &args[at + 1..], verdict);
+}
+
+/// git's options before the subcommand: a `-c` setting that runs a command is destructive;
+/// `-C`, `--git-dir` and the like move git elsewhere. The index of the subcommand.
+fn global_options(args: &[String], verdict: &mut Verdict) -> usize {
     let mut at = 0;
     while let Some(arg) = args.get(at) {
         match arg.as_str() {
@@ -42,36 +52,21 @@ pub(super) fn classify_git(args: &[String], verdict: &mut Verdict) {
             _ => break,
         }
     }
-    let Some(sub) = args.get(at) else {
-        return;
-    };
-    let rest = &args[at + 1..];
+    at
+}
+
+/// `git <sub> <rest...>`: read-only, mutating, or destructive (with why).
+fn classify_subcommand(sub: &str, rest: &[String], verdict: &mut Verdict) {
     let first = rest.first().map(String::as_str);
-    match sub.as_str() {
+    match sub {
         sub if listed(GIT_READ_ONLY, sub) => {
             if sub == "format-patch" || has_long(rest, "--output") {
                 verdict.mutating();
             }
         }
-        "branch" => {
-            let delete = has_short(rest, 'd') || has_long(rest, "--delete");
-            let force = has_short(rest, 'f') || has_long(rest, "--force");
-            if has_short(rest, 'D') || (delete && force) {
-                verdict.destructive("git branch -D deletes a branch even if it is not merged");
-            } else if !branch_lists(rest) {
-                verdict.mutating();
-            }
-        }
+        "branch" => classify_branch(rest, verdict),
         "tag" => {
-            let lists = rest.is_empty()
-                || rest.iter().any(|arg| arg == "-l" || arg == "--list")
-                || rest.iter().all(|arg| {
-                    arg.starts_with("-n")
-                        || arg.starts_with("--sort")
-                        || arg.starts_with("--contains")
-                        || arg.starts_with("--points-at")
-                });
-            if !lists || has_short(rest, 'd') || has_long(rest, "--delete") {
+            if !tag_lists(rest) || has_short(rest, 'd') || has_long(rest, "--delete") {
                 verdict.mutating();
             }
         }
@@ -82,20 +77,7 @@ pub(super) fn classify_git(args: &[String], verdict: &mut Verdict) {
             }
         }
         "config" => {
-            let reads = rest.iter().any(|arg| {
-                arg.starts_with("--get")
-                    || arg == "--list"
-                    || arg == "-l"
-                    || arg == "get"
-                    || arg == "list"
-            }) || (positionals(rest).count() == 1
-                && !rest.iter().any(|arg| {
-                    arg.starts_with("--unset")
-                        || arg.starts_with("--add")
-                        || arg.starts_with("--remove")
-                        || arg.starts_with("--rename")
-                }));
-            if !reads {
+            if !config_reads(rest) {
                 verdict.mutating();
             }
         }
@@ -115,25 +97,7 @@ pub(super) fn classify_git(args: &[String], verdict: &mut Verdict) {
         },
         "worktree" | "notes" | "submodule" if matches!(first, Some("list" | "show" | "status")) => {
         }
-        "push" => {
-            let force = has_short(rest, 'f')
-                || has_long(rest, "--force")
-                || has_long(rest, "--force-with-lease")
-                || has_long(rest, "--force-if-includes")
-                || has_long(rest, "--mirror")
-                || positionals(rest).skip(1).any(|spec| spec.starts_with('+'));
-            let delete = has_short(rest, 'd')
-                || has_long(rest, "--delete")
-                || has_long(rest, "--prune")
-                || positionals(rest).skip(1).any(|spec| spec.starts_with(':'));
-            if force {
-                verdict.destructive("git push --force overwrites history on the remote");
-            }
-            if delete {
-                verdict.destructive("git push --delete deletes branches on the remote");
-            }
-            verdict.mutating();
-        }
+        "push" => classify_push(rest, verdict),
         "reset" if has_long(rest, "--hard") => {
             verdict.destructive("git reset --hard discards uncommitted changes");
         }
@@ -186,6 +150,65 @@ pub(super) fn classify_git(args: &[String], verdict: &mut Verdict) {
         }
         _ => verdict.mutating(),
     }
+}
+
+/// `git branch`: deleting an unmerged branch is destructive; anything but listing mutates.
+fn classify_branch(rest: &[String], verdict: &mut Verdict) {
+    let delete = has_short(rest, 'd') || has_long(rest, "--delete");
+    let force = has_short(rest, 'f') || has_long(rest, "--force");
+    if has_short(rest, 'D') || (delete && force) {
+        verdict.destructive("git branch -D deletes a branch even if it is not merged");
+    } else if !branch_lists(rest) {
+        verdict.mutating();
+    }
+}
+
+/// Whether `git tag <rest...>` lists tags (no operands, `-l`, or only listing options).
+fn tag_lists(rest: &[String]) -> bool {
+    rest.is_empty()
+        || rest.iter().any(|arg| arg == "-l" || arg == "--list")
+        || rest.iter().all(|arg| {
+            arg.starts_with("-n")
+                || arg.starts_with("--sort")
+                || arg.starts_with("--contains")
+                || arg.starts_with("--points-at")
+        })
+}
+
+/// Whether `git config <rest...>` only reads: `--get*`, `--list`, `get`, `list`, or one key
+/// without a value and no option that changes the file.
+fn config_reads(rest: &[String]) -> bool {
+    rest.iter().any(|arg| {
+        arg.starts_with("--get") || arg == "--list" || arg == "-l" || arg == "get" || arg == "list"
+    }) || (positionals(rest).count() == 1
+        && !rest.iter().any(|arg| {
+            arg.starts_with("--unset")
+                || arg.starts_with("--add")
+                || arg.starts_with("--remove")
+                || arg.starts_with("--rename")
+        }))
+}
+
+/// `git push`: mutating; forcing (overwriting history) or deleting remote branches is
+/// destructive too.
+fn classify_push(rest: &[String], verdict: &mut Verdict) {
+    let force = has_short(rest, 'f')
+        || has_long(rest, "--force")
+        || has_long(rest, "--force-with-lease")
+        || has_long(rest, "--force-if-includes")
+        || has_long(rest, "--mirror")
+        || positionals(rest).skip(1).any(|spec| spec.starts_with('+'));
+    let delete = has_short(rest, 'd')
+        || has_long(rest, "--delete")
+        || has_long(rest, "--prune")
+        || positionals(rest).skip(1).any(|spec| spec.starts_with(':'));
+    if force {
+        verdict.destructive("git push --force overwrites history on the remote");
+    }
+    if delete {
+        verdict.destructive("git push --delete deletes branches on the remote");
+    }
+    verdict.mutating();
 }
 
 /// `git -c key=value`: an alias starting with `!` or a key whose value git runs as a command.

@@ -118,52 +118,11 @@ fn list(
     }
     let skip = user_ignores(&root, args.ignore.as_deref().unwrap_or_default())?;
 
-    let mut builder = walk_builder(&root);
-    builder
-        .max_depth(Some(usize::try_from(depth).unwrap_or(usize::MAX)))
-        .sort_by_file_name(|a, b| a.cmp(b))
-        .filter_entry(move |entry| {
-            let is_dir = entry.file_type().is_some_and(|t| t.is_dir());
-            not_git_dir(entry) && !skip.matched(entry.path(), is_dir).is_ignore()
-        });
-    let mut entries = Vec::new();
-    let mut unreadable = 0usize;
-    let mut scan_cut = false;
-    for item in builder.build() {
-        if stop.is_set() {
-            return Err(ToolError::Cancelled);
-        }
-        let entry = match item {
-            Ok(entry) => entry,
-            Err(_) => {
-                unreadable += 1;
-                continue;
-            }
-        };
-        if entry.depth() == 0 {
-            continue;
-        }
-        if entries.len() >= MAX_SCANNED {
-            scan_cut = true;
-            break;
-        }
-        let Ok(relative) = entry.path().strip_prefix(&root) else {
-            continue;
-        };
-        let kind = match entry.file_type() {
-            Some(t) if t.is_dir() => Kind::Dir,
-            Some(t) if t.is_symlink() => {
-                Kind::Symlink(std::fs::read_link(entry.path()).unwrap_or_default())
-            }
-            _ => Kind::File,
-        };
-        entries.push(Entry {
-            relative: relative.to_path_buf(),
-            depth: entry.depth(),
-            kind,
-        });
-    }
-
+    let Walk {
+        entries,
+        unreadable,
+        cut: scan_cut,
+    } = walk(&root, depth, skip, stop)?;
     let total = entries.len();
     let header = if shown_dir == "." {
         "./".to_owned()
@@ -183,35 +142,7 @@ fn list(
     let mut text = header;
     text.push('\n');
     for (entry, _) in entries.iter().zip(&kept).filter(|(_, keep)| **keep) {
-        let name = entry
-            .relative
-            .file_name()
-            .map(|name| name.to_string_lossy())
-            .unwrap_or_default();
-        for _ in 0..entry.depth {
-            text.push_str("  ");
-        }
-        text.push_str(&name);
-        match &entry.kind {
-            Kind::Dir => {
-                text.push('/');
-                if let Some(n) = hidden.get(entry.relative.as_path()) {
-                    text.push_str(&format!("  [+{n} not shown]"));
-                }
-            }
-            Kind::File => {}
-            Kind::Symlink(target) => {
-                text.push_str(" -> ");
-                text.push_str(&target.to_string_lossy());
-                let inside = root
-                    .join(&entry.relative)
-                    .to_str()
-                    .is_some_and(|link| sandbox.resolve(link, Access::Read).is_ok());
-                if !inside {
-                    text.push_str("  [outside the workspace, not followed]");
-                }
-            }
-        }
+        push_entry(&mut text, entry, &hidden, &root, sandbox);
         text.push('\n');
     }
     let shown = kept.iter().filter(|keep| **keep).count();
@@ -238,6 +169,110 @@ fn list(
         "shown": shown,
         "unreadable": unreadable,
     })))
+}
+
+/// What a walk found: the entries in walk order, how many could not be read, and whether it
+/// stopped at [`MAX_SCANNED`].
+struct Walk {
+    entries: Vec<Entry>,
+    unreadable: usize,
+    cut: bool,
+}
+
+/// Walks `root` down `depth` levels, sorted by name, leaving out `.git` and what `skip` and
+/// the ignore files exclude.
+fn walk(root: &Path, depth: u32, skip: Gitignore, stop: &Stop) -> Result<Walk, ToolError> {
+    let mut builder = walk_builder(root);
+    builder
+        .max_depth(Some(usize::try_from(depth).unwrap_or(usize::MAX)))
+        .sort_by_file_name(|a, b| a.cmp(b))
+        .filter_entry(move |entry| {
+            let is_dir = entry.file_type().is_some_and(|t| t.is_dir());
+            not_git_dir(entry) && !skip.matched(entry.path(), is_dir).is_ignore()
+        });
+    let mut entries = Vec::new();
+    let mut unreadable = 0usize;
+    let mut cut = false;
+    for item in builder.build() {
+        if stop.is_set() {
+            return Err(ToolError::Cancelled);
+        }
+        let entry = match item {
+            Ok(entry) => entry,
+            Err(_) => {
+                unreadable += 1;
+                continue;
+            }
+        };
+        if entry.depth() == 0 {
+            continue;
+        }
+        if entries.len() >= MAX_SCANNED {
+            cut = true;
+            break;
+        }
+        let Ok(relative) = entry.path().strip_prefix(root) else {
+            continue;
+        };
+        let kind = match entry.file_type() {
+            Some(t) if t.is_dir() => Kind::Dir,
+            Some(t) if t.is_symlink() => {
+                Kind::Symlink(std::fs::read_link(entry.path()).unwrap_or_default())
+            }
+            _ => Kind::File,
+        };
+        entries.push(Entry {
+            relative: relative.to_path_buf(),
+            depth: entry.depth(),
+            kind,
+        });
+    }
+    Ok(Walk {
+        entries,
+        unreadable,
+        cut,
+    })
+}
+
+/// Adds a shown `entry` to `text`, without its newline: indented by its depth; a directory
+/// with `/` and how many entries below it are `hidden`; a symlink with its target, marked
+/// when it leads outside the sandbox.
+fn push_entry(
+    text: &mut String,
+    entry: &Entry,
+    hidden: &HashMap<&Path, usize>,
+    root: &Path,
+    sandbox: &PathSandbox,
+) {
+    let name = entry
+        .relative
+        .file_name()
+        .map(|name| name.to_string_lossy())
+        .unwrap_or_default();
+    for _ in 0..entry.depth {
+        text.push_str("  ");
+    }
+    text.push_str(&name);
+    match &entry.kind {
+        Kind::Dir => {
+            text.push('/');
+            if let Some(n) = hidden.get(entry.relative.as_path()) {
+                text.push_str(&format!("  [+{n} not shown]"));
+            }
+        }
+        Kind::File => {}
+        Kind::Symlink(target) => {
+            text.push_str(" -> ");
+            text.push_str(&target.to_string_lossy());
+            let inside = root
+                .join(&entry.relative)
+                .to_str()
+                .is_some_and(|link| sandbox.resolve(link, Access::Read).is_ok());
+            if !inside {
+                text.push_str("  [outside the workspace, not followed]");
+            }
+        }
+    }
 }
 
 /// Which entries to show: whole levels, shallowest first, until the cap.
