@@ -325,6 +325,18 @@ impl AcpAgent {
         Ok(session)
     }
 
+    /// `initialize`: what the client offers is kept; keel's answer.
+    fn initialize(&self, initialize: &InitializeRequest) -> InitializeResponse {
+        let fs = &initialize.client_capabilities.fs;
+        if let Ok(mut offers) = self.offers.lock() {
+            *offers = ClientOffers {
+                reads: fs.read_text_file,
+                writes: fs.write_text_file,
+            };
+        }
+        initialize_response(initialize)
+    }
+
     /// `session/set_mode`: the session's approval mode, and the client told.
     fn set_mode(
         &self,
@@ -370,14 +382,7 @@ pub(crate) async fn run(options: &Options) -> Result<u8, CliError> {
         .name("keel")
         .on_receive_request(
             async move |initialize: InitializeRequest, responder, _cx| {
-                let fs = &initialize.client_capabilities.fs;
-                if let Ok(mut offers) = for_init.offers.lock() {
-                    *offers = ClientOffers {
-                        reads: fs.read_text_file,
-                        writes: fs.write_text_file,
-                    };
-                }
-                responder.respond(initialize_response(&initialize))
+                responder.respond(for_init.initialize(&initialize))
             },
             agent_client_protocol::on_receive_request!(),
         )
