@@ -23,9 +23,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use futures::StreamExt;
-use keel_engine::{Agent, AgentEvent, AllowAll, JsonlSessionStore, RunOutcome, Stop};
-use keel_provider::{ContentBlock, StopReason};
-use keel_sandbox::{PathSandbox, SandboxPolicy, default_tools};
+use keel::engine::{Agent, AgentEvent, AllowAll, JsonlSessionStore, RunOutcome, Stop};
+use keel::provider::{ContentBlock, StopReason};
+use keel::sandbox::{PathSandbox, SandboxPolicy, default_tools};
 use keel_test_support::scripted::{ScriptedProvider, Turn, reply};
 use serde_json::{Value, json};
 

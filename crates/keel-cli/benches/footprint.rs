@@ -21,7 +21,7 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use keel_provider::{ContentBlock, StopReason, ToolUseResponse};
+use keel::provider::{ContentBlock, StopReason, ToolUseResponse};
 use keel_test_support::git::TempRepo;
 use keel_test_support::mock::serve_turns;
 use keel_test_support::render::anthropic_sse;

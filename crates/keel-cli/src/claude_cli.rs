@@ -285,7 +285,7 @@ impl ClaudeArgs {
             _ => None,
         };
         if let Some(id) = &self.session_id {
-            keel_engine::validate_id(id)
+            keel::engine::validate_id(id)
                 .map_err(|err| CliError::Usage(format!("--session-id: {err}")))?;
         }
         let mut extras = Extras::default();

@@ -3,7 +3,7 @@
 use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
-use keel_sandbox::SandboxMode;
+use keel::sandbox::SandboxMode;
 
 use keel_config::{ApprovalMode, SessionChoice, Settings, Surface};
 
@@ -175,11 +175,8 @@ impl Options {
         overrides.base_url.clone_from(&self.base_url);
         overrides.max_iterations = self.max_iterations;
         overrides.allow_read.clone_from(&self.allow_read);
-        overrides.approvals = if self.yes {
-            Some(ApprovalMode::Allow)
-        } else {
-            self.approvals
-        };
+        overrides.approvals = self.approvals;
+        overrides.yes = self.yes;
         overrides.sandbox = self.sandbox.map(SandboxMode::from);
         overrides.network = self.network;
         overrides.add_dir.clone_from(&self.add_dir);

@@ -147,7 +147,7 @@ fn main() -> ExitCode {
     }
     // Orphans of the commands keel runs (double forks, `setsid -f`) become keel's children, so
     // they can be found and killed when their call ends, and at exit.
-    if let Err(err) = keel_sandbox::reaper::become_subreaper() {
+    if let Err(err) = keel::sandbox::reaper::become_subreaper() {
         eprintln!("keel: warning: cannot become a child subreaper: {err}");
     }
     let runtime = match tokio::runtime::Builder::new_current_thread()
@@ -163,7 +163,7 @@ fn main() -> ExitCode {
     let result = runtime.block_on(invocation.run());
     drop(runtime);
     // Nothing keel started outlives it, but the detached supervisors of background tasks.
-    let killed = keel_sandbox::reaper::kill_descendants();
+    let killed = keel::sandbox::reaper::kill_descendants();
     if killed > 0 {
         tracing::debug!(killed, "killed processes left at exit");
     }

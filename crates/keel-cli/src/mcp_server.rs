@@ -4,8 +4,8 @@
 
 use std::path::PathBuf;
 
-use keel_engine::{ApprovalRequest, Approver, Decision, DenyGated, Hooks};
-use keel_mcp::server::{BearerToken, Confirmation};
+use keel::engine::{ApprovalRequest, Approver, Decision, DenyGated, Hooks};
+use keel::mcp::server::{BearerToken, Confirmation};
 
 use crate::cli::{McpServerArgs, Options};
 use crate::error::CliError;
@@ -47,7 +47,7 @@ impl HostApprover {
 impl Approver for HostApprover {
     async fn approve(&self, request: &ApprovalRequest) -> Decision {
         if self.asks()
-            && let Some(client) = keel_mcp::server::current_client()
+            && let Some(client) = keel::mcp::server::current_client()
         {
             // The question without its `[y/N/a(lways)]`: the host's form has its own answers.
             let question = approval_question(request);

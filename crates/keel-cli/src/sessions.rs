@@ -3,7 +3,7 @@
 use std::io::Write;
 use std::path::Path;
 
-use keel_engine::{SessionStore, SessionSummary};
+use keel::engine::{SessionStore, SessionSummary};
 
 use crate::error::CliError;
 use keel_config::{keel_home, session_store};

@@ -3,17 +3,17 @@
 //! as `/name args` in the REPL or given as `keel -p "/name args"` (`keel exec` too).
 //!
 //! A command's text is a prompt, nothing more: its `` !`cmd` `` lines are never run, and its
-//! `allowed-tools` grant nothing (see `keel_agents::commands`).
+//! `allowed-tools` grant nothing (see `keel::agents::commands`).
 
-use keel_agents::commands::SlashCommands;
+use keel::agents::commands::SlashCommands;
 
 use keel_config::Settings;
 
 /// The custom commands `setup`'s project and user have, and warnings about files that could
 /// not be read.
 pub(crate) fn load(setup: &Settings) -> (SlashCommands, Vec<String>) {
-    let root = keel_agents::project_root(&setup.cwd);
-    let claude = keel_agents::claude_user_dir();
+    let root = keel::agents::project_root(&setup.cwd);
+    let claude = keel::agents::claude_user_dir();
     SlashCommands::load(&SlashCommands::standard_dirs(
         &root,
         Some(&setup.keel_home),

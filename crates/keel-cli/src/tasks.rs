@@ -7,10 +7,10 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
-use keel_host::report::delegates::task_line;
-use keel_tasks::{
+use keel::tasks::{
     self as tasks, SqliteTaskStore, TaskRecord, TaskStore, describe, detach, supervise,
 };
+use keel_host::report::delegates::task_line;
 
 use crate::error::CliError;
 use keel_config::keel_home;
@@ -37,7 +37,9 @@ pub(crate) async fn task_run(id: &str) -> Result<u8, CliError> {
             tasks::TaskError::NotFound { .. } => CliError::Usage(format!("no task {id:?}")),
             err => CliError::Run(err.to_string()),
         })?;
-    Ok(u8::from(record.status != keel_tasks::TaskStatus::Completed))
+    Ok(u8::from(
+        record.status != keel::tasks::TaskStatus::Completed,
+    ))
 }
 
 /// `keel tasks` and its actions.
@@ -46,7 +48,7 @@ pub(crate) async fn command(action: Option<crate::cli::TasksAction>) -> Result<u
     let home = keel_home()?;
     // Tasks whose supervisor died are shown interrupted, not running.
     let store = keel::open_task_store(&home).map_err(|err| CliError::Run(err.to_string()))?;
-    let run = |err: keel_tasks::TaskError| CliError::Run(err.to_string());
+    let run = |err: keel::tasks::TaskError| CliError::Run(err.to_string());
     let get = |id: &str| -> Result<TaskRecord, CliError> {
         store
             .get(id)

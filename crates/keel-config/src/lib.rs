@@ -18,12 +18,13 @@
 //! power are ignored until the user trusts the project, and named in
 //! [`Settings::notices`].
 //!
-//! ```
+//! ```standalone_crate
 //! use keel_config::{Overrides, SessionChoice, Settings, Surface};
 //!
 //! let home = tempfile::tempdir()?;
 //! let project = tempfile::tempdir()?;
-//! // SAFETY of the example: nothing else reads the environment while it runs.
+//! // The example runs in a process of its own (standalone_crate): nothing else reads the
+//! // environment meanwhile.
 //! # unsafe {
 //! std::env::set_var("KEEL_HOME", home.path());
 //! std::env::set_var("OPENAI_BASE_URL", "http://127.0.0.1:9/v1");
@@ -45,6 +46,7 @@
 mod error;
 pub mod files;
 pub mod modes;
+pub mod report;
 mod settings;
 pub mod tiers;
 pub mod trust;
@@ -57,3 +59,8 @@ pub use settings::{
     existing_dir, given_dir, inline_agents, keel_home, load_config, mcp_configs, named_provider,
     session_store, tool_profile,
 };
+
+/// The crate README's example, compiled as a doctest so it stays true.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+pub struct CrateReadmeDoctest;

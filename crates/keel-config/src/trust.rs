@@ -1,7 +1,7 @@
 //! Trusting a project: `keel trust [DIR]`, `keel untrust [DIR]` and the interactive question.
 //!
 //! A decision is a `[projects."DIR"]` table in the user's `$KEEL_HOME/config.toml`, pinned to
-//! the hash of the project's power-granting files (see [`config::project`]); the rest of the
+//! the hash of the project's power-granting files (see [`crate::files::project`]); the rest of the
 //! file is kept as the user wrote it (comments, order).
 
 use std::io::Write;

@@ -254,18 +254,7 @@ impl CallInputs {
     }
 }
 
-/// `n` with thousands separated by commas.
-pub fn thousands(n: u64) -> String {
-    let digits = n.to_string();
-    let mut out = String::new();
-    for (i, c) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i).is_multiple_of(3) {
-            out.push(',');
-        }
-        out.push(c);
-    }
-    out
-}
+pub use keel_config::report::thousands;
 
 #[cfg(test)]
 mod tests {

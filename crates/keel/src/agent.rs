@@ -236,7 +236,7 @@ impl CodingAgent {
 
     /// The background tasks, when on.
     #[cfg(feature = "tasks")]
-    pub fn tasks(&self) -> Option<&crate::tasks::TaskLauncher> {
+    pub fn tasks(&self) -> Option<&crate::background::TaskLauncher> {
         self.delegates().and_then(|d| d.tasks())
     }
 
@@ -400,7 +400,7 @@ impl CodingAgent {
 /// would leave its task running forever, so the store is recovered first.
 #[cfg(feature = "tasks")]
 fn active_tasks(
-    launcher: &crate::tasks::TaskLauncher,
+    launcher: &crate::background::TaskLauncher,
     session_id: &str,
 ) -> Result<Vec<String>, String> {
     if let Err(err) = launcher.recover() {

@@ -22,7 +22,7 @@ use crate::profile::{self, ContextWindow, ProfileChoice, ToolProfile, WindowOrig
 use crate::{BuildError, protected};
 
 #[cfg(feature = "tasks")]
-use crate::tasks::BackgroundTasks;
+use crate::background::BackgroundTasks;
 
 /// Builds a [`CodingAgent`]: the agent `keel exec` runs, for any host.
 ///
@@ -897,7 +897,7 @@ impl Assembly {
         base: &ToolRegistry,
         delegation: Delegation,
         agents: Vec<keel_agents::AgentDefinition>,
-        #[cfg(feature = "tasks")] tasks: Option<(crate::tasks::TaskLauncher, Vec<String>)>,
+        #[cfg(feature = "tasks")] tasks: Option<(crate::background::TaskLauncher, Vec<String>)>,
     ) -> Delegates {
         let resolved = &self.resolved;
         Delegates::discover(
@@ -921,9 +921,9 @@ impl Assembly {
     fn open_tasks(
         &mut self,
         options: Option<&BackgroundTasks>,
-    ) -> Option<(crate::tasks::TaskLauncher, Vec<String>)> {
+    ) -> Option<(crate::background::TaskLauncher, Vec<String>)> {
         let options = options.filter(|_| self.resolved.delegation)?;
-        let store = crate::tasks::OpeningTaskStore::new(&self.resolved.home);
+        let store = crate::background::OpeningTaskStore::new(&self.resolved.home);
         let resolved = &self.resolved;
         open_tasks(
             options,
@@ -1022,7 +1022,7 @@ impl Assembly {
         }
         #[cfg(feature = "tasks")]
         if let Some(launcher) = delegates.as_ref().and_then(|d| d.tasks()) {
-            builder = builder.notifier(Arc::new(crate::tasks::TaskNotifier::new(
+            builder = builder.notifier(Arc::new(crate::background::TaskNotifier::new(
                 launcher.store().clone(),
             )));
         }
@@ -1131,7 +1131,7 @@ fn open_tasks(
     cwd: &std::path::Path,
     home: &std::path::Path,
     policies: &Policies,
-) -> Result<(crate::tasks::TaskLauncher, Vec<String>), String> {
+) -> Result<(crate::background::TaskLauncher, Vec<String>), String> {
     let settings =
         keel_tasks::TaskSettings::from_policies(cwd, policies).map_err(|err| err.to_string())?;
     let launcher = options.launcher(home, store, settings)?;

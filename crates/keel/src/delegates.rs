@@ -14,7 +14,7 @@ use keel_agents::{SkillGrants, SkillIndex, UseSkillTool};
 use keel_tool::{RegistryError, ToolRegistry};
 
 #[cfg(feature = "tasks")]
-use crate::tasks::TaskLauncher;
+use crate::background::TaskLauncher;
 
 /// Sub-agents, teams and skills found for a project, the runner of its sub-agents, and its
 /// background tasks.
@@ -88,7 +88,7 @@ impl Delegates {
         #[cfg(feature = "tasks")]
         let (runner, tasks) = match tasks {
             Some((launcher, allowed)) => (
-                crate::tasks::allow_sub_agents(runner, &launcher, &allowed),
+                crate::background::allow_sub_agents(runner, &launcher, &allowed),
                 Some(launcher),
             ),
             None => (runner, None),
@@ -126,7 +126,7 @@ impl Delegates {
         }
         #[cfg(feature = "tasks")]
         if let Some(launcher) = &self.tasks {
-            crate::tasks::register_tools(&mut tools, launcher)?;
+            crate::background::register_tools(&mut tools, launcher)?;
         }
         Ok(tools)
     }

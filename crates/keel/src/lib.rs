@@ -68,6 +68,8 @@
 #![cfg_attr(test, allow(clippy::too_many_lines))]
 
 mod agent;
+#[cfg(feature = "tasks")]
+mod background;
 mod builder;
 mod delegates;
 mod error;
@@ -76,10 +78,10 @@ mod home;
 pub mod mcp_host;
 mod profile;
 mod protected;
-#[cfg(feature = "tasks")]
-mod tasks;
 
 pub use agent::{CodingAgent, RunEvent, TASKS_ENDED_PROMPT};
+#[cfg(feature = "tasks")]
+pub use background::{BackgroundTasks, TaskLauncher, TaskNotifier, open_task_store};
 pub use builder::CodingAgentBuilder;
 pub use delegates::Delegates;
 pub use error::BuildError;
@@ -88,8 +90,6 @@ pub use keel_agents::KEEL_TOOLS;
 pub use profile::{
     ContextOverflow, ContextWindow, ProfileChoice, SMALL_CONTEXT_WINDOW, ToolProfile, WindowOrigin,
 };
-#[cfg(feature = "tasks")]
-pub use tasks::{BackgroundTasks, TaskLauncher, TaskNotifier, open_task_store};
 
 pub use keel_agents::Policies;
 
@@ -102,6 +102,8 @@ pub use keel_provider as provider;
 pub use keel_sandbox as sandbox;
 #[cfg(feature = "snapshots")]
 pub use keel_snapshot as snapshot;
+#[cfg(feature = "tasks")]
+pub use keel_tasks as tasks;
 pub use keel_tool as tool;
 
 /// What a host needs to build, run and extend the agent, `#[async_trait]` included: a host

@@ -16,14 +16,12 @@
 //! `available_commands_update`. `session/load` resumes a keel session (ids are keel's) and
 //! replays its history as updates.
 
-mod client;
 mod commands;
 
 use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
-use agent_client_protocol::v1::ConnectionTo;
 use agent_client_protocol::v1::schema::{
     AgentCapabilities, CancelNotification, CurrentModeUpdate, Implementation, InitializeRequest,
     InitializeResponse, LoadSessionRequest, LoadSessionResponse, McpCapabilities, McpServer,
@@ -31,7 +29,7 @@ use agent_client_protocol::v1::schema::{
     SessionMode, SessionModeState, SessionNotification, SessionUpdate, SetSessionModeRequest,
     SetSessionModeResponse, StopReason,
 };
-use agent_client_protocol::{Agent, Client, Stdio};
+use agent_client_protocol::{Agent, Stdio};
 use keel::RunEvent;
 use keel::mcp::{HttpServer, McpServerConfig, McpTransport, StdioServer};
 use keel_config::{LiveMode, SessionChoice, Settings, Surface};
@@ -44,9 +42,9 @@ use keel_host::{
 use crate::cli::Options;
 use crate::error::CliError;
 use crate::print::progress;
-use client::{ClientApprover, ClientFiles};
+use keel_host::acp::{ClientApprover, ClientFiles};
 
-type Connection = ConnectionTo<Client>;
+use keel_host::acp::Connection;
 
 /// One ACP session: the host's live session, the owner's subscription (its events become
 /// the client's updates), the settings it was built from, and the calls shown to the client

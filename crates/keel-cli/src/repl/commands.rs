@@ -1,7 +1,7 @@
 //! The slash commands: what they are called, and what each does.
 
-use keel_engine::{CompactionError, SessionEndReason, SessionStartSource};
-use keel_sandbox::GitSession;
+use keel::engine::{CompactionError, SessionEndReason, SessionStartSource};
+use keel::sandbox::GitSession;
 
 use super::view::printable;
 use super::worktree;

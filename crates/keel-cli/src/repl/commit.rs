@@ -4,7 +4,7 @@
 
 use std::path::Path;
 
-use keel_sandbox::{StagedChange, commit_preview};
+use keel::sandbox::{StagedChange, commit_preview};
 use serde_json::Value;
 
 use super::view::{Style, printable};

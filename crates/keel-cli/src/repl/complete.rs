@@ -9,7 +9,7 @@
 use std::sync::Arc;
 
 use keel::CodingAgent;
-use keel_sandbox::{Access, PathSandbox};
+use keel::sandbox::{Access, PathSandbox};
 use rustyline::completion::{Completer, Pair};
 use rustyline::highlight::Highlighter;
 use rustyline::hint::Hinter;
@@ -198,7 +198,7 @@ impl PromptHelper {
     pub(super) fn for_session(
         setup: &Settings,
         coding: &CodingAgent,
-        custom: &keel_agents::commands::SlashCommands,
+        custom: &keel::agents::commands::SlashCommands,
     ) -> Self {
         let commands = HELP
             .iter()

@@ -13,7 +13,7 @@
 
 use std::io::Read;
 
-use keel_sandbox::{PathSandbox, SandboxError};
+use keel::sandbox::{PathSandbox, SandboxError};
 
 /// The most bytes of one mentioned file that are attached (256 KiB).
 pub(super) const MAX_FILE_BYTES: usize = 256 * 1024;

@@ -89,9 +89,9 @@ struct Repl {
     /// The text the next prompt starts with (type-ahead, or a line that was not sent).
     next_line: String,
     /// The provider's model list, once `/model` has read it.
-    listed_models: Option<keel_provider::ModelList>,
+    listed_models: Option<keel::provider::ModelList>,
     /// Custom slash commands (`.claude/commands/`, `$KEEL_HOME/commands/`).
-    custom_commands: keel_agents::commands::SlashCommands,
+    custom_commands: keel::agents::commands::SlashCommands,
 }
 
 /// Runs the interactive session; returns the exit code.

@@ -7,8 +7,8 @@
 use std::collections::HashMap;
 use std::time::Duration;
 
-use keel_engine::SessionSummary;
-use keel_provider::{ContentBlock, ImageData, Message, Role};
+use keel::engine::SessionSummary;
+use keel::provider::{ContentBlock, ImageData, Message, Role};
 use serde_json::Value;
 
 use super::Repl;

@@ -6,8 +6,8 @@
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use keel_provider::{ToolCall, ToolInput};
-use keel_tool::ToolContext;
+use keel::provider::{ToolCall, ToolInput};
+use keel::tool::ToolContext;
 use tokio_util::sync::CancellationToken;
 
 use super::Repl;

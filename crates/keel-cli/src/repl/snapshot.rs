@@ -8,7 +8,7 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, PoisonError};
 
-use keel_engine::{Hook, HookInput, HookOutcome};
+use keel::engine::{Hook, HookInput, HookOutcome};
 use serde_json::Value;
 
 /// The tools whose changes are shown as diffs, as a hook matcher.

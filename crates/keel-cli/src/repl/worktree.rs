@@ -1,14 +1,14 @@
 //! `/diff`: the work tree compared with what it was when the session started.
 //!
 //! keel snapshots the workspace before every call that may change files (see
-//! [`keel_snapshot::ShadowSnapshots`]); the session's first snapshot is then where it started,
+//! [`keel::snapshot::ShadowSnapshots`]); the session's first snapshot is then where it started,
 //! and the diff is made in the snapshot store (so it works outside git repositories too).
 //! Before the session changed anything, `HEAD` is the baseline.
 
 use std::path::Path;
 
 use git2::{DiffFormat, DiffOptions, Oid, Repository};
-use keel_snapshot::{ShadowSnapshots, Snapshots};
+use keel::snapshot::{ShadowSnapshots, Snapshots};
 
 use super::diff::patch_lines;
 use super::view::Style;

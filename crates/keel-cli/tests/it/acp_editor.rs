@@ -8,7 +8,7 @@ use std::sync::{Arc, Mutex};
 
 use crate::support::acp::{converse, converse_answering, open, prompt, reply as reply_to, updates};
 use crate::support::*;
-use keel_provider::{ContentBlock, StopReason};
+use keel::provider::{ContentBlock, StopReason};
 use keel_test_support::git::TempRepo;
 use keel_test_support::images::TINY_PNG;
 use keel_test_support::scripted::reply;

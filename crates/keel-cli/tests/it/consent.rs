@@ -33,7 +33,7 @@ fn results(body: &Value) -> Vec<(String, bool, String)> {
         .collect()
 }
 
-fn rm(id: &str, target: &str) -> keel_provider::ToolUseResponse {
+fn rm(id: &str, target: &str) -> keel::provider::ToolUseResponse {
     tool_call(
         id,
         "run_command",

@@ -1044,7 +1044,7 @@ async fn calc_run(args: &[&str]) -> Vec<Value> {
     let mut first = tool_call("toolu_0001_0", "read_file", json!({"path": "calc.py"}));
     first
         .content
-        .insert(0, keel_provider::ContentBlock::text("Let me look."));
+        .insert(0, keel::provider::ContentBlock::text("Let me look."));
     let server = anthropic_server(&[
         first,
         tool_call(

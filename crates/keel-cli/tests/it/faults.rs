@@ -9,7 +9,7 @@ use std::collections::HashSet;
 use std::time::Duration;
 
 use crate::support::*;
-use keel_provider::{ContentBlock, StopReason};
+use keel::provider::{ContentBlock, StopReason};
 use keel_test_support::git::TempRepo;
 use keel_test_support::raw_http::{Ending, RawHttpServer, RawResponse};
 use keel_test_support::render::anthropic_sse;
@@ -18,7 +18,7 @@ use keel_test_support::scripted::reply;
 use serde_json::{Value, json};
 
 /// A reply that says something, then calls `run_command` with `command`.
-fn talk_then_run(id: &str, command: &str) -> keel_provider::ToolUseResponse {
+fn talk_then_run(id: &str, command: &str) -> keel::provider::ToolUseResponse {
     reply(
         vec![
             ContentBlock::text("I will record that I ran."),

@@ -8,8 +8,8 @@
 use std::sync::Arc;
 
 use crate::support::*;
+use keel::provider::{AnthropicProvider, ApiKey};
 use keel::{BackgroundTasks, CodingAgent};
-use keel_provider::{AnthropicProvider, ApiKey};
 use keel_test_support::git::TempRepo;
 use keel_test_support::mock::{request_bodies, serve_anthropic_replies};
 use keel_test_support::scripted::text_reply;

@@ -233,8 +233,8 @@ async fn directories_outside_the_roots_are_refused_and_nothing_runs() {
     assert_eq!(std::fs::read_dir(&outside_path).unwrap().count(), 0);
     let tasks = home.keel_home().join("tasks.db");
     if tasks.exists() {
-        let store = keel_tasks::SqliteTaskStore::open(&tasks).unwrap();
-        assert!(keel_tasks::TaskStore::list(&store, 10).unwrap().is_empty());
+        let store = keel::tasks::SqliteTaskStore::open(&tasks).unwrap();
+        assert!(keel::tasks::TaskStore::list(&store, 10).unwrap().is_empty());
     }
 
     // --root narrows: the repository itself is outside `--root sub`; the host's roots narrow
@@ -395,9 +395,9 @@ async fn the_task_tools_see_only_the_tasks_inside_the_roots() {
     let repo = TempRepo::new();
     let other = tempfile::tempdir().unwrap();
     let home = Home::new();
-    let store = keel_tasks::SqliteTaskStore::open(&home.keel_home().join("tasks.db")).unwrap();
+    let store = keel::tasks::SqliteTaskStore::open(&home.keel_home().join("tasks.db")).unwrap();
     let record = |dir: &Path, prompt: &str| {
-        let task = keel_tasks::NewTask {
+        let task = keel::tasks::NewTask {
             parent_session: Some("elsewhere".into()),
             agent: "main".into(),
             runner: "keel".into(),
@@ -405,8 +405,8 @@ async fn the_task_tools_see_only_the_tasks_inside_the_roots() {
             workdir: dir.canonicalize().unwrap(),
             timeout_secs: 60,
         };
-        let settings = keel_tasks::TaskSettings::new(dir, keel_sandbox::SandboxPolicy::default());
-        keel_tasks::TaskStore::create(
+        let settings = keel::tasks::TaskSettings::new(dir, keel::sandbox::SandboxPolicy::default());
+        keel::tasks::TaskStore::create(
             &store,
             &task,
             &settings,
@@ -452,13 +452,13 @@ async fn the_task_tools_see_only_the_tasks_inside_the_roots() {
     assert_eq!(steps[4]["is_error"], false, "{}", steps[4]);
     assert_eq!(steps[5]["text"], format!("Task {inside} cancelled."));
     let status = |id: &str| {
-        keel_tasks::TaskStore::get(&store, id)
+        keel::tasks::TaskStore::get(&store, id)
             .unwrap()
             .unwrap()
             .status
     };
-    assert_eq!(status(&outside), keel_tasks::TaskStatus::Queued);
-    assert_eq!(status(&inside), keel_tasks::TaskStatus::Cancelled);
+    assert_eq!(status(&outside), keel::tasks::TaskStatus::Queued);
+    assert_eq!(status(&inside), keel::tasks::TaskStatus::Cancelled);
 }
 
 /// `keel mcp-server --listen 127.0.0.1:0` with `token` in KEEL_MCP_TOKEN; the child and the

@@ -44,7 +44,7 @@ async fn the_scripted_model_fixes_the_bug_with_the_real_tools() {
         );
     }
 
-    assert_eq!(report.outcome.stop, keel_engine::Stop::Completed);
+    assert_eq!(report.outcome.stop, keel::engine::Stop::Completed);
     assert!(out.contains(&report.outcome.text));
     // The fix is on disk and committed on top of the initial commit.
     let fixed = std::fs::read_to_string(report.repo.join("sum.sh")).unwrap();

@@ -6,7 +6,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use crate::support::*;
-use keel_provider::{ContentBlock, StopReason, ToolUseResponse};
+use keel::provider::{ContentBlock, StopReason, ToolUseResponse};
 use keel_test_support::git::TempRepo;
 use keel_test_support::mock::{model_requests, request_bodies, serve_responses_replies};
 use keel_test_support::scripted::reply;

@@ -212,15 +212,15 @@ async fn rewind_restores_a_snapshot_taken_of_this_workspace() {
     let original = manifest(&repo.path(), &[".git"]);
     let home = Home::new();
     // A snapshot as the engine takes it, in the store keel rewind reads.
-    let snapshots = keel_snapshot::ShadowSnapshots::open(
+    let snapshots = keel::snapshot::ShadowSnapshots::open(
         home.keel_home().join("snapshots"),
         repo.path(),
-        keel_snapshot::SnapshotLimits::default(),
+        keel::snapshot::SnapshotLimits::default(),
     )
     .unwrap();
-    keel_snapshot::Snapshots::take(
+    keel::snapshot::Snapshots::take(
         &snapshots,
-        &keel_snapshot::SnapshotPoint {
+        &keel::snapshot::SnapshotPoint {
             session_id: "s-1".into(),
             call_id: "toolu_1".into(),
             tool: "run_command".into(),

@@ -80,7 +80,7 @@ fn tool_names(body: &[u8]) -> Vec<String> {
 
 /// The lean tools, as offered (sorted by name).
 fn lean_tools() -> Vec<String> {
-    let mut names: Vec<String> = keel_sandbox::LEAN_TOOLS.map(str::to_owned).to_vec();
+    let mut names: Vec<String> = keel::sandbox::LEAN_TOOLS.map(str::to_owned).to_vec();
     names.sort();
     names
 }

@@ -8,8 +8,8 @@
 use std::time::Duration;
 
 use crate::support::*;
-use keel_provider::{ContentBlock, StopReason};
-use keel_tasks::{SqliteTaskStore, TaskRecord, TaskStatus, TaskStore};
+use keel::provider::{ContentBlock, StopReason};
+use keel::tasks::{SqliteTaskStore, TaskRecord, TaskStatus, TaskStore};
 use keel_test_support::git::TempRepo;
 use keel_test_support::mock::{request_bodies, sse_response};
 use keel_test_support::render::anthropic_sse;
@@ -37,7 +37,7 @@ impl wiremock::Match for RunnerRequest {
 
 /// A server answering the launching session with `parent` in order, and every task runner
 /// with `runner_says`.
-async fn server(parent: &[keel_provider::ToolUseResponse], runner_says: &str) -> MockServer {
+async fn server(parent: &[keel::provider::ToolUseResponse], runner_says: &str) -> MockServer {
     let server = MockServer::start().await;
     Mock::given(RunnerRequest)
         .respond_with(sse_response(anthropic_sse(&text(runner_says))))
@@ -265,7 +265,7 @@ async fn a_killed_supervisor_is_found_interrupted_at_the_next_start() {
         .status()
         .unwrap();
     for _ in 0..50 {
-        if keel_tasks::start_time(supervisor).is_none() {
+        if keel::tasks::start_time(supervisor).is_none() {
             break;
         }
         tokio::time::sleep(Duration::from_millis(100)).await;
@@ -388,7 +388,7 @@ async fn keel_tasks_lists_shows_cancels_and_prints_logs() {
     assert_eq!(stdout(&output), format!("task {id} cancelled\n"));
     let mut gone = false;
     for _ in 0..50 {
-        if keel_tasks::start_time(runner).is_none() {
+        if keel::tasks::start_time(runner).is_none() {
             gone = true;
             break;
         }

@@ -352,7 +352,7 @@ struct Defaults {
 
 impl Defaults {
     fn keel() -> Self {
-        let tasks = keel_tasks::TaskLimits::default();
+        let tasks = keel::tasks::TaskLimits::default();
         Self {
             max_iterations: keel::engine::DEFAULT_MAX_ITERATIONS,
             run_command_max_timeout_secs: keel::sandbox::SandboxPolicy::default()

@@ -17,7 +17,7 @@ use keel::engine::JsonlSessionStore;
 use keel::mcp::{McpError, McpServer, McpServerConfig};
 use keel::provider::{ModelCatalog, Provider, ProviderKind, ServedContext};
 use keel::sandbox::{SandboxMode, SandboxPolicy};
-use keel_tasks::{TaskApprovals, TaskSettings};
+use keel::tasks::{TaskApprovals, TaskSettings};
 
 use crate::Error;
 use crate::files::{self, ClaudeFiles, Config};
@@ -74,8 +74,10 @@ pub struct Overrides {
     pub max_iterations: Option<u32>,
     /// Paths the file tools may also read (`--allow-read`).
     pub allow_read: Vec<PathBuf>,
-    /// Who approves gated calls (`--approvals`; `--yes` is `allow`).
+    /// Who approves gated calls (`--approvals`).
     pub approvals: Option<ApprovalMode>,
+    /// Every call runs without a question (`--yes`: approvals `allow`).
+    pub yes: bool,
     /// What commands may do (`--sandbox`).
     pub sandbox: Option<SandboxMode>,
     /// Whether commands may reach the network (`--network`).
@@ -335,13 +337,17 @@ fn powers(
     cwd: &Path,
     secret_vars: &[String],
 ) -> Result<Powers, Error> {
-    let approvals = overrides
-        .approvals
-        .or(config.approvals)
-        .unwrap_or(match surface {
-            Surface::Interactive => ApprovalMode::Ask,
-            Surface::Headless | Surface::Listing => ApprovalMode::Deny,
-        });
+    let approvals = if overrides.yes {
+        ApprovalMode::Allow
+    } else {
+        overrides
+            .approvals
+            .or(config.approvals)
+            .unwrap_or(match surface {
+                Surface::Interactive => ApprovalMode::Ask,
+                Surface::Headless | Surface::Listing => ApprovalMode::Deny,
+            })
+    };
     let sandbox = overrides.sandbox.or(config.sandbox).unwrap_or_default();
     let mut allow_read = Vec::new();
     for path in &overrides.allow_read {
@@ -398,7 +404,8 @@ fn live_mode(
     is_task: bool,
     approvals: ApprovalMode,
 ) -> LiveMode {
-    let chosen_elsewhere = overrides.approvals.is_some() || config.approvals.is_some() || is_task;
+    let chosen_elsewhere =
+        overrides.yes || overrides.approvals.is_some() || config.approvals.is_some() || is_task;
     match config.default_mode {
         Some(default) if !chosen_elsewhere => default,
         _ => LiveMode::of(approvals),
@@ -455,7 +462,7 @@ fn project_scripts(config: &Config, cwd: &Path) -> Vec<PathBuf> {
 /// The settings recorded with background task `id`, for its own run.
 fn task_settings(keel_home: &Path, id: &str) -> Result<TaskSettings, Error> {
     let store = paths::open_task_store(keel_home)?;
-    keel_tasks::load_settings(store.as_ref(), id).map_err(|err| {
+    keel::tasks::load_settings(store.as_ref(), id).map_err(|err| {
         Error::Failed(format!(
             "KEEL_TASK_ID={id}: {err}; a task's run takes its settings from the task"
         ))

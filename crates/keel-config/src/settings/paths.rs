@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use keel::engine::{JsonlSessionStore, SessionStore};
-use keel_tasks::{SqliteTaskStore, TaskStore};
+use keel::tasks::{SqliteTaskStore, TaskStore};
 
 use super::{Overrides, SessionChoice};
 use crate::Error;

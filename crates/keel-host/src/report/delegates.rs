@@ -165,7 +165,7 @@ pub fn age(time: &str) -> String {
 }
 
 /// One line of `keel tasks`.
-pub fn task_line(record: &keel_tasks::TaskRecord) -> String {
+pub fn task_line(record: &keel::tasks::TaskRecord) -> String {
     format!(
         "{}  {:<11}  {:>6}  {}  {}  {}",
         record.id,

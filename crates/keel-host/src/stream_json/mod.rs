@@ -578,8 +578,8 @@ impl ClaudeStream {
     /// A `system`/`task_notification` line for a background task that ended: `status` is
     /// Claude Code's (`completed`, `failed` for a failure or a timeout or an interruption,
     /// `stopped` for a cancellation), `output_file` the task's log, `summary` what it did.
-    pub fn task_notification(&self, task: &keel_tasks::TaskRecord) -> Value {
-        use keel_tasks::TaskStatus;
+    pub fn task_notification(&self, task: &keel::tasks::TaskRecord) -> Value {
+        use keel::tasks::TaskStatus;
         let status = match task.status {
             TaskStatus::Completed => "completed",
             TaskStatus::Cancelled => "stopped",

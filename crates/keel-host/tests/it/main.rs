@@ -9,6 +9,7 @@
     clippy::panic
 )]
 
+mod example;
 mod fanout;
 mod lifecycle;
 mod questions;

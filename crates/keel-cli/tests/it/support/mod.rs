@@ -155,9 +155,9 @@ pub(crate) fn process_alive(pid: u32) -> bool {
 /// A server whose first Anthropic reply comes after `delay` (a model that thinks), and whose
 /// second comes at once.
 pub(crate) async fn slow_then(
-    first: &keel_provider::ToolUseResponse,
+    first: &keel::provider::ToolUseResponse,
     delay: std::time::Duration,
-    second: &keel_provider::ToolUseResponse,
+    second: &keel::provider::ToolUseResponse,
 ) -> wiremock::MockServer {
     use keel_test_support::mock::sse_response;
     use keel_test_support::render::anthropic_sse;

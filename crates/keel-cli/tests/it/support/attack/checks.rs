@@ -379,8 +379,8 @@ fn row_checks(
     }
     let db = ctx.home.keel_home().join("tasks.db");
     if row.no_task && db.exists() {
-        use keel_tasks::TaskStore;
-        let tasks = keel_tasks::SqliteTaskStore::open(&db)
+        use keel::tasks::TaskStore;
+        let tasks = keel::tasks::SqliteTaskStore::open(&db)
             .unwrap()
             .list(100)
             .unwrap();

@@ -79,7 +79,7 @@ impl Respond for Script {
     }
 }
 
-fn render(openai: bool, reply: &keel_provider::ToolUseResponse) -> String {
+fn render(openai: bool, reply: &keel::provider::ToolUseResponse) -> String {
     if openai {
         openai_sse(reply)
     } else {

@@ -6,6 +6,7 @@ use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
+use super::{Announced, kind, title, tool_call};
 use agent_client_protocol::v1::schema::{
     PermissionOption, PermissionOptionKind, ReadTextFileRequest, RequestPermissionOutcome,
     RequestPermissionRequest, SessionNotification, SessionUpdate, ToolCallStatus, ToolCallUpdate,
@@ -13,9 +14,9 @@ use agent_client_protocol::v1::schema::{
 };
 use keel::engine::{ApprovalRequest, ApprovalScope, Approver, Decision, ScopePattern};
 use keel::tool::EditorFiles;
-use keel_host::acp::{Announced, kind, title, tool_call};
 
-use super::Connection;
+/// The connection to the client.
+pub type Connection = agent_client_protocol::v1::ConnectionTo<agent_client_protocol::Client>;
 
 /// The permission options keel offers, by id.
 const ALLOW_ONCE: &str = "allow_once";
@@ -27,7 +28,7 @@ const REJECT_ALWAYS: &str = "reject_always";
 /// engine's: the call's scope runs without asking for the rest of the session (never for a
 /// protected path). "Always reject" is kept here: a later call in a rejected scope is denied
 /// without asking.
-pub(super) struct ClientApprover {
+pub struct ClientApprover {
     connection: Connection,
     /// The session's id.
     session_id: String,
@@ -42,7 +43,7 @@ impl ClientApprover {
     /// An approver asking through `connection` for session `session_id` in `cwd`; each
     /// call asked about is first shown to the client as a `pending` tool call, and noted in
     /// `announced`.
-    pub(super) fn new(
+    pub fn new(
         connection: Connection,
         session_id: String,
         cwd: PathBuf,
@@ -154,7 +155,7 @@ fn scope_words(scope: &ApprovalScope) -> String {
 
 /// The editor's files, through the client's `fs/read_text_file` and `fs/write_text_file`:
 /// the file tools ask it only after their own path checks.
-pub(super) struct ClientFiles {
+pub struct ClientFiles {
     connection: Connection,
     session_id: String,
     reads: bool,
@@ -164,7 +165,7 @@ pub(super) struct ClientFiles {
 impl ClientFiles {
     /// The files of session `session_id`, read and written through the client as far as it
     /// offers (`reads`, `writes`); `None` when it offers neither.
-    pub(super) fn offered(
+    pub fn offered(
         connection: Connection,
         session_id: String,
         reads: bool,

@@ -8,6 +8,10 @@ use std::collections::{HashMap, HashSet, VecDeque};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
+mod client;
+
+pub use client::{ClientApprover, ClientFiles, Connection};
+
 use agent_client_protocol::v1::schema::{
     ContentBlock, ContentChunk, Diff, ImageContent, SessionUpdate, StopReason, TextContent,
     ToolCall, ToolCallContent, ToolCallLocation, ToolCallStatus, ToolCallUpdate,
