@@ -107,3 +107,45 @@ async fn a_saved_session_is_resumed_by_id_with_its_history() {
     assert_eq!(resumed.id(), id);
     assert_eq!(resumed.session().await.history().len(), 2);
 }
+
+#[tokio::test]
+async fn a_fork_is_a_new_session_that_starts_with_the_history_of_another() {
+    let (cwd, home) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let model = Arc::new(
+        ScriptedProvider::new()
+            .then_text("first")
+            .then_text("forked"),
+    );
+    let sessions = ScriptedSessions::new(model, cwd.path(), home.path());
+    let host = SessionHost::default();
+    let original = host
+        .open(&sessions, &Opening::New { cwd: None }, Ownership::default())
+        .await
+        .unwrap()
+        .session;
+    original
+        .run_turn(vec![ContentBlock::text("one")], TaskWait::Leave)
+        .await
+        .unwrap();
+    let fork = host
+        .open(
+            &sessions,
+            &Opening::Fork { id: original.id() },
+            Ownership::default(),
+        )
+        .await
+        .unwrap()
+        .session;
+    assert_ne!(fork.id(), original.id());
+    assert_eq!(host.ids().len(), 2, "both live");
+    assert_eq!(fork.session().await.history().len(), 2);
+    fork.run_turn(vec![ContentBlock::text("two")], TaskWait::Leave)
+        .await
+        .unwrap();
+    assert_eq!(fork.session().await.history().len(), 4);
+    assert_eq!(
+        original.session().await.history().len(),
+        2,
+        "the original is untouched"
+    );
+}

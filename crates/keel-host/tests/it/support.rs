@@ -99,6 +99,10 @@ impl SessionFactory for ScriptedSessions {
             .map_err(|err| HostError::Failed(err.to_string()))?;
         let session = match opening {
             Opening::Resume { id } => coding.resume(id),
+            Opening::Fork { id } => coding
+                .agent()
+                .fork(id, None)
+                .map_err(keel::BuildError::from),
             _ => coding.session(),
         }
         .map_err(|err| HostError::Failed(err.to_string()))?;
