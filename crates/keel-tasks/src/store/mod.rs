@@ -4,7 +4,6 @@
 use std::fmt;
 use std::path::{Path, PathBuf};
 use std::sync::{Mutex, MutexGuard, PoisonError};
-use std::time::Duration;
 
 use rusqlite::{Connection, OptionalExtension, Transaction, TransactionBehavior, params};
 
@@ -14,10 +13,7 @@ mod columns;
 mod schema;
 
 use columns::{COLUMNS, PathParam, StatusColumn, record, settings_json, to_integer};
-use schema::{MIGRATIONS, check_version, migrate, schema_version};
-
-/// How long a statement waits for another process's write before it fails.
-const BUSY_TIMEOUT: Duration = Duration::from_secs(10);
+use schema::{MIGRATIONS, TASK_DB};
 
 /// The SQL condition of an active (`queued` or `running`) task.
 const ACTIVE: &str = "status IN ('queued', 'running')";
@@ -113,37 +109,16 @@ impl SqliteTaskStore {
     /// newer keel (its schema version is higher than [`Self::SCHEMA_VERSION`]) or cannot be
     /// migrated.
     pub fn open(path: &Path) -> Result<Self, TaskError> {
-        if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
-            std::fs::create_dir_all(parent).map_err(|source| TaskError::Io {
+        let conn = TASK_DB.open(path).map_err(|err| match err {
+            keel_sqlite::SqliteError::Directory { source, .. } => TaskError::Io {
                 context: format!(
                     "creating the directory of the task store {}",
                     path.display()
                 ),
                 source,
-            })?;
-        }
-        let fail = |doing: &str, err: rusqlite::Error| store_error(path, doing, err);
-        let mut conn = Connection::open(path).map_err(|e| fail("opening the database", e))?;
-        conn.busy_timeout(BUSY_TIMEOUT)
-            .map_err(|e| fail("setting the busy timeout", e))?;
-
-        // Refuse a newer database before changing anything in it.
-        let version = schema_version(&conn).map_err(|e| fail("reading the schema version", e))?;
-        check_version(path, version)?;
-
-        let mode = switch_to_wal(&conn).map_err(|e| fail("switching to WAL mode", e))?;
-        if !mode.eq_ignore_ascii_case("wal") {
-            return Err(store_message(
-                path,
-                format!("switching to WAL mode: the journal mode stayed {mode:?}"),
-            ));
-        }
-        conn.pragma_update(None, "synchronous", "NORMAL")
-            .map_err(|e| fail("setting synchronous=NORMAL", e))?;
-
-        if version < i64::from(Self::SCHEMA_VERSION) {
-            migrate(path, &mut conn)?;
-        }
+            },
+            err => store_message(path, store_detail(&err)),
+        })?;
         Ok(Self {
             path: path.to_path_buf(),
             conn: Mutex::new(conn),
@@ -513,31 +488,15 @@ fn new_id() -> String {
         .collect()
 }
 
-/// Puts the database in WAL mode (a setting kept in the file) and returns the mode it is in.
-/// A database already in WAL mode is left as it is. Switching needs the file to itself for a
-/// moment, and SQLite answers "database is locked" at once, without waiting, when other
-/// connections are reading it (several keel processes opening a new store together): the
-/// switch is tried again until it goes through or [`BUSY_TIMEOUT`] has passed.
-fn switch_to_wal(conn: &Connection) -> Result<String, rusqlite::Error> {
-    let current: String = conn.pragma_query_value(None, "journal_mode", |row| row.get(0))?;
-    if current.eq_ignore_ascii_case("wal") {
-        return Ok(current);
-    }
-    let deadline = std::time::Instant::now() + BUSY_TIMEOUT;
-    loop {
-        match conn.pragma_update_and_check(None, "journal_mode", "WAL", |row| row.get(0)) {
-            Err(rusqlite::Error::SqliteFailure(err, _))
-                if matches!(
-                    err.code,
-                    rusqlite::ErrorCode::DatabaseBusy | rusqlite::ErrorCode::DatabaseLocked
-                ) && std::time::Instant::now() < deadline =>
-            {
-                std::thread::sleep(Duration::from_millis(5));
-            }
-            result => return result,
-        }
+/// What a [`keel_sqlite::SqliteError::Database`] says failed, without the file (which
+/// [`TaskError::Store`] names itself).
+fn store_detail(err: &keel_sqlite::SqliteError) -> String {
+    match err {
+        keel_sqlite::SqliteError::Database { message, .. } => message.clone(),
+        err => err.to_string(),
     }
 }
+
 /// A [`TaskError::Store`] saying what was being done.
 fn store_error(path: &Path, doing: &str, err: impl fmt::Display) -> TaskError {
     store_message(path, format!("{doing}: {err}"))
